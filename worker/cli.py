@@ -1,0 +1,245 @@
+"""The ``curator`` command line.
+
+Each step reads and writes a run directory. User mistakes print one line starting with
+``error:`` and exit with status 2; there is no traceback for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from .pipeline.clustering import RULES
+from .pipeline.errors import InputError
+from .pipeline.models import MODEL_NAMES
+from .pipeline.progress import Cancelled, TqdmProgress
+from .pipeline.rundir import RunDir
+
+
+# --------------------------------------------------------------------------- arguments
+def _dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
+    g = p.add_argument_group("dataset")
+    g.add_argument("--dataset", required=required, metavar="SPEC",
+                   help="digits | cifar10:DIR | folder:DIR")
+    g.add_argument("--split", default="train", choices=["train", "test"])
+    g.add_argument("--labels", type=Path, metavar="CSV", help="CSV with path,label columns")
+    g.add_argument("--label-column", default="label", help="label column of --labels")
+    g.add_argument("--true-label-column", help="column of --labels holding clean labels")
+    g.add_argument("--inject-noise", type=float, default=0.0, metavar="RATE",
+                   help="flip this fraction of labels (true labels are recorded)")
+    g.add_argument("--seed", type=int, default=0)
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("features")
+    g.add_argument("--model", default="pixels", choices=MODEL_NAMES, metavar="NAME",
+                   help=f"one of: {', '.join(MODEL_NAMES)} (default pixels)")
+    g.add_argument("--weights", type=Path, metavar="FILE", help="local weights file")
+    g.add_argument("--finetune", type=int, default=0, metavar="EPOCHS",
+                   help="fine-tune on the dataset before extraction")
+    g.add_argument("--batch-size", type=int, default=256)
+    g.add_argument("--device", default=None, help="auto | cpu | cuda[:N]")
+    g.add_argument("--workers", type=int, default=None, help="DataLoader workers")
+
+
+def _embed_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("embedding")
+    g.add_argument("--perplexity", type=float, default=30.0)
+    g.add_argument("--pca-dims", type=int, default=50)
+    g.add_argument("--n-iter", type=int, default=500)
+    g.add_argument("--gradient", default="auto", choices=["auto", "fft", "bh"])
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("clustering")
+    g.add_argument("--eps", type=float, help="DBSCAN eps (default: automatic per class)")
+    g.add_argument("--min-samples", type=int, help="DBSCAN min_samples (default 5)")
+    g.add_argument("--rule", choices=RULES, help="flagging rule (default dbscan-knn)")
+
+
+# --------------------------------------------------------------------------- builders
+def _dataset_opts(a: argparse.Namespace):
+    from .pipeline.datasets import parse_spec
+    from .pipeline.ingest import DatasetOptions
+
+    if not a.dataset:
+        return None
+    return DatasetOptions(parse_spec(a.dataset, a.split), a.labels, a.label_column,
+                          a.true_label_column, a.inject_noise, a.seed)
+
+
+def _feature_opts(a: argparse.Namespace):
+    from .pipeline.features import FeatureOptions
+    from .settings import load_settings
+
+    s = load_settings()
+    return FeatureOptions(model=a.model, weights=a.weights, finetune_epochs=a.finetune,
+                          batch_size=a.batch_size, device=a.device or s.device,
+                          num_workers=a.workers if a.workers is not None else s.num_workers,
+                          seed=a.seed)
+
+
+def _embed_opts(a: argparse.Namespace):
+    from .pipeline.embedding import EmbeddingOptions
+
+    return EmbeddingOptions(pca_dims=a.pca_dims, perplexity=a.perplexity, n_iter=a.n_iter,
+                            seed=getattr(a, "seed", 0), gradient=a.gradient)
+
+
+def _print_summary(run: RunDir) -> None:
+    from .pipeline.curation import current_decisions, format_table, summary_rows
+
+    samples, decisions, _ = current_decisions(run)
+    print(format_table(summary_rows(samples, decisions)))
+
+
+# --------------------------------------------------------------------------- commands
+def cmd_pipeline(a: argparse.Namespace) -> None:
+    from .pipeline.runner import run_pipeline
+
+    run = RunDir(a.out)
+    bar = TqdmProgress()
+    run_pipeline(run, _dataset_opts(a), _feature_opts(a), _embed_opts(a), rule=a.rule,
+                 min_samples=a.min_samples, eps=a.eps, progress=bar)
+    skipped = run.read_meta().get("n_skipped", 0)
+    print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {skipped} unreadable "
+          f"images skipped{', see skipped.csv' if skipped else ''})")
+    _print_summary(run)
+
+
+def cmd_extract(a: argparse.Namespace) -> None:
+    from .pipeline.features import extract
+    from .pipeline.runner import ensure_ingested
+
+    run = RunDir(a.out)
+    bar = TqdmProgress()
+    ds = ensure_ingested(run, _dataset_opts(a), bar)
+    feats = extract(run, ds, _feature_opts(a), bar)
+    skipped = run.read_meta().get("n_skipped", 0)
+    print(f"features: {run.features} {feats.shape[0]}×{feats.shape[1]}; "
+          f"{skipped} unreadable images skipped")
+
+
+def cmd_embed(a: argparse.Namespace) -> None:
+    from .pipeline.runner import ensure_embedded
+
+    run = RunDir(a.run).require()
+    ensure_embedded(run, _embed_opts(a), TqdmProgress())
+    print(f"embedding: {run.embedding}")
+
+
+def cmd_cluster(a: argparse.Namespace) -> None:
+    from .pipeline.curation import cluster_step
+
+    run = RunDir(a.run).require()
+    cluster_step(run, eps=a.eps, min_samples=a.min_samples, classes=a.cls, rule=a.rule,
+                 auto=a.auto)
+    _print_summary(run)
+
+
+def cmd_export(a: argparse.Namespace) -> None:
+    from .pipeline.export import export
+
+    dest = export(RunDir(a.run).require(), a.format, a.dest, progress=TqdmProgress())
+    print(f"export: {dest}")
+
+
+def cmd_evaluate(a: argparse.Namespace) -> None:
+    from .pipeline.evaluation import evaluate, format_report
+
+    result = evaluate(RunDir(a.run).require(), with_cleanlab=not a.no_cleanlab)
+    print(json.dumps(result, indent=2) if a.json else format_report(result))
+
+
+def cmd_undo(a: argparse.Namespace) -> None:
+    from .pipeline.curation import open_store
+
+    store = open_store(RunDir(a.run))
+    done = store.redo() if a.redo else store.undo()
+    print(f"{'redid' if a.redo else 'undid'}: {done}" if done else "nothing to do")
+
+
+def cmd_override(a: argparse.Namespace) -> None:
+    from .pipeline.curation import open_store
+
+    decision = None if a.decision == "clear" else a.decision
+    n = open_store(RunDir(a.run)).set_overrides(a.samples, decision)
+    print(f"{n} sample(s) changed")
+
+
+# --------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="curator", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, fn: Callable, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(fn=fn)
+        return sp
+
+    sp = add("pipeline", cmd_pipeline, "all steps: ingest, extract, embed, cluster")
+    sp.add_argument("--out", required=True, type=Path, help="run directory")
+    _dataset_args(sp, required=False)
+    _model_args(sp)
+    _embed_args(sp)
+    _cluster_args(sp)
+
+    sp = add("extract", cmd_extract, "create a run (if needed) and extract features")
+    sp.add_argument("--out", required=True, type=Path, help="run directory")
+    _dataset_args(sp, required=False)
+    _model_args(sp)
+
+    sp = add("embed", cmd_embed, "PCA + t-SNE of the run's features")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--seed", type=int, default=0)
+    _embed_args(sp)
+
+    sp = add("cluster", cmd_cluster, "per-class DBSCAN; print the summary table")
+    sp.add_argument("run", type=Path)
+    _cluster_args(sp)
+    sp.add_argument("--class", dest="cls", action="append", metavar="NAME",
+                    help="apply --eps/--min-samples to this class only (repeatable)")
+    sp.add_argument("--auto", action="store_true", help="recompute eps from the k-distance knee")
+
+    sp = add("export", cmd_export, "write the kept subset to <run>/exports/NAME")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--format", default="csv", choices=["csv", "imagefolder", "indices"])
+    sp.add_argument("--dest", required=True, metavar="NAME", help="export name")
+
+    sp = add("evaluate", cmd_evaluate, "precision/recall/F1 against true labels, with cleanlab")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--json", action="store_true")
+    sp.add_argument("--no-cleanlab", action="store_true", help="skip the cleanlab baseline")
+
+    sp = add("override", cmd_override, "force samples to be kept or dropped")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("decision", choices=["keep", "drop", "clear"])
+    sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
+
+    sp = add("undo", cmd_undo, "undo the last curation change (--redo to redo)")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--redo", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Cancelled as exc:
+        print(f"cancelled: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""Per-class DBSCAN on the shared embedding, automatic eps, and flagging rules.
+
+Label conventions: cluster ids are per class, 0, 1, …; noise = -1.
+
+Rules for which points are *flagged* (proposed for removal):
+
+- ``dbscan`` (the paper): every DBSCAN noise point.
+- ``dbscan-knn`` (default): DBSCAN noise whose label most of its ``K_AGREE`` nearest
+  neighbours in feature space do not share. Isolated but correctly labelled points (rare
+  poses, odd crops) stay; mislabeled points, which sit among another class, go. On digits
+  with 10% injected noise this lifts F1 from 0.86 to 0.92 (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .dbscan import NeighbourIndex, check_params
+from .errors import InputError
+
+RULES = ("dbscan-knn", "dbscan")
+DEFAULT_RULE = "dbscan-knn"
+DEFAULT_MIN_SAMPLES = 5
+K_AGREE = 10
+FALLBACK_EPS = 1.0
+
+
+def check_rule(rule: str) -> str:
+    if rule not in RULES:
+        raise InputError(f"unknown flagging rule {rule!r}: use one of {', '.join(RULES)}")
+    return rule
+
+
+def k_distances(points: np.ndarray, k: int) -> np.ndarray:
+    """Distance from each point to its k-th nearest other point, shape (n,); needs n > k."""
+    d, _ = cKDTree(points).query(points, k=k + 1)
+    return np.asarray(d)[:, k] if k > 0 else np.zeros(len(points))
+
+
+def auto_eps(points: np.ndarray, min_samples: int) -> float | None:
+    """eps at the knee of the sorted k-distance curve (k = min_samples - 1), no labels used.
+
+    The knee is the point of the normalised, ascending curve farthest below the chord from
+    its first to its last point (the "Kneedle" construction): past it, distances grow fast,
+    so those points sit apart from their class.
+
+    Parameters
+    ----------
+    points : ndarray, shape (n, 2)
+
+    Returns
+    -------
+    float or None
+        None when the class is too small (n ≤ k) or all its points coincide.
+    """
+    check_params(1.0, min_samples)
+    k = max(1, min_samples - 1)
+    if len(points) <= k:
+        return None
+    kd = np.sort(k_distances(np.asarray(points, np.float64), k))
+    span = kd[-1] - kd[0]
+    if span <= 0:
+        return float(kd[0]) if kd[0] > 0 else None
+    x = np.linspace(0.0, 1.0, len(kd))
+    eps = float(kd[int(np.argmax(x - (kd - kd[0]) / span))])
+    return eps if eps > 0 else None
+
+
+def auto_params(embedding: np.ndarray, labels: np.ndarray, n_classes: int,
+                min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[int, tuple[float, int]]:
+    """Auto eps for every class; classes too small for a k-distance curve get the median
+    eps of the others (they are all noise anyway, since no point can be core)."""
+    found = {c: auto_eps(embedding[labels == c], min_samples) for c in range(n_classes)}
+    known = [e for e in found.values() if e is not None]
+    fallback = float(np.median(known)) if known else FALLBACK_EPS
+    return {c: (e if e is not None else fallback, min_samples) for c, e in found.items()}
+
+
+def knn_agreement(features: np.ndarray, labels: np.ndarray, k: int = K_AGREE) -> np.ndarray:
+    """Fraction of each sample's k nearest neighbours (feature space, PCA-50) sharing its label.
+
+    Returns
+    -------
+    ndarray of float32, shape (N,), in [0, 1]
+    """
+    from sklearn.neighbors import NearestNeighbors
+
+    from .embedding import pca_reduce
+
+    n = len(labels)
+    k = min(k, n - 1)
+    if k < 1:
+        return np.ones(n, dtype=np.float32)
+    x = pca_reduce(features, 50)
+    _, nn = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(x)
+    # Drop self: the first neighbour is the point itself unless there are exact duplicates.
+    neighbours = np.where(nn[:, :1] == np.arange(n)[:, None], nn[:, 1:], nn[:, :k])
+    return (labels[neighbours] == labels[:, None]).mean(axis=1).astype(np.float32)
+
+
+class ClassClusterer:
+    """Re-cluster one class quickly: its points and a cached neighbour index."""
+
+    def __init__(self, points: np.ndarray, max_eps: float) -> None:
+        self.points = points
+        self.index = NeighbourIndex(points, max_eps)
+
+    def labels(self, eps: float, min_samples: int) -> np.ndarray:
+        """DBSCAN labels of this class's points, shape (n_c,), noise = -1."""
+        if len(self.points) == 0:
+            check_params(eps, min_samples)
+            return np.empty(0, dtype=np.int64)
+        return self.index.dbscan(eps, min_samples)
+
+
+def cluster_all(embedding: np.ndarray, labels: np.ndarray,
+                params: dict[int, tuple[float, int]]) -> np.ndarray:
+    """Per-class DBSCAN on the shared embedding.
+
+    Parameters
+    ----------
+    embedding : ndarray, shape (N, 2)
+    labels : ndarray of int, shape (N,)
+    params : dict
+        Class code → (eps, min_samples); every class present in ``labels`` needs one.
+
+    Returns
+    -------
+    ndarray of int64, shape (N,): per-class cluster id, noise = -1.
+    """
+    out = np.full(len(labels), -1, dtype=np.int64)
+    for c in np.unique(labels):
+        if int(c) not in params:
+            raise InputError(f"no DBSCAN parameters for class {int(c)}")
+        eps, ms = params[int(c)]
+        members = np.flatnonzero(labels == c)
+        out[members] = ClassClusterer(embedding[members], eps).labels(eps, ms)
+    return out
+
+
+@dataclass
+class Decisions:
+    """What happens to each sample, all arrays shape (N,).
+
+    ``reason`` is one of ``noise``, ``cluster``, ``override_keep``, ``override_drop``.
+    """
+
+    clusters: np.ndarray
+    flagged: np.ndarray
+    kept: np.ndarray
+    reason: np.ndarray
+
+
+def decide(clusters: np.ndarray, agreement: np.ndarray | None, overrides: dict[int, str],
+           rule: str = DEFAULT_RULE) -> Decisions:
+    """Combine DBSCAN labels, the flagging rule and overrides (which always win)."""
+    check_rule(rule)
+    flagged = clusters == -1
+    if rule == "dbscan-knn":
+        if agreement is None:
+            raise InputError("rule 'dbscan-knn' needs knn agreement; run 'curator cluster'")
+        flagged &= agreement < 0.5
+    kept = ~flagged
+    reason = np.where(flagged, "noise", "cluster").astype(object)
+    for sample, decision in overrides.items():
+        if 0 <= sample < len(kept):
+            kept[sample] = decision == "keep"
+            reason[sample] = f"override_{decision}"
+    return Decisions(clusters, flagged, kept, reason.astype(str))

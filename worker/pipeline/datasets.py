@@ -1,0 +1,276 @@
+"""Dataset specs, label sources and label noise.
+
+A *spec* names where images come from:
+
+- ``digits``: scikit-learn's bundled 8×8 digits (1,797 images, the embedded default);
+- ``cifar10:DIR``: the standard torchvision ``cifar-10-batches-py`` folder;
+- ``folder:DIR``: one subfolder per class (``DIR/<split>/<class>/…`` when split folders exist).
+
+Every sample gets a path relative to the spec's DIR. Array datasets (digits, CIFAR pickles)
+get virtual paths such as ``train/00042`` so that labels CSVs and manifests can name them.
+Labels are integer codes into ``classes``; an unknown true label is -1.
+"""
+
+from __future__ import annotations
+
+import csv
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from .errors import InputError
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
+SPLITS = ("train", "test")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A parsed ``--dataset`` value."""
+
+    kind: str  # "digits" | "cifar10" | "folder"
+    root: Path | None
+    split: str = "train"
+
+    def __str__(self) -> str:
+        return self.kind if self.root is None else f"{self.kind}:{self.root}"
+
+
+def parse_spec(text: str, split: str = "train") -> DatasetSpec:
+    """Parse ``digits``, ``cifar10:DIR`` or ``folder:DIR`` into a :class:`DatasetSpec`.
+
+    Raises
+    ------
+    InputError
+        For an unknown kind, a missing directory or an unknown split.
+    """
+    if split not in SPLITS:
+        raise InputError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
+    kind, _, rest = text.partition(":")
+    if kind == "digits" and not rest:
+        return DatasetSpec("digits", None, split)
+    if kind in ("cifar10", "folder") and rest:
+        root = Path(rest).expanduser().resolve()
+        if not root.is_dir():
+            raise InputError(f"dataset folder not found: {rest} (give an existing directory)")
+        return DatasetSpec(kind, root, split)
+    raise InputError(
+        f"unknown dataset spec {text!r}: use 'digits', 'cifar10:DIR' or 'folder:DIR'"
+    )
+
+
+@dataclass
+class SampleTable:
+    """One row per sample, in sample order (the row order of ``features.npy``).
+
+    Attributes
+    ----------
+    paths : list of str, length N
+        Path relative to the dataset root (virtual for array datasets).
+    labels : ndarray of int64, shape (N,)
+        Given label, an index into ``classes``.
+    true_labels : ndarray of int64, shape (N,)
+        Known true label, or -1 where unknown.
+    classes : list of str
+        Class names; ``classes[k]`` is the name of label code k.
+    """
+
+    paths: list[str]
+    labels: np.ndarray
+    true_labels: np.ndarray
+    classes: list[str]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    @property
+    def has_truth(self) -> bool:
+        return bool((self.true_labels >= 0).any())
+
+    def subset(self, keep: np.ndarray) -> SampleTable:
+        """Rows where the boolean mask ``keep`` (shape (N,)) is True, order kept."""
+        idx = np.flatnonzero(keep)
+        return SampleTable([self.paths[i] for i in idx], self.labels[idx],
+                           self.true_labels[idx], self.classes)
+
+
+@dataclass
+class Dataset:
+    """Samples plus a way to read their pixels.
+
+    For array datasets ``arrays`` holds the uint8 images, shape (N, H, W) or (N, H, W, 3);
+    for folders it is None and images are read from ``root / path``.
+    """
+
+    spec: DatasetSpec
+    samples: SampleTable
+    arrays: np.ndarray | None = None
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def file_path(self, i: int) -> Path | None:
+        """The image file of sample i, or None for array datasets."""
+        if self.arrays is not None or self.spec.root is None:
+            return None
+        return self.spec.root / self.samples.paths[i]
+
+    def load_image(self, i: int) -> Image.Image:
+        """Sample i as an RGB PIL image (grayscale is expanded to three channels)."""
+        if self.arrays is not None:
+            return Image.fromarray(self.arrays[i]).convert("RGB")
+        with Image.open(self.file_path(i)) as img:
+            return img.convert("RGB")
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def _read_digits(split: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    # Digits pixels run 0..16; scale to 0..255 so they are ordinary 8-bit images.
+    images = np.round(digits.images * (255.0 / 16.0)).astype(np.uint8)
+    labels = digits.target.astype(np.int64)
+    if split == "test":
+        raise InputError("digits has no test split: use --split train")
+    paths = [f"train/{i:05d}" for i in range(len(labels))]
+    return images, labels, [str(c) for c in range(10)], paths
+
+
+def _read_cifar10(root: Path, split: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    batch_dir = root / "cifar-10-batches-py" if (root / "cifar-10-batches-py").is_dir() else root
+    meta_file = batch_dir / "batches.meta"
+    names = ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5"]
+    if split == "test":
+        names = ["test_batch"]
+    missing = [n for n in [*names, "batches.meta"] if not (batch_dir / n).is_file()]
+    if missing:
+        raise InputError(
+            f"{batch_dir} is not a cifar-10-batches-py folder (missing {', '.join(missing)})"
+        )
+    with open(meta_file, "rb") as fh:
+        classes = [c.decode() if isinstance(c, bytes) else c
+                   for c in pickle.load(fh, encoding="bytes")[b"label_names"]]
+    chunks, labels = [], []
+    for name in names:
+        with open(batch_dir / name, "rb") as fh:
+            batch = pickle.load(fh, encoding="bytes")
+        chunks.append(np.asarray(batch[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
+        labels.extend(batch[b"labels"])
+    images = np.concatenate(chunks).transpose(0, 2, 3, 1).copy()
+    paths = [f"{split}/{i:05d}" for i in range(len(images))]
+    return images, np.asarray(labels, dtype=np.int64), classes, paths
+
+
+def _list_folder(root: Path, split: str) -> tuple[list[str], np.ndarray, list[str]]:
+    base = root / split if all((root / s).is_dir() for s in SPLITS) else root
+    if base == root and split == "test":
+        raise InputError(f"{root} has no train/ and test/ folders: use --split train")
+    classes = sorted(p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not classes:
+        raise InputError(f"no class subfolders in {base}: expected {base}/<class>/<image>")
+    paths, labels = [], []
+    for code, name in enumerate(classes):
+        for f in sorted((base / name).rglob("*")):
+            if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file():
+                paths.append(f.relative_to(root).as_posix())
+                labels.append(code)
+    return paths, np.asarray(labels, dtype=np.int64), classes
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def read_label_csv(csv_path: Path, column: str) -> dict[str, str]:
+    """Map ``path`` → label from a CSV with a ``path`` column and ``column``."""
+    if not csv_path.is_file():
+        raise InputError(f"labels CSV not found: {csv_path}")
+    with open(csv_path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields = reader.fieldnames or []
+        if "path" not in fields or column not in fields:
+            raise InputError(
+                f"labels CSV {csv_path.name} needs columns 'path' and {column!r}; "
+                f"it has {', '.join(fields) or 'none'} (pick one with --label-column)"
+            )
+        return {row["path"].strip(): row[column].strip() for row in reader}
+
+
+def _apply_label_map(samples: SampleTable, mapping: dict[str, str], csv_name: str,
+                     column: str) -> np.ndarray:
+    """Codes for every sample from ``mapping``; samples the CSV omits get -1."""
+    index = {p: i for i, p in enumerate(samples.paths)}
+    unknown_paths = [p for p in mapping if p not in index]
+    if unknown_paths:
+        raise InputError(
+            f"{csv_name} names {len(unknown_paths)} paths not in the dataset (first: "
+            f"{unknown_paths[0]!r}); paths must be relative to the dataset DIR"
+        )
+    codes = {name: k for k, name in enumerate(samples.classes)}
+    unknown_classes = sorted({v for v in mapping.values() if v not in codes})
+    if unknown_classes:
+        raise InputError(
+            f"{csv_name} column {column!r} has unknown classes {unknown_classes[:5]}; "
+            f"known classes are {samples.classes}"
+        )
+    out = np.full(len(samples), -1, dtype=np.int64)
+    for path, name in mapping.items():
+        out[index[path]] = codes[name]
+    return out
+
+
+def apply_labels_csv(samples: SampleTable, csv_path: Path, label_column: str = "label",
+                     true_label_column: str | None = None) -> SampleTable:
+    """Override labels (and optionally set true labels) from a ``path,label`` CSV.
+
+    Samples the CSV does not mention keep their folder label and an unknown true label.
+    """
+    labels = _apply_label_map(samples, read_label_csv(csv_path, label_column),
+                              csv_path.name, label_column)
+    new_labels = np.where(labels >= 0, labels, samples.labels)
+    true = samples.true_labels
+    if true_label_column:
+        true = _apply_label_map(samples, read_label_csv(csv_path, true_label_column),
+                                csv_path.name, true_label_column)
+    return SampleTable(samples.paths, new_labels, true, samples.classes)
+
+
+def inject_symmetric_noise(samples: SampleTable, rate: float, seed: int) -> SampleTable:
+    """Flip ``round(rate·N)`` labels to a different class chosen uniformly, seeded.
+
+    True labels become the labels before flipping, unless true labels were already known.
+    """
+    if not 0.0 <= rate < 1.0:
+        raise InputError(f"--inject-noise must be in [0, 1), got {rate}")
+    n_classes = len(samples.classes)
+    if n_classes < 2:
+        raise InputError("label noise needs at least two classes")
+    rng = np.random.default_rng(seed)
+    n_flip = int(round(rate * len(samples)))
+    flip = rng.choice(len(samples), size=n_flip, replace=False)
+    labels = samples.labels.copy()
+    offsets = rng.integers(1, n_classes, size=n_flip)
+    labels[flip] = (labels[flip] + offsets) % n_classes
+    true = samples.true_labels if samples.has_truth else samples.labels.copy()
+    return SampleTable(samples.paths, labels, true, samples.classes)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def open_dataset(spec: DatasetSpec) -> Dataset:
+    """List the samples of ``spec`` with their folder/batch labels (no decoding yet)."""
+    if spec.kind in ("digits", "cifar10"):
+        reader = _read_digits(spec.split) if spec.kind == "digits" else \
+            _read_cifar10(spec.root, spec.split)  # type: ignore[arg-type]
+        images, labels, classes, paths = reader
+        table = SampleTable(paths, labels, np.full(len(labels), -1, np.int64), classes)
+        return Dataset(spec, table, arrays=images)
+    paths, labels, classes = _list_folder(spec.root, spec.split)  # type: ignore[arg-type]
+    if not paths:
+        raise InputError(f"no images found under {spec.root} ({spec.split} split)")
+    table = SampleTable(paths, labels, np.full(len(labels), -1, np.int64), classes)
+    return Dataset(spec, table)

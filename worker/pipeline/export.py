@@ -1,0 +1,130 @@
+"""Write the kept subset out: a CSV manifest, an image-folder tree, or an index list.
+
+Every export lands in ``<run>/exports/<name>/`` with ``params.json`` (the per-class
+parameters, rule, overrides and store revision that produced it). It is built in a hidden
+temporary folder and renamed into place only when complete, so a killed export leaves
+nothing half-written, and an existing export is never overwritten.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from .clustering import DEFAULT_RULE
+from .curation import current_decisions, open_store, summary_rows
+from .datasets import Dataset
+from .errors import InputError
+from .progress import ProgressFn, report
+from .rundir import RunDir, now_iso
+
+FORMATS = ("csv", "imagefolder", "indices")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def check_export_name(run: RunDir, name: str) -> Path:
+    """The destination folder for export ``name``, refusing anything that could escape it."""
+    if not _NAME.fullmatch(name) or ".." in name:
+        raise InputError(f"invalid export name {name!r}: use letters, digits, '.', '_' and '-' "
+                         "(no '/', no '..')")
+    root = run.exports.resolve()
+    dest = (root / name).resolve()
+    if dest.parent != root:
+        raise InputError(f"export name {name!r} leaves the run's exports folder")
+    return dest
+
+
+def _write_manifest(path: Path, samples, decisions) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["index", "path", "label", "true_label", "cluster", "kept", "reason"])
+        for i in range(len(samples)):
+            true = samples.true_labels[i]
+            w.writerow([i, samples.paths[i], samples.classes[samples.labels[i]],
+                        samples.classes[true] if true >= 0 else "",
+                        int(decisions.clusters[i]), int(decisions.kept[i]), decisions.reason[i]])
+
+
+def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray,
+                       progress: ProgressFn | None) -> None:
+    """``root/<class>/<index>_<name>``: symlinks to image files, PNG copies for arrays."""
+    idx = np.flatnonzero(kept)
+    for name in ds.samples.classes:
+        (root / name).mkdir(parents=True, exist_ok=True)
+    for done, i in enumerate(idx, 1):
+        cls = ds.samples.classes[ds.samples.labels[i]]
+        src = ds.file_path(int(i))
+        if src is not None:
+            os.symlink(src.resolve(), root / cls / f"{i:06d}_{src.name}")
+        else:
+            Image.fromarray(ds.arrays[i]).save(root / cls / f"{i:06d}.png")
+        if done % 500 == 0 or done == len(idx):
+            report(progress, done, len(idx), "export: writing images")
+
+
+def export(run: RunDir, fmt: str, name: str, ds: Dataset | None = None,
+           progress: ProgressFn | None = None) -> Path:
+    """Export the current kept subset of ``run`` as ``fmt`` into ``exports/<name>``.
+
+    Parameters
+    ----------
+    fmt : {"csv", "imagefolder", "indices"}
+    ds : Dataset, optional
+        Needed for ``imagefolder`` (opened from the run when not given).
+
+    Returns
+    -------
+    Path
+        The finished export folder.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
+    dest = check_export_name(run.require(), name)
+    if dest.exists():
+        raise InputError(f"export {name!r} already exists in {run.exports}; pick another --dest")
+    samples, decisions, params = current_decisions(run)
+    store = open_store(run)
+    run.exports.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=run.exports))
+    try:
+        if fmt == "csv":
+            _write_manifest(tmp / "manifest.csv", samples, decisions)
+        elif fmt == "indices":
+            kept = np.flatnonzero(decisions.kept)
+            (tmp / "kept_indices.txt").write_text("".join(f"{i}\n" for i in kept))
+        else:
+            if ds is None:
+                from .ingest import open_run_dataset
+
+                ds = open_run_dataset(run)
+            _write_imagefolder(tmp / "images", ds, decisions.kept, progress)
+            _write_manifest(tmp / "manifest.csv", samples, decisions)
+        info = {
+            "format": fmt, "name": name, "created_at": now_iso(), "run": run.run_id,
+            "rule": store.setting("rule", DEFAULT_RULE), "store_revision": store.revision(),
+            "params": {samples.classes[c]: {"eps": e, "min_samples": m}
+                       for c, (e, m) in sorted(params.items())},
+            "overrides": {str(k): v for k, v in sorted(store.overrides().items())},
+            "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),
+            "summary": summary_rows(samples, decisions),
+        }
+        (tmp / "params.json").write_text(json.dumps(info, indent=2) + "\n")
+        try:
+            # rename() onto an existing folder fails, so two exports racing for one name
+            # cannot overwrite each other.
+            os.rename(tmp, dest)
+        except OSError:
+            raise InputError(f"export {name!r} already exists; pick another --dest") from None
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    report(progress, 1, 1, f"export: {dest}")
+    return dest

@@ -1,0 +1,244 @@
+"""Penultimate-layer feature extraction, with an optional fine-tune first.
+
+Images reach the network as uint8 batches (B, 3, S, S) and are normalised on the device.
+When ingest's thumbnails hold every image at full resolution (CIFAR-size data), they are
+the decoded-image cache and nothing is decoded twice; otherwise a DataLoader with workers
+decodes the files. On CPU, BatchNorm is folded into the convolutions and tensors are
+channels_last (about 1.9× on CIFAR ResNet-56 here); on CUDA, bf16 autocast and
+channels_last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import nn
+
+from .datasets import Dataset
+from .errors import InputError
+from .models import Backbone, build_backbone, check_model_name, file_sha256, pick_device
+from .progress import ProgressFn, report
+from .rundir import RunDir, save_npy
+
+
+@dataclass(frozen=True)
+class FeatureOptions:
+    """What decides the features; ``cache_key`` hashes these with the sample list."""
+
+    model: str = "pixels"
+    weights: Path | None = None
+    finetune_epochs: int = 0
+    batch_size: int = 256
+    device: str = "auto"
+    num_workers: int = 2
+    seed: int = 0
+
+
+class _FileImages(torch.utils.data.Dataset):
+    """Decode image files to uint8 (3, S, S) tensors; used when thumbnails are not exact."""
+
+    def __init__(self, ds: Dataset, size: int) -> None:
+        self.ds, self.size = ds, size
+
+    def __len__(self) -> int:
+        return len(self.ds.samples)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        try:
+            img = self.ds.load_image(i)
+        except Exception as exc:  # noqa: BLE001 - surface as a user-facing error
+            raise InputError(f"cannot read {self.ds.samples.paths[i]} (changed since "
+                             f"ingest?): {exc}") from None
+        if img.size != (self.size, self.size):
+            img = img.resize((self.size, self.size), Image.Resampling.BILINEAR)
+        return torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1)
+
+
+def _batches(ds: Dataset, thumbs: np.ndarray | None, size: int, batch_size: int,
+             num_workers: int, order: np.ndarray | None = None) -> Iterator[torch.Tensor]:
+    """Yield uint8 (B, 3, size, size) batches in sample order (or in ``order``)."""
+    n = len(ds.samples)
+    order = np.arange(n) if order is None else order
+    if thumbs is not None:
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            batch = torch.from_numpy(np.ascontiguousarray(thumbs[idx])).permute(0, 3, 1, 2)
+            if batch.shape[-1] != size:
+                batch = F.interpolate(batch.float(), size=(size, size), mode="bilinear",
+                                      align_corners=False).round().clamp(0, 255).to(torch.uint8)
+            yield batch
+        return
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.Subset(_FileImages(ds, size), order.tolist()),
+        batch_size=batch_size, shuffle=False, num_workers=num_workers,
+        persistent_workers=False,
+    )
+    yield from loader
+
+
+def _normalise(batch: torch.Tensor, bb: Backbone, device: torch.device) -> torch.Tensor:
+    x = batch.to(device, non_blocking=True).float().div_(255.0)
+    mean = torch.tensor(bb.mean, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(bb.std, device=device).view(1, 3, 1, 1)
+    return ((x - mean) / std).contiguous(memory_format=torch.channels_last)
+
+
+def _inference_net(net: nn.Module, device: torch.device) -> nn.Module:
+    net = net.eval().to(device)
+    if device.type == "cpu":
+        # Folding BatchNorm into the convolutions removes a memory pass per layer.
+        try:
+            from torch.fx.experimental.optimization import fuse
+
+            net = fuse(net)
+        except Exception:  # noqa: BLE001 - an untraceable model simply runs unfused
+            pass
+    return net.to(memory_format=torch.channels_last)
+
+
+def _augment(batch: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Random flip and 4-px-padded random crop on a uint8 batch (B, 3, S, S)."""
+    b, _, s, _ = batch.shape
+    flip = torch.rand(b, generator=gen) < 0.5
+    batch = torch.where(flip.view(b, 1, 1, 1), batch.flip(3), batch)
+    pad = max(1, s // 8)
+    padded = F.pad(batch, (pad, pad, pad, pad))
+    dx, dy = torch.randint(0, 2 * pad + 1, (2,), generator=gen).tolist()
+    return padded[:, :, dy:dy + s, dx:dx + s]
+
+
+def finetune(bb: Backbone, ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOptions,
+             device: torch.device, progress: ProgressFn | None = None) -> None:
+    """Train ``bb.net`` plus its head on the given (possibly noisy) labels, in place.
+
+    This is step 1 of the paper: adapt a pretrained network to the dataset before taking
+    features. SGD with momentum, cosine LR, flip+crop augmentation.
+    """
+    model = nn.Sequential(bb.net, bb.head).to(device).train()
+    labels = torch.as_tensor(ds.samples.labels)
+    steps_per_epoch = -(-len(labels) // opts.batch_size)
+    total = opts.finetune_epochs * steps_per_epoch
+    optim = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(optim, T_max=max(1, total))
+    gen = torch.Generator().manual_seed(opts.seed)
+    step = 0
+    for epoch in range(opts.finetune_epochs):
+        order = torch.randperm(len(labels), generator=gen).numpy()
+        for start, batch in zip(range(0, len(order), opts.batch_size),
+                                _batches(ds, thumbs, bb.input_size, opts.batch_size,
+                                         opts.num_workers, order), strict=True):
+            y = labels[order[start:start + opts.batch_size]].to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                loss = F.cross_entropy(model(_normalise(_augment(batch, gen), bb, device)), y)
+            optim.zero_grad(set_to_none=True)
+            loss.backward()
+            optim.step()
+            sched.step()
+            step += 1
+            report(progress, step, total, f"finetune: epoch {epoch + 1} loss {loss.item():.3f}")
+    bb.net.eval()
+
+
+def pixel_features(thumbs: np.ndarray) -> np.ndarray:
+    """Flattened, per-dimension standardised pixels.
+
+    Parameters
+    ----------
+    thumbs : ndarray of uint8, shape (N, S, S, 3)
+
+    Returns
+    -------
+    ndarray of float32, shape (N, S·S) for grayscale images, else (N, S·S·3)
+    """
+    x = thumbs
+    if np.array_equal(x[..., 0], x[..., 1]) and np.array_equal(x[..., 0], x[..., 2]):
+        x = x[..., 0]
+    x = x.reshape(len(x), -1).astype(np.float32)
+    std = x.std(axis=0)
+    return ((x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)).astype(np.float32)
+
+
+def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOptions,
+                     native_size: int, progress: ProgressFn | None = None) -> np.ndarray:
+    """Penultimate-layer features of every sample, in sample order.
+
+    Returns
+    -------
+    ndarray of float32, shape (N, D)
+    """
+    device = pick_device(opts.device)
+    torch.manual_seed(opts.seed)
+    bb = build_backbone(opts.model, opts.weights, len(ds.samples.classes), native_size)
+    if opts.finetune_epochs > 0:
+        finetune(bb, ds, thumbs, opts, device, progress)
+    net = _inference_net(bb.net, device)
+    n = len(ds.samples)
+    out = np.empty((n, bb.feature_dim), dtype=np.float32)
+    done = 0
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                                enabled=device.type == "cuda"):
+        for batch in _batches(ds, thumbs, bb.input_size, opts.batch_size, opts.num_workers):
+            feats = net(_normalise(batch, bb, device)).float().cpu().numpy()
+            out[done:done + len(feats)] = feats
+            done += len(feats)
+            report(progress, done, n, f"extract: {opts.model}")
+    return out
+
+
+def cache_key(run: RunDir, opts: FeatureOptions) -> str:
+    """Hash of the sample list, model, weights content and fine-tune settings."""
+    meta = run.read_meta()
+    paths_hash = hashlib.sha256(run.samples_csv.read_bytes()).hexdigest()
+    key = {
+        "dataset": meta["dataset"], "samples": paths_hash, "model": opts.model,
+        "weights": file_sha256(opts.weights) if opts.weights else None,
+        "finetune_epochs": opts.finetune_epochs,
+        "seed": opts.seed if opts.finetune_epochs else None,
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
+            progress: ProgressFn | None = None) -> np.ndarray:
+    """Compute (or reuse from ``cache/``) features and write ``features.npy``.
+
+    Returns
+    -------
+    ndarray of float32, shape (N, D)
+    """
+    check_model_name(opts.model)
+    if opts.batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {opts.batch_size}")
+    if opts.finetune_epochs < 0:
+        raise InputError(f"--finetune must be 0 or more epochs, got {opts.finetune_epochs}")
+    if opts.model == "pixels" and (opts.weights or opts.finetune_epochs):
+        raise InputError("'pixels' takes no --weights or --finetune; pick a network model")
+    key = cache_key(run, opts)
+    cached = run.cache / f"features-{key}.npy"
+    if cached.is_file():
+        feats = np.load(cached)
+        report(progress, len(feats), len(feats), "extract: reused cached features")
+    else:
+        thumbs = run.load_array(run.thumbnails, "extract")
+        meta = run.read_meta()
+        exact = meta.get("thumbnails_exact", False)
+        if opts.model == "pixels":
+            feats = pixel_features(np.asarray(thumbs))
+        else:
+            feats = network_features(ds, thumbs if exact else None, opts,
+                                     meta.get("native_size", thumbs.shape[1]), progress)
+        save_npy(cached, feats)
+    save_npy(run.features, feats)
+    run.mark_step("extract", model=opts.model,
+                  weights=str(opts.weights.resolve()) if opts.weights else None,
+                  finetune_epochs=opts.finetune_epochs, cache_key=key,
+                  feature_dim=int(feats.shape[1]))
+    return feats

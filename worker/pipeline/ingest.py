@@ -1,0 +1,179 @@
+"""Create a run: list the dataset, apply labels and noise, decode every image once.
+
+Decoding every image at ingest finds corrupt files before any model sees them and gives
+the thumbnails that hover previews use, so nothing is decoded at request time.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from .datasets import Dataset, DatasetSpec, apply_labels_csv, inject_symmetric_noise, open_dataset
+from .errors import InputError
+from .progress import ProgressFn, report
+from .rundir import RunDir, package_versions, save_npy
+
+MAX_THUMB = 64
+
+
+@dataclass(frozen=True)
+class DatasetOptions:
+    """Everything that decides which samples a run has and what their labels are."""
+
+    spec: DatasetSpec
+    labels_csv: Path | None = None
+    label_column: str = "label"
+    true_label_column: str | None = None
+    inject_noise: float = 0.0
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": f"{self.spec.kind}:{self.spec.root}" if self.spec.root else self.spec.kind,
+            "split": self.spec.split,
+            "labels_csv": str(self.labels_csv.resolve()) if self.labels_csv else None,
+            "label_column": self.label_column,
+            "true_label_column": self.true_label_column,
+            "inject_noise": self.inject_noise,
+            "seed": self.seed,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> DatasetOptions:
+        from .datasets import parse_spec
+
+        return DatasetOptions(
+            spec=parse_spec(d["spec"], d.get("split", "train")),
+            labels_csv=Path(d["labels_csv"]) if d.get("labels_csv") else None,
+            label_column=d.get("label_column", "label"),
+            true_label_column=d.get("true_label_column"),
+            inject_noise=float(d.get("inject_noise", 0.0)),
+            seed=int(d.get("seed", 0)),
+        )
+
+
+def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
+    """Open the dataset and apply the labels CSV and injected noise, in that order."""
+    ds = open_dataset(opts.spec)
+    if opts.labels_csv is not None:
+        ds.samples = apply_labels_csv(ds.samples, opts.labels_csv, opts.label_column,
+                                      opts.true_label_column)
+    elif opts.true_label_column:
+        raise InputError("--true-label-column needs --labels CSV")
+    if opts.inject_noise > 0:
+        ds.samples = inject_symmetric_noise(ds.samples, opts.inject_noise, opts.seed)
+    return ds
+
+
+def _thumbnail(img: Image.Image, size: int) -> np.ndarray:
+    """Fit ``img`` into a size×size RGB square (aspect kept, black padding)."""
+    img = img.convert("RGB")
+    if img.size != (size, size):
+        img.thumbnail((size, size), Image.Resampling.LANCZOS)
+        canvas = Image.new("RGB", (size, size))
+        canvas.paste(img, ((size - img.width) // 2, (size - img.height) // 2))
+        img = canvas
+    return np.asarray(img, dtype=np.uint8)
+
+
+def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool] | str:
+    """(thumbnail, longer side, thumbnail is exact) of sample i, or the error text."""
+    try:
+        img = ds.load_image(i)
+        return _thumbnail(img, size), max(img.size), img.size == (size, size)
+    except Exception as exc:  # noqa: BLE001 - any decoder failure means "skip this file"
+        return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+
+
+def _thumb_size(ds: Dataset) -> int:
+    """Thumbnail side: the first readable image's longer side, at most MAX_THUMB."""
+    if ds.arrays is not None:
+        return min(MAX_THUMB, max(ds.arrays.shape[1:3]))
+    for i in range(min(len(ds.samples), 50)):
+        try:
+            return min(MAX_THUMB, max(ds.load_image(i).size))
+        except Exception:  # noqa: BLE001, S112 - corrupt files are reported by ingest itself
+            continue
+    return MAX_THUMB
+
+
+def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None) -> Dataset:
+    """Create ``run`` from ``opts``: samples.csv, skipped.csv, thumbnails.npy and run.json.
+
+    Images that cannot be decoded are left out of the sample table and listed in
+    ``skipped.csv``; every kept row keeps its path, so no index shifts silently.
+
+    Returns
+    -------
+    Dataset
+        The dataset restricted to readable images, in sample order.
+    """
+    ds = load_labelled_dataset(opts)
+    n = len(ds.samples)
+    size = _thumb_size(ds)
+    thumbs = np.zeros((n, size, size, 3), dtype=np.uint8)
+    ok = np.ones(n, dtype=bool)
+    sides = np.zeros(n, dtype=np.int64)
+    exact = np.zeros(n, dtype=bool)
+    skipped: list[tuple[str, str]] = []
+    chunk = 512
+    # PIL releases the GIL while decoding, so threads overlap file reads and decodes.
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        for start in range(0, n, chunk):
+            idx = range(start, min(n, start + chunk))
+            for i, res in zip(idx, pool.map(lambda j: _decode(ds, j, size), idx), strict=True):
+                if isinstance(res, str):
+                    ok[i] = False
+                    skipped.append((ds.samples.paths[i], res))
+                else:
+                    thumbs[i], sides[i], exact[i] = res
+            report(progress, idx[-1] + 1, n, "ingest: decoding images")
+    if not ok.any():
+        raise InputError(f"none of the {n} images in {opts.spec} could be read")
+    ds.samples = ds.samples.subset(ok)
+    if ds.arrays is not None:
+        ds.arrays = ds.arrays[ok]
+    ds.skipped = skipped
+    thumbs = thumbs[ok]
+
+    run.path.mkdir(parents=True, exist_ok=True)
+    with run.update_meta() as meta:
+        meta.update({
+            "format": 1,
+            "dataset": opts.to_json(),
+            "classes": ds.samples.classes,
+            "n_samples": len(ds.samples),
+            "n_skipped": len(skipped),
+            # Exact thumbnails (every image square and of the thumbnail's side) double as
+            # the decoded-image cache for feature extraction.
+            "thumbnails_exact": bool(exact[ok].all()),
+            "native_size": int(np.median(sides[ok])),
+            "versions": package_versions(),
+        })
+        meta.setdefault("steps", {})
+    run.write_samples(ds.samples)
+    run.write_skipped(skipped)
+    save_npy(run.thumbnails, thumbs)
+    run.mark_step("ingest", n_samples=len(ds.samples), n_skipped=len(skipped))
+    return ds
+
+
+def open_run_dataset(run: RunDir) -> Dataset:
+    """Re-open the dataset of an existing run, restricted and labelled as at ingest."""
+    meta = run.read_meta()
+    opts = DatasetOptions.from_json(meta["dataset"])
+    ds = open_dataset(opts.spec)
+    samples = run.read_samples()
+    if ds.arrays is not None:
+        index = {p: i for i, p in enumerate(ds.samples.paths)}
+        ds.arrays = ds.arrays[[index[p] for p in samples.paths]]
+    ds.samples = samples
+    ds.skipped = run.read_skipped()
+    return ds

@@ -1,0 +1,207 @@
+"""The run directory: every durable thing a run owns, in documented formats.
+
+Layout (see ``docs/run-directory.md``)::
+
+    <run>/run.json          dataset spec, model, parameters, step states, package versions
+    <run>/samples.csv       index,path,label,true_label   (one row per sample)
+    <run>/skipped.csv       path,error                     (images that could not be read)
+    <run>/thumbnails.npy    (N, S, S, 3) uint8, made once at ingest
+    <run>/features.npy      (N, D) float32
+    <run>/embedding.npy     (N, 2) float32
+    <run>/curation.sqlite   parameters, overrides, undo history, jobs (WAL)
+    <run>/cache/            features keyed by dataset, model and weights
+    <run>/exports/<name>/   finished exports (written to a temp folder, then renamed)
+
+Every file is written to a temporary name in the same folder and renamed into place, so a
+reader never sees half a file, and a killed step can simply run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .datasets import SampleTable
+from .errors import InputError
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601, second precision."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@contextlib.contextmanager
+def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temp path beside ``target``; rename it onto ``target`` if the block succeeds."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{suffix}",
+                               dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def save_npy(target: Path, array: np.ndarray) -> None:
+    """Write ``array`` to ``target`` (.npy) atomically."""
+    with atomic_path(target, ".npy") as tmp:
+        np.save(tmp, array)
+
+
+def write_text(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` atomically."""
+    with atomic_path(target) as tmp:
+        tmp.write_text(text)
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages whose behaviour shapes a run's numbers."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("tsne-curator", "numpy", "scikit-learn", "openTSNE", "torch", "torchvision",
+                 "cleanlab"):
+        with contextlib.suppress(PackageNotFoundError):
+            out[name] = version(name)
+    return out
+
+
+class RunDir:
+    """Paths and small readers/writers for one run folder."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    # -- paths --------------------------------------------------------------
+    @property
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def samples_csv(self) -> Path:
+        return self.path / "samples.csv"
+
+    @property
+    def skipped_csv(self) -> Path:
+        return self.path / "skipped.csv"
+
+    @property
+    def thumbnails(self) -> Path:
+        return self.path / "thumbnails.npy"
+
+    @property
+    def features(self) -> Path:
+        return self.path / "features.npy"
+
+    @property
+    def embedding(self) -> Path:
+        return self.path / "embedding.npy"
+
+    @property
+    def store(self) -> Path:
+        return self.path / "curation.sqlite"
+
+    @property
+    def cache(self) -> Path:
+        return self.path / "cache"
+
+    @property
+    def exports(self) -> Path:
+        return self.path / "exports"
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    # -- run.json -----------------------------------------------------------
+    def exists(self) -> bool:
+        return self.run_json.is_file()
+
+    def require(self) -> RunDir:
+        """Raise a clear error if this folder is not a run."""
+        if not self.exists():
+            raise InputError(f"{self.path} is not a run (no run.json); create one with "
+                             "'curator extract --dataset SPEC --out DIR'")
+        return self
+
+    def read_meta(self) -> dict[str, Any]:
+        return json.loads(self.require().run_json.read_text())
+
+    @contextlib.contextmanager
+    def update_meta(self) -> Iterator[dict[str, Any]]:
+        """Read-modify-write ``run.json`` under a file lock (several processes may write)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / ".run.json.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            meta = json.loads(self.run_json.read_text()) if self.exists() else {}
+            yield meta
+            write_text(self.run_json, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+    def mark_step(self, step: str, **info: Any) -> None:
+        """Record that ``step`` finished, with its parameters, in ``run.json``."""
+        with self.update_meta() as meta:
+            meta.setdefault("steps", {})[step] = {"status": "done", "at": now_iso(), **info}
+
+    def step_done(self, step: str) -> bool:
+        if not self.exists():
+            return False
+        return self.read_meta().get("steps", {}).get(step, {}).get("status") == "done"
+
+    # -- samples ------------------------------------------------------------
+    def write_samples(self, samples: SampleTable) -> None:
+        with atomic_path(self.samples_csv) as tmp, open(tmp, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["index", "path", "label", "true_label"])
+            for i, (p, lab, true) in enumerate(zip(samples.paths, samples.labels,
+                                                   samples.true_labels, strict=True)):
+                w.writerow([i, p, samples.classes[lab], samples.classes[true] if true >= 0 else ""])
+
+    def read_samples(self) -> SampleTable:
+        classes = self.read_meta()["classes"]
+        codes = {c: k for k, c in enumerate(classes)}
+        paths, labels, true = [], [], []
+        with open(self.samples_csv, newline="") as fh:
+            for row in csv.DictReader(fh):
+                paths.append(row["path"])
+                labels.append(codes[row["label"]])
+                true.append(codes[row["true_label"]] if row["true_label"] else -1)
+        return SampleTable(paths, np.asarray(labels, np.int64), np.asarray(true, np.int64),
+                           classes)
+
+    def write_skipped(self, skipped: list[tuple[str, str]]) -> None:
+        with atomic_path(self.skipped_csv) as tmp, open(tmp, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["path", "error"])
+            w.writerows(skipped)
+
+    def read_skipped(self) -> list[tuple[str, str]]:
+        if not self.skipped_csv.is_file():
+            return []
+        with open(self.skipped_csv, newline="") as fh:
+            return [(r["path"], r["error"]) for r in csv.DictReader(fh)]
+
+    # -- arrays -------------------------------------------------------------
+    def load_array(self, path: Path, step: str, mmap: bool = False) -> np.ndarray:
+        """Load an .npy the run owns, or explain which step makes it."""
+        if not path.is_file():
+            raise InputError(f"{path.name} is missing in {self.path}: run 'curator {step}' first")
+        return np.load(path, mmap_mode="r" if mmap else None)
+
+    def load_features(self) -> np.ndarray:
+        return self.load_array(self.features, "extract")
+
+    def load_embedding(self) -> np.ndarray:
+        return self.load_array(self.embedding, "embed")

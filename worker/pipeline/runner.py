@@ -1,0 +1,59 @@
+"""Chain the steps on a run directory, skipping those whose inputs have not changed."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from .clustering import Decisions
+from .curation import cluster_step
+from .datasets import Dataset
+from .embedding import EmbeddingOptions, embed
+from .errors import InputError
+from .features import FeatureOptions, extract
+from .ingest import DatasetOptions, ingest, open_run_dataset
+from .progress import ProgressFn
+from .rundir import RunDir
+
+
+def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
+                    progress: ProgressFn | None = None) -> Dataset:
+    """Ingest ``opts`` into a new run, or re-open an existing run made from the same options.
+
+    Raises
+    ------
+    InputError
+        When the run exists but was made from a different dataset, or when no dataset is
+        given for a new run.
+    """
+    if run.step_done("ingest"):
+        recorded = run.read_meta()["dataset"]
+        if opts is not None and opts.to_json() != recorded:
+            raise InputError(f"{run.path} was made from {recorded['spec']} with other options; "
+                             "choose a new --out or omit the dataset options")
+        return open_run_dataset(run)
+    if opts is None:
+        raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
+    return ingest(run, opts, progress)
+
+
+def ensure_embedded(run: RunDir, opts: EmbeddingOptions,
+                    progress: ProgressFn | None = None) -> None:
+    """Embed unless ``embedding.npy`` was made from the current features with ``opts``."""
+    meta = run.read_meta().get("steps", {})
+    features_key = meta.get("extract", {}).get("cache_key")
+    done = meta.get("embed", {})
+    wanted = {**asdict(opts), "features_key": features_key}
+    if run.embedding.is_file() and all(done.get(k) == v for k, v in wanted.items()):
+        return
+    embed(run, opts, progress)
+
+
+def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureOptions,
+                 embedding: EmbeddingOptions, rule: str | None = None,
+                 min_samples: int | None = None, eps: float | None = None,
+                 progress: ProgressFn | None = None) -> Decisions:
+    """ingest → extract → embed → cluster; every step is skipped when already current."""
+    ds = ensure_ingested(run, dataset, progress)
+    extract(run, ds, features, progress)
+    ensure_embedded(run, embedding, progress)
+    return cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)

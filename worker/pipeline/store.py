@@ -1,0 +1,215 @@
+"""The curation store: one SQLite file per run (WAL), the durable record of review work.
+
+It holds per-class DBSCAN parameters, keep/drop overrides, an undo/redo history and run
+settings. Every change runs in a ``BEGIN IMMEDIATE`` transaction that reads the previous
+values and writes the new ones together, so two processes editing the same run serialise
+instead of overwriting each other, and each change can be undone exactly.
+
+History semantics: each user action is one row of ``history`` holding its changes as
+``(table, key, before, after)``. Undo reverts the newest applied action; redo re-applies
+the most recently undone one; a new action discards everything that was undone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .rundir import now_iso
+
+DECISIONS = ("keep", "drop")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS class_params (
+    label INTEGER PRIMARY KEY, eps REAL NOT NULL, min_samples INTEGER NOT NULL,
+    updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS overrides (
+    sample INTEGER PRIMARY KEY,
+    decision TEXT NOT NULL CHECK (decision IN ('keep', 'drop')),
+    updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, description TEXT NOT NULL, changes TEXT NOT NULL,
+    undone INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+"""
+
+
+class CurationStore:
+    """Read and change one run's curation state.
+
+    Parameters
+    ----------
+    path : Path
+        The run's ``curation.sqlite``; created on first use.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+            db.execute("INSERT OR IGNORE INTO settings VALUES ('revision', '0')")
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # One short-lived connection per operation: safe across threads, processes and forks.
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout=30000")
+            yield db
+        finally:
+            db.close()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 "
+                           "WHERE key = 'revision'")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    # -- reads ----------------------------------------------------------------
+    def revision(self) -> int:
+        """A counter that grows with every change (a cache key for derived views)."""
+        with self._connect() as db:
+            return int(db.execute("SELECT value FROM settings WHERE key='revision'").fetchone()[0])
+
+    def overrides(self) -> dict[int, str]:
+        """Sample index → ``"keep"`` or ``"drop"``."""
+        with self._connect() as db:
+            return dict(db.execute("SELECT sample, decision FROM overrides"))
+
+    def class_params(self) -> dict[int, tuple[float, int]]:
+        """Class code → (eps, min_samples), for the classes that have been set."""
+        with self._connect() as db:
+            return {lab: (eps, ms) for lab, eps, ms in
+                    db.execute("SELECT label, eps, min_samples FROM class_params")}
+
+    def setting(self, key: str, default: str | None = None) -> str | None:
+        with self._connect() as db:
+            row = db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def history(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Newest first: id, description, undone, created_at, number of changes."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id, description, undone, created_at, changes FROM history "
+                              "ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        return [{"id": i, "description": d, "undone": bool(u), "created_at": c,
+                 "n_changes": len(json.loads(ch))} for i, d, u, c, ch in rows]
+
+    def can_undo(self) -> bool:
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM history WHERE undone=0 LIMIT 1").fetchone() is not None
+
+    def can_redo(self) -> bool:
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM history WHERE undone=1 LIMIT 1").fetchone() is not None
+
+    # -- writes ---------------------------------------------------------------
+    def set_setting(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, value))
+
+    def set_overrides(self, samples: Iterable[int], decision: str | None,
+                      description: str = "") -> int:
+        """Force ``samples`` to ``decision`` ("keep"/"drop"), or clear them with None.
+
+        Returns
+        -------
+        int
+            How many samples actually changed (0 records no history entry).
+        """
+        if decision is not None and decision not in DECISIONS:
+            raise InputError(f"override must be 'keep', 'drop' or cleared, got {decision!r}")
+        samples = sorted({int(s) for s in samples})
+        if any(s < 0 for s in samples):
+            raise InputError("sample indices must be non-negative")
+        with self._write() as db:
+            changes = []
+            for s in samples:
+                row = db.execute("SELECT decision FROM overrides WHERE sample=?", (s,)).fetchone()
+                before = row[0] if row else None
+                if before != decision:
+                    changes.append(["overrides", s, before, decision])
+            self._apply(db, changes, after=True)
+            self._record(db, changes, description or
+                         f"{decision or 'clear'} {len(changes)} sample(s)")
+        return len(changes)
+
+    def set_class_params(self, params: dict[int, tuple[float, int]],
+                         description: str = "") -> int:
+        """Set (eps, min_samples) for the given class codes; returns how many changed."""
+        from .dbscan import check_params
+
+        for eps, ms in params.values():
+            check_params(eps, ms)
+        with self._write() as db:
+            changes = []
+            for label, (eps, ms) in sorted(params.items()):
+                row = db.execute("SELECT eps, min_samples FROM class_params WHERE label=?",
+                                 (int(label),)).fetchone()
+                before = list(row) if row else None
+                after = [float(eps), int(ms)]
+                if before != after:
+                    changes.append(["class_params", int(label), before, after])
+            self._apply(db, changes, after=True)
+            self._record(db, changes, description or f"set parameters of {len(changes)} class(es)")
+        return len(changes)
+
+    def undo(self) -> str | None:
+        """Revert the newest applied action; returns its description, or None if none."""
+        return self._step(undone=0, after=False)
+
+    def redo(self) -> str | None:
+        """Re-apply the most recently undone action; returns its description, or None."""
+        return self._step(undone=1, after=True)
+
+    # -- internals ------------------------------------------------------------
+    def _step(self, undone: int, after: bool) -> str | None:
+        order = "DESC" if undone == 0 else "ASC"
+        with self._write() as db:
+            row = db.execute(f"SELECT id, description, changes FROM history WHERE undone=? "  # noqa: S608
+                             f"ORDER BY id {order} LIMIT 1", (undone,)).fetchone()
+            if row is None:
+                return None
+            hid, description, changes = row
+            self._apply(db, json.loads(changes), after=after)
+            db.execute("UPDATE history SET undone=? WHERE id=?", (1 - undone, hid))
+            return description
+
+    @staticmethod
+    def _apply(db: sqlite3.Connection, changes: list, after: bool) -> None:
+        stamp = now_iso()
+        for table, key, before, new in changes:
+            value = new if after else before
+            if table == "overrides":
+                if value is None:
+                    db.execute("DELETE FROM overrides WHERE sample=?", (key,))
+                else:
+                    db.execute("INSERT OR REPLACE INTO overrides VALUES (?, ?, ?)",
+                               (key, value, stamp))
+            elif value is None:
+                db.execute("DELETE FROM class_params WHERE label=?", (key,))
+            else:
+                db.execute("INSERT OR REPLACE INTO class_params VALUES (?, ?, ?, ?)",
+                           (key, value[0], value[1], stamp))
+
+    @staticmethod
+    def _record(db: sqlite3.Connection, changes: list, description: str) -> None:
+        if not changes:
+            return
+        # A new action makes the undone ones unreachable: drop them (the redo stack).
+        db.execute("DELETE FROM history WHERE undone=1")
+        db.execute("INSERT INTO history (description, changes, created_at) VALUES (?, ?, ?)",
+                   (description, json.dumps(changes), now_iso()))
