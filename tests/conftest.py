@@ -1,0 +1,102 @@
+"""Shared fixtures: real images from scikit-learn's digits and ../shared/data.
+
+``CURATOR_SHARED_DATA`` points at the shared data folder (default ``../shared/data`` from
+the project root); tests that need it skip, saying why, when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
+
+
+def shared_file(name: str) -> Path:
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{path} is missing (set CURATOR_SHARED_DATA to the shared data folder)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def cifar_mini(tmp_path_factory) -> Path:
+    """The 3,000-image CIFAR-10 JPEG folder: cifar10-mini/{train,test}/<class>/NNNN.jpg."""
+    archive = shared_file("cifar10-jpeg-mini.tar.gz")
+    out = tmp_path_factory.mktemp("cifar-mini")
+    with tarfile.open(archive) as tar:
+        tar.extractall(out, filter="data")
+    return out / "cifar10-mini"
+
+
+@pytest.fixture(scope="session")
+def cifar_batches(cifar_mini, tmp_path_factory) -> Path:
+    """A real ``cifar-10-batches-py`` folder holding the mini JPEGs (train: 5 batches)."""
+    classes = sorted(p.name for p in (cifar_mini / "train").iterdir())
+    out = tmp_path_factory.mktemp("cifar-py") / "cifar-10-batches-py"
+    out.mkdir()
+
+    def pack(split: str) -> tuple[np.ndarray, list[int]]:
+        imgs, labels = [], []
+        for k, c in enumerate(classes):
+            for f in sorted((cifar_mini / split / c).glob("*.jpg"))[:40]:
+                imgs.append(np.asarray(Image.open(f).convert("RGB")).transpose(2, 0, 1).ravel())
+                labels.append(k)
+        return np.stack(imgs), labels
+
+    data, labels = pack("train")
+    for b, chunk in enumerate(np.array_split(np.arange(len(labels)), 5), 1):
+        with open(out / f"data_batch_{b}", "wb") as fh:
+            pickle.dump({b"data": data[chunk], b"labels": [labels[i] for i in chunk]}, fh)
+    data, labels = pack("test")
+    with open(out / "test_batch", "wb") as fh:
+        pickle.dump({b"data": data, b"labels": labels}, fh)
+    with open(out / "batches.meta", "wb") as fh:
+        pickle.dump({b"label_names": [c.encode() for c in classes]}, fh)
+    return out.parent
+
+
+@pytest.fixture
+def small_folder(cifar_mini, tmp_path) -> Path:
+    """A 3-class image folder of 30 real CIFAR JPEGs each, writable (for corrupt files)."""
+    root = tmp_path / "imgs"
+    for c in ("airplane", "cat", "ship"):
+        (root / c).mkdir(parents=True)
+        for f in sorted((cifar_mini / "train" / c).glob("*.jpg"))[:30]:
+            (root / c / f.name).write_bytes(f.read_bytes())
+    return root
+
+
+@pytest.fixture(scope="session")
+def digits_run(tmp_path_factory):
+    """A complete digits run (pixels, 10% injected noise), built once per session."""
+    from worker.pipeline.datasets import parse_spec
+    from worker.pipeline.embedding import EmbeddingOptions
+    from worker.pipeline.features import FeatureOptions
+    from worker.pipeline.ingest import DatasetOptions
+    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.runner import run_pipeline
+
+    run = RunDir(tmp_path_factory.mktemp("runs") / "digits")
+    run_pipeline(run, DatasetOptions(parse_spec("digits"), inject_noise=0.1, seed=0),
+                 FeatureOptions(), EmbeddingOptions())
+    return run
+
+
+@pytest.fixture
+def fresh_run(digits_run, tmp_path):
+    """A private copy of the digits run, safe to curate and export."""
+    import shutil
+
+    from worker.pipeline.rundir import RunDir
+
+    dest = tmp_path / "digits"
+    shutil.copytree(digits_run.path, dest)
+    return RunDir(dest)

@@ -1,0 +1,82 @@
+"""The ``curator`` console script, run as a user would, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CURATOR = shutil.which("curator", path=str(Path(sys.executable).parent)) or "curator"
+
+
+def curator(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([CURATOR, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+def test_digits_demo_end_to_end(tmp_path):
+    """The issue's 'done when': pipeline + evaluate on digits with 10% noise, F1 ≥ 0.85."""
+    out = tmp_path / "demo"
+    r = curator("pipeline", "--dataset", "digits", "--inject-noise", "0.1", "--seed", "0",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "total" in r.stdout and "1797" in r.stdout
+    for name in ("run.json", "samples.csv", "features.npy", "embedding.npy", "curation.sqlite",
+                 "thumbnails.npy", "clusters.npy"):
+        assert (out / name).is_file(), name
+    r = curator("evaluate", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["current"]["f1"] >= 0.85
+    assert result["rules"]["dbscan"]["f1"] >= 0.8
+    assert set(result["cleanlab"]) == {"logreg", "knn"}
+    # A re-run reuses every step and gives the same decisions.
+    before = (out / "clusters.npy").read_bytes()
+    r = curator("pipeline", "--dataset", "digits", "--inject-noise", "0.1", "--seed", "0",
+                "--out", str(out))
+    assert r.returncode == 0 and (out / "clusters.npy").read_bytes() == before
+    # Curation from the CLI, then export.
+    assert curator("override", str(out), "drop", "3", "4").returncode == 0
+    assert "undid" in curator("undo", str(out)).stdout
+    assert curator("cluster", str(out), "--min-samples", "8", "--auto").returncode == 0
+    r = curator("export", str(out), "--format", "csv", "--dest", "v1")
+    assert r.returncode == 0 and (out / "exports" / "v1" / "manifest.csv").is_file()
+
+
+PIPE = ["pipeline", "--out", "{tmp}/r", "--dataset"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ([*PIPE, "imagenet"], "unknown dataset spec"),
+    ([*PIPE, "folder:{tmp}/nope"], "dataset folder not found"),
+    ([*PIPE, "folder:{tmp}"], "no class subfolders"),
+    ([*PIPE, "digits", "--inject-noise", "2"], "inject-noise"),
+    ([*PIPE, "digits", "--eps", "0"], "eps must be"),
+    ([*PIPE, "digits", "--min-samples", "0"], "min_samples"),
+    (["embed", "{tmp}/none"], "is not a run"),
+    (["evaluate", "{tmp}/none"], "is not a run"),
+    (["extract", "--out", "{tmp}/r2"], "give --dataset"),
+])
+def test_user_mistakes_give_one_line_and_exit_2(tmp_path, args, message):
+    r = curator(*[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "%|" not in ln]
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_export_errors_on_a_real_run(digits_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(digits_run.path, run)
+    r = curator("export", str(run), "--dest", "../escape")
+    assert r.returncode == 2 and "invalid export name" in r.stderr
+    assert not (run / "escape").exists() and not (tmp_path / "escape").exists()
+    assert curator("export", str(run), "--dest", "a").returncode == 0
+    r = curator("export", str(run), "--dest", "a")
+    assert r.returncode == 2 and "already exists" in r.stderr
+    r = curator("pipeline", "--dataset", "digits", "--out", str(run))
+    assert r.returncode == 2 and "was made from digits with other options" in r.stderr

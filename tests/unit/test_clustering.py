@@ -1,0 +1,105 @@
+"""DBSCAN equivalence with scikit-learn, auto eps, edge-case classes, bad parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from worker.pipeline.clustering import (
+    ClassClusterer,
+    auto_eps,
+    auto_params,
+    cluster_all,
+    decide,
+    knn_agreement,
+)
+from worker.pipeline.dbscan import NeighbourIndex, sklearn_dbscan
+from worker.pipeline.embedding import check_features
+from worker.pipeline.errors import InputError
+
+
+def test_labels_identical_to_sklearn_on_random_blobs():
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n = int(rng.integers(1, 300))
+        centres = rng.normal(0, 5, (int(rng.integers(1, 5)), 2))
+        pts = centres[rng.integers(0, len(centres), n)] + rng.normal(0, 1, (n, 2))
+        pts = pts.astype(np.float32)
+        if trial % 4 == 0:
+            pts = np.round(pts, 1)  # duplicates and distances exactly equal to eps
+        eps = 0.1 if trial % 3 == 0 else float(rng.uniform(0.05, 1.5))
+        ms = int(rng.integers(1, 12))
+        ours = NeighbourIndex(pts, eps).dbscan(eps, ms)
+        assert np.array_equal(ours, sklearn_dbscan(pts, eps, ms)), (trial, n, eps, ms)
+
+
+def test_labels_identical_to_sklearn_on_a_real_embedding(digits_run):
+    emb = np.load(digits_run.embedding)
+    labels = digits_run.read_samples().labels
+    for c in range(10):
+        pts = emb[labels == c]
+        cc = ClassClusterer(pts, max_eps=1.0)  # smaller than some eps below: forces a rebuild
+        for eps in (0.3, 0.8, 1.5, 3.0):
+            for ms in (1, 3, 5, 10):
+                assert np.array_equal(cc.labels(eps, ms), sklearn_dbscan(pts, eps, ms))
+
+
+@pytest.mark.parametrize("eps, ms, message", [
+    (0.0, 5, "eps must be a positive"), (-1.0, 5, "eps must be a positive"),
+    (float("nan"), 5, "eps must be a positive"), (1.0, 0, "min_samples must be"),
+    (1.0, 2.5, "min_samples must be"),
+])
+def test_bad_parameters_are_refused(eps, ms, message):
+    with pytest.raises(InputError, match=message):
+        NeighbourIndex(np.zeros((50, 2)), 1.0).dbscan(eps, ms)
+
+
+def test_empty_single_and_tiny_classes():
+    emb = np.array([[0, 0], [0.1, 0], [0.2, 0], [5, 5], [9, 9]], dtype=np.float32)
+    labels = np.array([0, 0, 0, 1, 2])  # class 3 has no points at all
+    params = auto_params(emb, labels, n_classes=4, min_samples=5)
+    assert set(params) == {0, 1, 2, 3} and all(e > 0 for e, _ in params.values())
+    clusters = cluster_all(emb, labels, params)
+    assert (clusters == -1).all()  # fewer than min_samples points: nothing can be core
+    assert ClassClusterer(np.empty((0, 2)), 1.0).labels(1.0, 5).shape == (0,)
+    assert auto_eps(emb[:1], 5) is None
+    clusters = cluster_all(emb, labels, {0: (0.15, 2), 1: (1.0, 1), 2: (1.0, 1), 3: (1.0, 1)})
+    assert clusters.tolist() == [0, 0, 0, 0, 0]
+
+
+def test_auto_eps_finds_the_outliers():
+    rng = np.random.default_rng(1)
+    blob = rng.normal(0, 1, (500, 2))
+    outliers = rng.uniform(8, 12, (10, 2)) * rng.choice([-1, 1], (10, 2))
+    pts = np.vstack([blob, outliers])
+    eps = auto_eps(pts, 5)
+    labels = NeighbourIndex(pts, eps).dbscan(eps, 5)
+    assert (labels[500:] == -1).all()
+    assert (labels[:500] == -1).mean() < 0.05
+
+
+def test_nan_and_inf_features_are_refused():
+    x = np.ones((10, 3), dtype=np.float32)
+    x[4, 1] = np.nan
+    x[7, 0] = np.inf
+    with pytest.raises(InputError, match="NaN or inf in 2 rows .first: sample 4"):
+        check_features(x)
+
+
+def test_overrides_win_and_rules_differ():
+    clusters = np.array([0, -1, -1, 0])
+    agreement = np.array([1.0, 0.9, 0.1, 0.2], dtype=np.float32)
+    d = decide(clusters, agreement, {}, "dbscan")
+    assert d.flagged.tolist() == [False, True, True, False]
+    d = decide(clusters, agreement, {}, "dbscan-knn")
+    assert d.flagged.tolist() == [False, False, True, False]
+    d = decide(clusters, agreement, {2: "keep", 0: "drop"}, "dbscan-knn")
+    assert d.kept.tolist() == [False, True, True, True]
+    assert d.reason.tolist() == ["override_drop", "cluster", "override_keep", "cluster"]
+
+
+def test_knn_agreement_on_real_digits(digits_run):
+    s = digits_run.read_samples()
+    agree = knn_agreement(np.load(digits_run.features), s.labels)
+    noisy = s.labels != s.true_labels
+    assert agree[noisy].mean() < 0.3 < 0.8 < agree[~noisy].mean()

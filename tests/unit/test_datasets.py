@@ -1,0 +1,146 @@
+"""Dataset specs, labels CSVs, noise injection and ingest of real images."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from worker.pipeline.datasets import (
+    apply_labels_csv,
+    inject_symmetric_noise,
+    open_dataset,
+    parse_spec,
+)
+from worker.pipeline.errors import InputError
+from worker.pipeline.ingest import DatasetOptions, ingest, open_run_dataset
+from worker.pipeline.rundir import RunDir
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("imagenet", "unknown dataset spec"),
+    ("folder:", "unknown dataset spec"),
+    ("cifar10:/no/such/dir", "dataset folder not found"),
+    ("folder:/no/such/dir", "dataset folder not found"),
+])
+def test_bad_specs_say_what_to_fix(spec, message):
+    with pytest.raises(InputError, match=message):
+        parse_spec(spec)
+
+
+def test_empty_folder_is_refused(tmp_path):
+    with pytest.raises(InputError, match="no class subfolders"):
+        open_dataset(parse_spec(f"folder:{tmp_path}"))
+    (tmp_path / "cat").mkdir()
+    with pytest.raises(InputError, match="no images found"):
+        open_dataset(parse_spec(f"folder:{tmp_path}"))
+
+
+def test_digits_are_real_8bit_images():
+    ds = open_dataset(parse_spec("digits"))
+    assert len(ds.samples) == 1797 and ds.arrays.shape == (1797, 8, 8)
+    assert ds.arrays.dtype == np.uint8 and ds.arrays.max() == 255
+    assert ds.samples.classes == [str(i) for i in range(10)]
+
+
+def test_folder_with_splits_uses_paths_relative_to_dir(cifar_mini):
+    ds = open_dataset(parse_spec(f"folder:{cifar_mini}", split="test"))
+    assert len(ds.samples) == 1000 and len(ds.samples.classes) == 10
+    assert ds.samples.paths[0] == "test/airplane/0000.jpg"
+    assert ds.load_image(0).size == (32, 32)
+
+
+def test_cifar10_batches_folder(cifar_batches):
+    train = open_dataset(parse_spec(f"cifar10:{cifar_batches}"))
+    test = open_dataset(parse_spec(f"cifar10:{cifar_batches}", split="test"))
+    assert train.arrays.shape == (400, 32, 32, 3) and len(test.samples) == 400
+    assert train.samples.classes[0] == "airplane"
+    assert np.bincount(train.samples.labels).tolist() == [40] * 10
+
+
+def test_cifar10_spec_on_a_wrong_folder(tmp_path):
+    with pytest.raises(InputError, match="not a cifar-10-batches-py folder"):
+        open_dataset(parse_spec(f"cifar10:{tmp_path}"))
+
+
+def _write_csv(path, rows, header=("path", "label")):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def test_labels_csv_overrides_and_records_truth(small_folder, tmp_path):
+    ds = open_dataset(parse_spec(f"folder:{small_folder}"))
+    first = ds.samples.paths[0]
+    csv_path = _write_csv(tmp_path / "l.csv", [(first, "ship", "airplane")],
+                          ("path", "noisy", "clean"))
+    out = apply_labels_csv(ds.samples, csv_path, "noisy", "clean")
+    assert out.classes[out.labels[0]] == "ship" and out.classes[out.true_labels[0]] == "airplane"
+    assert (out.labels[1:] == ds.samples.labels[1:]).all()
+
+
+@pytest.mark.parametrize("rows, column, message", [
+    ([("nope/0.jpg", "cat")], "label", "paths not in the dataset"),
+    ([("airplane/0000.jpg", "zebra")], "label", "unknown classes"),
+    ([("airplane/0000.jpg", "cat")], "aggre_label", "needs columns"),
+])
+def test_labels_csv_errors(small_folder, tmp_path, rows, column, message):
+    ds = open_dataset(parse_spec(f"folder:{small_folder}"))
+    with pytest.raises(InputError, match=message):
+        apply_labels_csv(ds.samples, _write_csv(tmp_path / "l.csv", rows), column)
+
+
+def test_cifar10n_labels_on_the_shared_csv(cifar_mini, tmp_path):
+    """The CIFAR-10N CSV's paths are relative to cifar10/; a subset CSV fits the mini folder."""
+    from tests.conftest import shared_file
+
+    src = shared_file("cifar10n-train-labels.csv")
+    have = set(open_dataset(parse_spec(f"folder:{cifar_mini}")).samples.paths)
+    with open(src, newline="") as fh, open(tmp_path / "n.csv", "w", newline="") as out:
+        reader = csv.DictReader(fh)
+        w = csv.DictWriter(out, reader.fieldnames)
+        w.writeheader()
+        w.writerows(r for r in reader if r["path"] in have)
+    ds = open_dataset(parse_spec(f"folder:{cifar_mini}"))
+    s = apply_labels_csv(ds.samples, tmp_path / "n.csv", "aggre_label", "clean_label")
+    wrong = (s.labels != s.true_labels).mean()
+    assert (s.true_labels >= 0).all() and 0.03 < wrong < 0.2  # CIFAR-10N aggre: ~9% wrong
+
+
+def test_injected_noise_is_exact_and_seeded():
+    ds = open_dataset(parse_spec("digits"))
+    a = inject_symmetric_noise(ds.samples, 0.1, seed=3)
+    b = inject_symmetric_noise(ds.samples, 0.1, seed=3)
+    assert (a.labels == b.labels).all()
+    assert (a.labels != a.true_labels).sum() == round(0.1 * 1797)
+    assert (a.true_labels == ds.samples.labels).all()
+    with pytest.raises(InputError, match="inject-noise"):
+        inject_symmetric_noise(ds.samples, 1.5, seed=0)
+
+
+def test_corrupt_jpeg_is_skipped_and_listed(small_folder, tmp_path, capsys):
+    bad = small_folder / "cat" / "0003.jpg"
+    bad.write_bytes(bad.read_bytes()[:200])  # truncated JPEG
+    (small_folder / "ship" / "0001.jpg").write_bytes(b"not an image at all")
+    run = RunDir(tmp_path / "run")
+    ds = ingest(run, DatasetOptions(parse_spec(f"folder:{small_folder}")))
+    skipped = dict(run.read_skipped())
+    assert set(skipped) == {"cat/0003.jpg", "ship/0001.jpg"}
+    assert len(ds.samples) == 88 and run.read_meta()["n_skipped"] == 2
+    # No silent shift: every kept row still names its own file.
+    assert "cat/0003.jpg" not in ds.samples.paths and "cat/0004.jpg" in ds.samples.paths
+    thumbs = np.load(run.thumbnails)
+    i = ds.samples.paths.index("cat/0004.jpg")
+    assert np.array_equal(thumbs[i], np.asarray(ds.load_image(i)))
+    reopened = open_run_dataset(run)
+    assert reopened.samples.paths == ds.samples.paths
+
+
+def test_all_images_corrupt_is_an_error(tmp_path):
+    (tmp_path / "d" / "a").mkdir(parents=True)
+    (tmp_path / "d" / "a" / "x.jpg").write_bytes(b"junk")
+    with pytest.raises(InputError, match="could be read"):
+        ingest(RunDir(tmp_path / "run"), DatasetOptions(parse_spec(f"folder:{tmp_path / 'd'}")))

@@ -1,0 +1,83 @@
+"""Exports: formats, atomicity, names that try to escape, no silent overwrite."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+from worker.pipeline.curation import current_decisions, open_store
+from worker.pipeline.errors import InputError
+from worker.pipeline.export import export
+
+
+def test_csv_manifest_in_sample_order(fresh_run):
+    open_store(fresh_run).set_overrides([0], "drop")
+    open_store(fresh_run).set_overrides([5], "keep")
+    dest = export(fresh_run, "csv", "first")
+    rows = list(csv.DictReader(open(dest / "manifest.csv")))
+    samples, decisions, _ = current_decisions(fresh_run)
+    assert len(rows) == len(samples) == len(np.load(fresh_run.features))
+    assert list(rows[0]) == ["index", "path", "label", "true_label", "cluster", "kept", "reason"]
+    assert [r["path"] for r in rows] == samples.paths
+    assert rows[0]["reason"] == "override_drop" and rows[0]["kept"] == "0"
+    assert rows[5]["reason"] == "override_keep" and rows[5]["kept"] == "1"
+    assert {r["reason"] for r in rows} >= {"noise", "cluster"}
+    assert all(r["true_label"] != "" for r in rows)
+    info = json.loads((dest / "params.json").read_text())
+    assert info["overrides"] == {"0": "drop", "5": "keep"}
+    assert set(info["params"]) == set(samples.classes)
+    assert info["n_kept"] == int(decisions.kept.sum())
+    assert not [p for p in fresh_run.exports.iterdir() if p.name.startswith(".")]
+
+
+def test_indices_and_imagefolder(fresh_run):
+    _, decisions, _ = current_decisions(fresh_run)
+    dest = export(fresh_run, "indices", "idx")
+    kept = [int(x) for x in (dest / "kept_indices.txt").read_text().split()]
+    assert kept == np.flatnonzero(decisions.kept).tolist()
+    dest = export(fresh_run, "imagefolder", "tree")
+    files = sorted((dest / "images").rglob("*.png"))
+    assert len(files) == int(decisions.kept.sum())
+
+
+def test_imagefolder_links_real_files(small_folder, tmp_path):
+    from worker.pipeline.datasets import parse_spec
+    from worker.pipeline.embedding import EmbeddingOptions
+    from worker.pipeline.features import FeatureOptions
+    from worker.pipeline.ingest import DatasetOptions
+    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.runner import run_pipeline
+
+    run = RunDir(tmp_path / "run")
+    run_pipeline(run, DatasetOptions(parse_spec(f"folder:{small_folder}")), FeatureOptions(),
+                 EmbeddingOptions())
+    dest = export(run, "imagefolder", "tree")
+    links = sorted((dest / "images").rglob("*.jpg"))
+    assert links and all(p.is_symlink() and p.resolve().is_file() for p in links)
+    assert links[0].resolve().is_relative_to(small_folder.resolve())
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", "..", "/etc", ".hidden", "x" * 200, ""])
+def test_names_that_escape_are_refused(fresh_run, name):
+    with pytest.raises(InputError, match="invalid export name"):
+        export(fresh_run, "csv", name)
+    assert not (fresh_run.path / "evil").exists()
+
+
+def test_existing_export_is_never_overwritten(fresh_run):
+    dest = export(fresh_run, "csv", "same")
+    before = (dest / "manifest.csv").read_bytes()
+    open_store(fresh_run).set_overrides(range(50), "drop")
+    with pytest.raises(InputError, match="already exists"):
+        export(fresh_run, "csv", "same")
+    assert (dest / "manifest.csv").read_bytes() == before
+
+
+def test_unknown_format(fresh_run):
+    with pytest.raises(InputError, match="unknown export format"):
+        export(fresh_run, "parquet", "x")
+    assert not os.path.exists(fresh_run.exports / "x")
