@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from .clustering import Decisions
+from .clustering import Decisions, check_rule
 from .curation import cluster_step
 from .datasets import Dataset
+from .dbscan import check_params
 from .embedding import EmbeddingOptions, embed
 from .errors import InputError
 from .features import FeatureOptions, extract
@@ -53,6 +54,11 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
                  min_samples: int | None = None, eps: float | None = None,
                  progress: ProgressFn | None = None) -> Decisions:
     """ingest → extract → embed → cluster; every step is skipped when already current."""
+    # Refuse bad clustering parameters before minutes of extraction, not after.
+    check_params(eps if eps is not None else 1.0,
+                 min_samples if min_samples is not None else 1)
+    if rule is not None:
+        check_rule(rule)
     ds = ensure_ingested(run, dataset, progress)
     extract(run, ds, features, progress)
     ensure_embedded(run, embedding, progress)
