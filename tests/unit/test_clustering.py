@@ -87,15 +87,15 @@ def test_nan_and_inf_features_are_refused():
 
 
 def test_overrides_win_and_rules_differ():
-    clusters = np.array([0, -1, -1, 0])
-    agreement = np.array([1.0, 0.9, 0.1, 0.2], dtype=np.float32)
+    clusters = np.array([0, -1, -1, 0, 0])
+    agreement = np.array([1.0, 0.9, 0.3, 0.2, 0.1], dtype=np.float32)
     d = decide(clusters, agreement, {}, "dbscan")
-    assert d.flagged.tolist() == [False, True, True, False]
+    assert d.flagged.tolist() == [False, True, True, False, False]
     d = decide(clusters, agreement, {}, "dbscan-knn")
-    assert d.flagged.tolist() == [False, False, True, False]
+    assert d.flagged.tolist() == [False, False, True, False, True]
     d = decide(clusters, agreement, {2: "keep", 0: "drop"}, "dbscan-knn")
-    assert d.kept.tolist() == [False, True, True, True]
-    assert d.reason.tolist() == ["override_drop", "cluster", "override_keep", "cluster"]
+    assert d.kept.tolist() == [False, True, True, True, False]
+    assert d.reason.tolist() == ["override_drop", "cluster", "override_keep", "cluster", "noise"]
 
 
 def test_knn_agreement_on_real_digits(digits_run):

@@ -103,10 +103,10 @@ def format_report(result: dict) -> str:
                 "(use --inject-noise or --true-label-column)")
     lines = [f"{result['run']}: {result['n_samples']} samples, "
              f"{result['current']['noisy']} with a wrong label",
-             f"{'method':<28}{'precision':>10}{'recall':>9}{'F1':>8}{'flagged':>9}"]
+             f"{'method':<34}{'precision':>10}{'recall':>9}{'F1':>8}{'flagged':>9}"]
 
     def row(name: str, s: dict) -> str:
-        return (f"{name:<28}{s['precision']:>10.3f}{s['recall']:>9.3f}{s['f1']:>8.3f}"
+        return (f"{name:<34}{s['precision']:>10.3f}{s['recall']:>9.3f}{s['f1']:>8.3f}"
                 f"{s['flagged']:>9}")
 
     lines.append(row(f"current ({result['rule']}+overrides)", result["current"]))

@@ -37,7 +37,7 @@ class TqdmProgress:
         if self._bar is None or label != self._label or total != self._bar.total:
             self.close()
             self._bar = tqdm(total=total, desc=label, file=sys.stderr, leave=True,
-                             disable=None, dynamic_ncols=True)
+                             mininterval=1.0, dynamic_ncols=True)
             self._label = label
         self._bar.n = done
         self._bar.refresh()

@@ -48,6 +48,9 @@ def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
                                dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    # mkstemp makes 0600 files; runs are shared between the app and workers (often other
+    # users or containers), so give them ordinary read permissions.
+    os.chmod(tmp_path, 0o644)
     try:
         yield tmp_path
         os.replace(tmp_path, target)

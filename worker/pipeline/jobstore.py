@@ -1,0 +1,135 @@
+"""Job records, kept in the run's SQLite store beside the curation state.
+
+Redis only carries the queue and wakes workers; the durable record of every job (status,
+progress, error, result) is here, so restarting Redis loses no history, and the app, the
+CLI and any worker host read the same truth from the shared runs root.
+
+Statuses: ``queued`` → ``running`` → ``succeeded`` | ``failed`` | ``cancelled``.
+A cancel request sets ``cancel_requested``; the running step sees it at its next progress
+call and stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .rundir import now_iso
+
+STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+FINAL = ("succeeded", "failed", "cancelled")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, params TEXT NOT NULL,
+    status TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0,
+    message TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, started_at TEXT,
+    finished_at TEXT, heartbeat_at TEXT, worker TEXT, error TEXT, result TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0);
+"""
+
+
+class JobStore:
+    """Job records of one run (``curation.sqlite``, table ``jobs``)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        try:
+            db.execute("PRAGMA busy_timeout=30000")
+            yield db
+        finally:
+            db.close()
+
+    def create(self, kind: str, params: dict[str, Any], job_id: str | None = None) -> str:
+        """Record a new queued job and return its id."""
+        job_id = job_id or uuid.uuid4().hex[:12]
+        with self._connect() as db:
+            db.execute("INSERT INTO jobs (id, kind, params, status, created_at) "
+                       "VALUES (?, ?, ?, 'queued', ?)",
+                       (job_id, kind, json.dumps(params, sort_keys=True), now_iso()))
+        return job_id
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM jobs WHERE id=?", (job_id,)).fetchone()
+        return _as_dict(row) if row else None
+
+    def list(self) -> list[dict[str, Any]]:
+        """All jobs, newest first."""
+        with self._connect() as db:
+            rows = db.execute("SELECT * FROM jobs ORDER BY created_at DESC, rowid DESC")
+            return [_as_dict(r) for r in rows]
+
+    def start(self, job_id: str, worker: str) -> bool:
+        """Mark running (again, after a re-delivery). False if cancelled before it began."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT status, cancel_requested FROM jobs WHERE id=?",
+                             (job_id,)).fetchone()
+            if row is None or row["cancel_requested"] or row["status"] == "cancelled":
+                db.execute("UPDATE jobs SET status='cancelled', finished_at=? WHERE id=?",
+                           (now_iso(), job_id))
+                db.execute("COMMIT")
+                return False
+            db.execute("UPDATE jobs SET status='running', started_at=?, heartbeat_at=?, "
+                       "worker=?, error=NULL, attempts=attempts+1 WHERE id=?",
+                       (now_iso(), now_iso(), worker, job_id))
+            db.execute("COMMIT")
+        return True
+
+    def progress(self, job_id: str, done: int, total: int, message: str) -> bool:
+        """Store progress and a heartbeat; returns True when a cancel was requested."""
+        with self._connect() as db:
+            db.execute("UPDATE jobs SET done=?, total=?, message=?, heartbeat_at=? WHERE id=?",
+                       (int(done), int(total), message[:500], now_iso(), job_id))
+            row = db.execute("SELECT cancel_requested FROM jobs WHERE id=?", (job_id,)).fetchone()
+        return bool(row and row["cancel_requested"])
+
+    def finish(self, job_id: str, status: str, error: str | None = None,
+               result: dict[str, Any] | None = None) -> None:
+        if status not in FINAL:
+            raise ValueError(f"not a final status: {status}")
+        with self._connect() as db:
+            db.execute("UPDATE jobs SET status=?, error=?, result=?, finished_at=? WHERE id=?",
+                       (status, error, json.dumps(result) if result is not None else None,
+                        now_iso(), job_id))
+
+    def request_cancel(self, job_id: str) -> str | None:
+        """Ask a job to stop; a queued one is cancelled at once. Returns the new status."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT status FROM jobs WHERE id=?", (job_id,)).fetchone()
+            if row is None:
+                db.execute("COMMIT")
+                return None
+            status = row["status"]
+            if status not in FINAL:
+                db.execute("UPDATE jobs SET cancel_requested=1 WHERE id=?", (job_id,))
+                if status == "queued":
+                    db.execute("UPDATE jobs SET status='cancelled', finished_at=? WHERE id=?",
+                               (now_iso(), job_id))
+                    status = "cancelled"
+            db.execute("COMMIT")
+        return status
+
+
+def _as_dict(row: sqlite3.Row) -> dict[str, Any]:
+    d = dict(row)
+    d["params"] = json.loads(d["params"])
+    d["result"] = json.loads(d["result"]) if d["result"] else None
+    d["cancel_requested"] = bool(d["cancel_requested"])
+    return d
