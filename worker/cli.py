@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -97,13 +98,63 @@ def _print_summary(run: RunDir) -> None:
 
 
 # --------------------------------------------------------------------------- commands
-def cmd_pipeline(a: argparse.Namespace) -> None:
-    from .pipeline.runner import run_pipeline
+def _dispatcher_for(out: Path):
+    """(dispatcher, run id): Celery when CURATOR_BROKER_URL is set, else in-process."""
+    from dataclasses import replace
 
-    run = RunDir(a.out)
+    from .jobs import CeleryDispatcher, EmbeddedDispatcher, run_id_for
+    from .settings import load_settings
+
+    settings = load_settings()
+    if settings.broker_url:
+        dispatcher = CeleryDispatcher(settings)
+        dispatcher.check_broker()
+        return dispatcher, run_id_for(settings.runs_root, out)
+    # Embedded: the run's parent folder is the runs root of the in-process worker.
+    out = out.resolve()
+    return EmbeddedDispatcher(replace(settings, runs_root=out.parent)), out.name
+
+
+def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: dict) -> dict:
+    """Submit a job, show its progress, and wait; Ctrl-C cancels it cleanly."""
+    from .jobs import wait_for
+
+    job_id = dispatcher.submit(run_id, kind, params)
     bar = TqdmProgress()
-    run_pipeline(run, _dataset_opts(a), _feature_opts(a), _embed_opts(a), rule=a.rule,
-                 min_samples=a.min_samples, eps=a.eps, progress=bar)
+    try:
+        job = wait_for(run, job_id, bar)
+    except KeyboardInterrupt:
+        print(f"\ncancelling job {job_id}…", file=sys.stderr)
+        dispatcher.cancel(run_id, job_id)
+        job = wait_for(run, job_id)
+    finally:
+        bar.close()
+    if job["status"] == "failed":
+        raise InputError(f"{kind} job {job_id} failed: {job['error']}")
+    if job["status"] == "cancelled":
+        raise Cancelled(f"{kind} job {job_id} was cancelled")
+    return job
+
+
+def cmd_pipeline(a: argparse.Namespace) -> None:
+    from dataclasses import asdict
+
+    from .jobs import feature_params
+    from .pipeline.curation import cluster_step
+    from .pipeline.dbscan import check_params
+
+    check_params(a.eps if a.eps is not None else 1.0,
+                 a.min_samples if a.min_samples is not None else 1)
+    run = RunDir(a.out)
+    dataset = _dataset_opts(a)
+    dispatcher, run_id = _dispatcher_for(a.out)
+    run.path.mkdir(parents=True, exist_ok=True)
+    _run_job_and_wait(dispatcher, run, run_id, "extract", {
+        "dataset": dataset.to_json() if dataset else None,
+        "features": feature_params(_feature_opts(a))})
+    _run_job_and_wait(dispatcher, run, run_id, "embed", asdict(_embed_opts(a)))
+    # Clustering takes milliseconds, so it runs here rather than as a job.
+    cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule)
     skipped = run.read_meta().get("n_skipped", 0)
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {skipped} unreadable "
           f"images skipped{', see skipped.csv' if skipped else ''})")
@@ -152,6 +203,63 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 
     result = evaluate(RunDir(a.run).require(), with_cleanlab=not a.no_cleanlab)
     print(json.dumps(result, indent=2) if a.json else format_report(result))
+
+
+def cmd_worker(a: argparse.Namespace) -> None:
+    from .jobs import check_broker, recover_stale_jobs
+    from .settings import load_settings
+
+    settings = load_settings()
+    if not settings.broker_url:
+        raise InputError("curator worker needs CURATOR_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    check_broker(settings.broker_url)
+    queues = [q for q in a.queues.split(",") if q]
+    if not queues or set(queues) - {"gpu", "cpu"}:
+        raise InputError(f"--queues must name gpu and/or cpu, got {a.queues!r}")
+    settings.runs_root.mkdir(parents=True, exist_ok=True)
+    for line in recover_stale_jobs(settings):
+        print(line, file=sys.stderr)
+    from .celery_app import make_celery
+
+    argv = ["worker", "-Q", ",".join(queues), "--concurrency", str(a.concurrency),
+            "--loglevel", a.loglevel, "--hostname", a.name or f"curator-{os.getpid()}@%h"]
+    make_celery(settings).worker_main(argv)
+
+
+def cmd_jobs(a: argparse.Namespace) -> None:
+    from .pipeline.jobstore import JobStore
+
+    run = RunDir(a.run).require()
+    jobs = JobStore(run.store).list()
+    if a.json:
+        print(json.dumps(jobs, indent=2))
+        return
+    print(f"{'id':<14}{'kind':<10}{'status':<11}{'progress':>16}  {'worker':<24}message / error")
+    for j in jobs:
+        prog = f"{j['done']}/{j['total']}" if j["total"] else "-"
+        note = j["error"] or j["message"]
+        print(f"{j['id']:<14}{j['kind']:<10}{j['status']:<11}{prog:>16}  "
+              f"{(j['worker'] or '-')[:23]:<24}{note[:80]}")
+
+
+def cmd_cancel(a: argparse.Namespace) -> None:
+    from .jobs import find_job, get_dispatcher
+    from .settings import load_settings
+
+    settings = load_settings()
+    if a.run:
+        from dataclasses import replace
+
+        path = a.run.resolve()
+        settings = replace(settings, runs_root=path.parent)
+        run_id = path.name
+    else:
+        run_id, _ = find_job(settings.runs_root, a.job)
+    status = get_dispatcher(settings).cancel(run_id, a.job)
+    if status is None:
+        raise InputError(f"no job {a.job} in run {run_id}")
+    note = " (stops at its next progress step)" if status == "running" else ""
+    print(f"job {a.job}: {status}{note}")
 
 
 def cmd_undo(a: argparse.Namespace) -> None:
@@ -218,6 +326,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run", type=Path)
     sp.add_argument("decision", choices=["keep", "drop", "clear"])
     sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
+
+    sp = add("worker", cmd_worker, "start a Celery worker (needs CURATOR_BROKER_URL)")
+    sp.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu")
+    sp.add_argument("--concurrency", type=int, default=1)
+    sp.add_argument("--loglevel", default="INFO")
+    sp.add_argument("--name", help="worker node name (default curator-PID@host)")
+
+    sp = add("jobs", cmd_jobs, "list a run's jobs")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("cancel", cmd_cancel, "cancel a job (it stops at its next progress step)")
+    sp.add_argument("job")
+    sp.add_argument("--run", type=Path, help="the job's run (default: search the runs root)")
 
     sp = add("undo", cmd_undo, "undo the last curation change (--redo to redo)")
     sp.add_argument("run", type=Path)

@@ -21,6 +21,12 @@ class Settings:
     runs_root: Path = field(default_factory=lambda: Path("runs"))
     data_root: Path = field(default_factory=lambda: Path("../shared/data"))
     broker_url: str = ""
+    result_backend: str = ""
+    # Seconds before Redis re-delivers a message whose worker vanished without acking it.
+    # It must exceed the longest job; jobs of a dead worker are also recovered sooner by
+    # the heartbeat check when a worker starts (see docs/jobs.md).
+    visibility_timeout: int = 6 * 3600
+    stale_after_s: int = 60
     host: str = "127.0.0.1"
     port: int = 8050
     auth_token: str = ""
@@ -34,6 +40,9 @@ def load_settings() -> Settings:
         runs_root=Path(_env("RUNS_ROOT", "runs")),
         data_root=Path(_env("DATA_ROOT", "../shared/data")),
         broker_url=_env("BROKER_URL", ""),
+        result_backend=_env("RESULT_BACKEND", ""),
+        visibility_timeout=int(_env("VISIBILITY_TIMEOUT", str(6 * 3600))),
+        stale_after_s=int(_env("STALE_AFTER", "60")),
         host=_env("HOST", "127.0.0.1"),
         port=int(_env("PORT", "8050")),
         auth_token=_env("AUTH_TOKEN", ""),

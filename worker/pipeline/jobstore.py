@@ -108,6 +108,12 @@ class JobStore:
                        (status, error, json.dumps(result) if result is not None else None,
                         now_iso(), job_id))
 
+    def requeue(self, job_id: str) -> None:
+        """Put a job whose worker died back to ``queued`` (it keeps its attempt count)."""
+        with self._connect() as db:
+            db.execute("UPDATE jobs SET status='queued', message='re-queued: worker lost' "
+                       "WHERE id=? AND status='running'", (job_id,))
+
     def request_cancel(self, job_id: str) -> str | None:
         """Ask a job to stop; a queued one is cancelled at once. Returns the new status."""
         with self._connect() as db:

@@ -1,0 +1,340 @@
+"""Jobs: what each kind runs, how a job record follows it, and how jobs are submitted.
+
+The same :func:`run_job` body serves a Celery worker and the embedded in-process worker,
+so a job behaves identically with or without Redis. Job records live in the run's SQLite
+store (:class:`~worker.pipeline.jobstore.JobStore`); Redis carries only the queue.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+from .pipeline.embedding import EmbeddingOptions
+from .pipeline.errors import InputError
+from .pipeline.features import FeatureOptions
+from .pipeline.ingest import DatasetOptions
+from .pipeline.jobstore import FINAL, JobStore
+from .pipeline.progress import Cancelled, ProgressFn
+from .pipeline.rundir import RunDir
+from .settings import Settings
+
+QUEUES = {"extract": "gpu", "finetune": "gpu", "train": "gpu", "embed": "cpu", "export": "cpu"}
+HEARTBEAT_S = 10.0
+
+
+# --------------------------------------------------------------------------- run ids
+def resolve_run(runs_root: Path, run_id: str) -> RunDir:
+    """The run folder for ``run_id`` (a path relative to the runs root), never outside it."""
+    root = Path(runs_root).resolve()
+    path = (root / run_id).resolve()
+    if not run_id or Path(run_id).is_absolute() or not path.is_relative_to(root) or path == root:
+        raise InputError(f"invalid run id {run_id!r}: give a folder inside the runs root {root}")
+    return RunDir(path)
+
+
+def run_id_for(runs_root: Path, path: Path) -> str:
+    """The run id of ``path``; it must lie inside the runs root that workers share."""
+    root, target = Path(runs_root).resolve(), Path(path).resolve()
+    if not target.is_relative_to(root) or target == root:
+        raise InputError(f"{path} is outside the runs root {root}; with a broker, runs must "
+                         "live under CURATOR_RUNS_ROOT so every worker can reach them")
+    return target.relative_to(root).as_posix()
+
+
+# --------------------------------------------------------------------------- parameters
+def feature_params(opts: FeatureOptions) -> dict[str, Any]:
+    d = asdict(opts)
+    d["weights"] = str(Path(opts.weights).resolve()) if opts.weights else None
+    return d
+
+
+def _feature_opts(d: dict[str, Any]) -> FeatureOptions:
+    known = {f.name for f in fields(FeatureOptions)}
+    d = {k: v for k, v in d.items() if k in known}
+    if d.get("weights"):
+        d["weights"] = Path(d["weights"])
+    return FeatureOptions(**d)
+
+
+def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    from .pipeline.features import extract
+    from .pipeline.runner import ensure_ingested
+
+    dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
+    ds = ensure_ingested(run, dataset, progress)
+    feats = extract(run, ds, _feature_opts(params.get("features", {})), progress)
+    return {"features": run.features.name, "shape": list(feats.shape)}
+
+
+def _do_finetune(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    if int(params.get("features", {}).get("finetune_epochs", 0)) < 1:
+        raise InputError("a finetune job needs finetune_epochs of at least 1")
+    return _do_extract(run, params, progress)
+
+
+def _do_embed(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    from .pipeline.runner import ensure_embedded
+
+    known = {f.name for f in fields(EmbeddingOptions)}
+    ensure_embedded(run.require(), EmbeddingOptions(**{k: v for k, v in params.items()
+                                                       if k in known}), progress)
+    return {"embedding": run.embedding.name}
+
+
+def _do_export(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    from .pipeline.export import export
+
+    dest = export(run.require(), params.get("format", "csv"), params["name"], progress=progress)
+    return {"export": dest.relative_to(run.path).as_posix()}
+
+
+def _do_train(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    raise InputError("training is not available yet (it arrives with the retraining issue)")
+
+
+HANDLERS: dict[str, Callable[[RunDir, dict, ProgressFn], dict]] = {
+    "extract": _do_extract, "finetune": _do_finetune, "embed": _do_embed,
+    "export": _do_export, "train": _do_train,
+}
+
+
+# --------------------------------------------------------------------------- execution
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """I/O errors worth retrying: a locked database, a busy or stale shared filesystem."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return "locked" in str(exc) or "busy" in str(exc)
+    if isinstance(exc, TimeoutError | BlockingIOError | InterruptedError):
+        return True
+    return isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.EBUSY, errno.ESTALE,
+                                                      errno.EIO)
+
+
+class _Progress:
+    """Progress callback writing to the job record (at most every 0.5 s) and a heartbeat
+    thread, so a job whose worker died can be told apart from a slow one."""
+
+    def __init__(self, jobs: JobStore, job_id: str) -> None:
+        self.jobs, self.job_id = jobs, job_id
+        self.last = 0.0
+        self.cancel = False
+        self.state = (0, 0, "starting")
+        self._stop = threading.Event()
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True)
+        self._beat.start()
+
+    def __call__(self, done: int, total: int, message: str) -> bool:
+        self.state = (done, total, message)
+        now = time.monotonic()
+        if now - self.last >= 0.5 or done >= total:
+            self.last = now
+            self.cancel = self.jobs.progress(self.job_id, done, total, message)
+        return self.cancel
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_S):
+            try:
+                self.cancel = self.jobs.progress(self.job_id, *self.state) or self.cancel
+            except sqlite3.Error:
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
+            job_id: str) -> dict[str, Any] | None:
+    """Run one job and keep its record current.
+
+    Returns the job's result (None when it was cancelled, or had already finished before a
+    re-delivery). Exceptions propagate so that the caller's failure hook records them.
+    """
+    if kind not in HANDLERS:
+        raise InputError(f"unknown job kind {kind!r}")
+    run = resolve_run(runs_root, run_id)
+    jobs = JobStore(run.store)
+    record = jobs.get(job_id)
+    if record is None:
+        jobs.create(kind, params, job_id)
+    elif record["status"] in FINAL:
+        return record["result"]  # a re-delivered message for a job that already ended
+    if not jobs.start(job_id, worker_name()):
+        return None
+    progress = _Progress(jobs, job_id)
+    try:
+        result = HANDLERS[kind](run, params, progress)
+    except Cancelled:
+        jobs.finish(job_id, "cancelled")
+        return None
+    finally:
+        progress.close()
+    jobs.finish(job_id, "succeeded", result=result)
+    return result
+
+
+def record_failure(runs_root: Path, run_id: str, job_id: str, exc: BaseException) -> None:
+    """The failure hook: store a one-line error on the job."""
+    try:
+        run = resolve_run(runs_root, run_id)
+    except InputError:
+        return
+    text = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+    JobStore(run.store).finish(job_id, "failed", error=text.splitlines()[0][:1000] if text
+                               else type(exc).__name__)
+
+
+# --------------------------------------------------------------------------- submission
+class EmbeddedDispatcher:
+    """Runs jobs on threads inside this process: no Redis, no separate worker.
+
+    One thread per queue, so an export never waits behind an hour of extraction.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.pools = {q: ThreadPoolExecutor(1, thread_name_prefix=f"curator-{q}")
+                      for q in ("gpu", "cpu")}
+
+    def submit(self, run_id: str, kind: str, params: dict[str, Any]) -> str:
+        run = resolve_run(self.settings.runs_root, run_id)
+        job_id = JobStore(run.store).create(kind, params)
+        self.pools[QUEUES[kind]].submit(self._run, run_id, kind, params, job_id)
+        return job_id
+
+    def _run(self, run_id: str, kind: str, params: dict, job_id: str) -> None:
+        try:
+            run_job(self.settings.runs_root, run_id, kind, params, job_id)
+        except BaseException as exc:  # noqa: BLE001 - recorded on the job, as a worker would
+            record_failure(self.settings.runs_root, run_id, job_id, exc)
+
+    def cancel(self, run_id: str, job_id: str) -> str | None:
+        return JobStore(resolve_run(self.settings.runs_root, run_id).store).request_cancel(job_id)
+
+
+class CeleryDispatcher:
+    """Sends jobs to ``curator worker`` processes through the broker."""
+
+    def __init__(self, settings: Settings) -> None:
+        from .celery_app import make_celery
+
+        self.settings = settings
+        self.app = make_celery(settings)
+
+    def check_broker(self) -> None:
+        """Fail fast, in one line, when the broker cannot be reached."""
+        check_broker(self.settings.broker_url)
+
+    def submit(self, run_id: str, kind: str, params: dict[str, Any]) -> str:
+        self.check_broker()
+        run = resolve_run(self.settings.runs_root, run_id)
+        jobs = JobStore(run.store)
+        job_id = jobs.create(kind, params)
+        try:
+            self.app.send_task(f"curator.{kind}", args=[run_id, params, job_id],
+                               task_id=job_id, queue=QUEUES[kind])
+        except Exception as exc:  # noqa: BLE001 - any publish failure means "not queued"
+            jobs.finish(job_id, "failed", error=f"could not queue the job: {exc}")
+            raise InputError(f"cannot reach the broker at {self.settings.broker_url}: "
+                             f"{exc}") from None
+        return job_id
+
+    def cancel(self, run_id: str, job_id: str) -> str | None:
+        status = JobStore(resolve_run(self.settings.runs_root, run_id).store).request_cancel(job_id)
+        if status == "cancelled":
+            try:
+                self.app.control.revoke(job_id)
+            except Exception:  # noqa: BLE001, S110 - the record already says cancelled
+                pass
+        return status
+
+
+def check_broker(url: str, timeout: float = 2.0) -> None:
+    """Raise a one-line :class:`InputError` unless the Redis broker at ``url`` answers."""
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=timeout,
+                             socket_timeout=timeout).ping()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise InputError(f"cannot reach the broker at {url} ({exc}); start Redis or fix "
+                         "CURATOR_BROKER_URL") from None
+
+
+def get_dispatcher(settings: Settings) -> EmbeddedDispatcher | CeleryDispatcher:
+    """Celery when ``CURATOR_BROKER_URL`` is set, else the embedded in-process worker."""
+    return CeleryDispatcher(settings) if settings.broker_url else EmbeddedDispatcher(settings)
+
+
+def wait_for(run: RunDir, job_id: str, on_progress: ProgressFn | None = None,
+             poll_s: float = 0.3) -> dict[str, Any]:
+    """Poll a job record until it ends; returns the final record."""
+    jobs = JobStore(run.store)
+    last = None
+    while True:
+        job = jobs.get(job_id)
+        if job is None:
+            raise InputError(f"job {job_id} not found in {run.path}")
+        state = (job["done"], job["total"], job["message"])
+        if on_progress and job["total"] and state != last:
+            on_progress(*state)
+            last = state
+        if job["status"] in FINAL:
+            return job
+        time.sleep(poll_s)
+
+
+def find_job(runs_root: Path, job_id: str) -> tuple[str, dict[str, Any]]:
+    """Search every run under the runs root for ``job_id``; returns (run id, record)."""
+    root = Path(runs_root).resolve()
+    for store in sorted(root.rglob("curation.sqlite")):
+        job = JobStore(store).get(job_id)
+        if job is not None:
+            return store.parent.relative_to(root).as_posix(), job
+    raise InputError(f"no job {job_id} under {root}")
+
+
+def recover_stale_jobs(settings: Settings) -> list[str]:
+    """Re-queue jobs left ``running`` by a worker that died (no heartbeat for
+    ``stale_after_s``). Run when a worker starts; returns one line per recovered job.
+
+    A pool process killed mid-job is handed back by Celery at once
+    (``task_reject_on_worker_lost``); this covers a whole worker killed, whose message
+    Redis would only re-deliver after the visibility timeout.
+    """
+    from datetime import UTC, datetime
+
+    root = Path(settings.runs_root).resolve()
+    if not root.is_dir():
+        return []
+    dispatcher = CeleryDispatcher(settings)
+    now = datetime.now(UTC)
+    lines = []
+    for store in sorted(root.rglob("curation.sqlite")):
+        jobs = JobStore(store)
+        for job in jobs.list():
+            beat = job["heartbeat_at"] or job["started_at"]
+            if job["status"] != "running" or not beat:
+                continue
+            if (now - datetime.fromisoformat(beat)).total_seconds() < settings.stale_after_s:
+                continue
+            run_id = store.parent.relative_to(root).as_posix()
+            jobs.requeue(job["id"])
+            dispatcher.app.send_task(f"curator.{job['kind']}",
+                                     args=[run_id, job["params"], job["id"]],
+                                     queue=QUEUES[job["kind"]])
+            lines.append(f"re-queued job {job['id']} ({job['kind']} of {run_id}): its worker "
+                         f"{job['worker']} stopped answering")
+    return lines

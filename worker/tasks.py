@@ -1,0 +1,58 @@
+"""Thin Celery tasks: unpack JSON arguments, call :func:`worker.jobs.run_job`.
+
+Every task takes ``(run_id, params, job_id)``. Failures reach :meth:`JobTask.on_failure`,
+which records them on the job; only transient I/O errors are retried.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Task
+
+from .celery_app import app
+from .jobs import is_transient, record_failure, run_job
+
+
+class JobTask(Task):
+    """Base task: keeps the job record in the run's store in step with Celery."""
+
+    max_retries = 3
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:  # noqa: ANN001
+        run_id, _, job_id = args
+        record_failure(app.conf.curator_settings.runs_root, run_id, job_id, exc)
+
+    def run_kind(self, kind: str, run_id: str, params: dict[str, Any],
+                 job_id: str) -> dict[str, Any] | None:
+        try:
+            return run_job(app.conf.curator_settings.runs_root, run_id, kind, params, job_id)
+        except Exception as exc:
+            if is_transient(exc) and self.request.retries < self.max_retries:
+                raise self.retry(exc=exc, countdown=5 * (self.request.retries + 1)) from exc
+            raise
+
+
+@app.task(name="curator.extract", bind=True, base=JobTask)
+def extract(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
+    return self.run_kind("extract", run_id, params, job_id)
+
+
+@app.task(name="curator.finetune", bind=True, base=JobTask)
+def finetune(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
+    return self.run_kind("finetune", run_id, params, job_id)
+
+
+@app.task(name="curator.embed", bind=True, base=JobTask)
+def embed(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
+    return self.run_kind("embed", run_id, params, job_id)
+
+
+@app.task(name="curator.export", bind=True, base=JobTask)
+def export(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
+    return self.run_kind("export", run_id, params, job_id)
+
+
+@app.task(name="curator.train", bind=True, base=JobTask)
+def train(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
+    return self.run_kind("train", run_id, params, job_id)
