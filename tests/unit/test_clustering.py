@@ -103,3 +103,16 @@ def test_knn_agreement_on_real_digits(digits_run):
     agree = knn_agreement(np.load(digits_run.features), s.labels)
     noisy = s.labels != s.true_labels
     assert agree[noisy].mean() < 0.3 < 0.8 < agree[~noisy].mean()
+
+
+def test_reference_pair_path_agrees_with_the_tree_path():
+    from worker.pipeline.dbscan import labels_from_pairs
+
+    rng = np.random.default_rng(5)
+    pts = np.round(rng.normal(0, 3, (400, 2)), 1)
+    index = NeighbourIndex(pts, 2.0)
+    for eps in (0.1, 0.25, 0.7, 1.9):
+        for ms in (1, 2, 4, 9):
+            ref = labels_from_pairs(len(pts), index.pairs_within(eps), ms)
+            assert np.array_equal(index.dbscan(eps, ms), ref)
+            assert np.array_equal(ref, sklearn_dbscan(pts, eps, ms))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .dbscan import NeighbourIndex, check_params
+from .dbscan import NeighbourIndex, check_params, dbscan_once
 from .errors import InputError
 
 RULES = ("dbscan-knn", "dbscan")
@@ -136,12 +136,14 @@ def cluster_all(embedding: np.ndarray, labels: np.ndarray,
     ndarray of int64, shape (N,): per-class cluster id, noise = -1.
     """
     out = np.full(len(labels), -1, dtype=np.int64)
+    for eps, ms in params.values():
+        check_params(eps, ms)
     for c in np.unique(labels):
         if int(c) not in params:
             raise InputError(f"no DBSCAN parameters for class {int(c)}")
         eps, ms = params[int(c)]
         members = np.flatnonzero(labels == c)
-        out[members] = ClassClusterer(embedding[members], eps).labels(eps, ms)
+        out[members] = dbscan_once(embedding[members], eps, ms)
     return out
 
 

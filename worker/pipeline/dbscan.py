@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 from scipy.spatial import cKDTree
 
 from .errors import InputError
@@ -49,6 +49,13 @@ def sklearn_dbscan(points: np.ndarray, eps: float, min_samples: int) -> np.ndarr
 class NeighbourIndex:
     """All point pairs within ``max_eps``, for fast DBSCAN at any eps ≤ ``max_eps``.
 
+    For each min_samples it also keeps a minimum spanning tree of the mutual-reachability
+    weights ``w(i, j) = max(core²(i), core²(j), d²(i, j))``, where ``core²(i)`` is the
+    squared distance to the (min_samples-1)-th nearest other point. Point i is core at eps
+    exactly when ``core²(i) <= eps²``, and two core points are in one DBSCAN cluster
+    exactly when the tree joins them by edges of weight ``<= eps²`` (an MST keeps every
+    minimax path). A new eps therefore needs only the n-1 tree edges, not every pair.
+
     Parameters
     ----------
     points : ndarray, shape (n, 2)
@@ -64,6 +71,7 @@ class NeighbourIndex:
 
     def _build(self, max_eps: float) -> None:
         self.max_eps = float(max_eps)
+        self._trees: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         if self._tree is None:
             self._pairs = np.empty((0, 2), np.int64)
             self._d2 = np.empty(0)
@@ -72,9 +80,10 @@ class NeighbourIndex:
         pairs = self._tree.query_pairs(self.max_eps * (1 + 1e-9), output_type="ndarray")
         diff = self.points[pairs[:, 0]] - self.points[pairs[:, 1]]
         d2 = diff[:, 0] * diff[:, 0] + diff[:, 1] * diff[:, 1]
-        order = np.argsort(d2, kind="stable")
-        self._pairs = pairs[order].astype(np.int64)
-        self._d2 = d2[order]
+        keep = d2 <= self.max_eps * self.max_eps
+        order = np.argsort(d2[keep], kind="stable")
+        self._pairs = pairs[keep][order].astype(np.int64)
+        self._d2 = d2[keep][order]
 
     def pairs_within(self, eps: float) -> np.ndarray:
         """Pairs (i < j) with squared distance ≤ eps², shape (m, 2)."""
@@ -82,16 +91,82 @@ class NeighbourIndex:
             self._build(eps * 1.5)
         return self._pairs[: np.searchsorted(self._d2, eps * eps, side="right")]
 
+    def _core_tree(self, min_samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(core², tree edges (m, 2), their weights (m,)), edges sorted by weight."""
+        if min_samples in self._trees:
+            return self._trees[min_samples]
+        n, k = self.n, min_samples - 1
+        i, j = self._pairs[:, 0], self._pairs[:, 1]
+        core2 = np.zeros(n) if k == 0 else np.full(n, np.inf)
+        if k > 0 and len(i):
+            # k-th smallest neighbour d² per point, from the (already d²-sorted) pair list.
+            node = np.concatenate([i, j])
+            d2 = np.concatenate([self._d2, self._d2])
+            order = np.lexsort((d2, node))
+            node, d2 = node[order], d2[order]
+            start = np.searchsorted(node, np.arange(n))
+            count = np.bincount(node, minlength=n)
+            has = count >= k
+            core2[has] = d2[start[has] + k - 1]
+        w = np.maximum(np.maximum(core2[i], core2[j]), self._d2)
+        finite = np.isfinite(w)
+        # scipy drops explicit zeros as "no edge"; the smallest positive float keeps them.
+        weights = np.where(w[finite] > 0, w[finite], np.nextafter(0, 1))
+        graph = coo_matrix((weights, (i[finite], j[finite])), shape=(n, n)).tocsr()
+        mst = minimum_spanning_tree(graph).tocoo()
+        order = np.argsort(mst.data, kind="stable")
+        edges = np.stack([mst.row[order], mst.col[order]], axis=1).astype(np.int64)
+        result = (core2, edges, mst.data[order])
+        self._trees[min_samples] = result
+        return result
+
     def dbscan(self, eps: float, min_samples: int) -> np.ndarray:
         """DBSCAN labels, shape (n,), noise = -1; identical to scikit-learn's."""
         check_params(eps, min_samples)
         if self._tree is None:
             return sklearn_dbscan(self.points, eps, min_samples)
-        return labels_from_pairs(self.n, self.pairs_within(eps), min_samples)
+        pairs = self.pairs_within(eps)  # rebuilds (and drops cached trees) past max_eps
+        core2, edges, weights = self._core_tree(int(min_samples))
+        eps2 = eps * eps
+        core = core2 <= eps2
+        tree_edges = edges[: np.searchsorted(weights, eps2, side="right")]
+        return _number_clusters(self.n, core, tree_edges, pairs)
+
+
+def _number_clusters(n: int, core: np.ndarray, core_edges: np.ndarray,
+                     pairs: np.ndarray) -> np.ndarray:
+    """Labels in scikit-learn's numbering from core points, edges joining core points, and
+    all within-eps pairs (for border points).
+
+    Clusters are numbered 0, 1, … in the order of their lowest-index core point; a border
+    point takes the smallest cluster id among its core neighbours; the rest are -1.
+    """
+    labels = np.full(n, -1, dtype=np.int64)
+    if not core.any():
+        return labels
+    graph = coo_matrix((np.ones(len(core_edges), np.int8),
+                        (core_edges[:, 0], core_edges[:, 1])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    core_idx = np.flatnonzero(core)
+    comp = comp[core_idx]
+    # core_idx is ascending, so each component's first occurrence is its lowest member.
+    _, first = np.unique(comp, return_index=True)
+    rank = np.empty(int(comp.max()) + 1, dtype=np.int64)
+    rank[comp[np.sort(first)]] = np.arange(len(first))
+    labels[core_idx] = rank[comp]
+    i, j = pairs[:, 0], pairs[:, 1]
+    sentinel = np.iinfo(np.int64).max
+    border = np.full(n, sentinel, dtype=np.int64)
+    for a, b in ((i, j), (j, i)):
+        sel = core[a] & ~core[b]
+        np.minimum.at(border, b[sel], labels[a[sel]])
+    hit = border != sentinel
+    labels[hit] = border[hit]
+    return labels
 
 
 def labels_from_pairs(n: int, pairs: np.ndarray, min_samples: int) -> np.ndarray:
-    """DBSCAN labels from the within-eps pairs (i < j), in scikit-learn's numbering.
+    """DBSCAN labels straight from the within-eps pairs (i < j): the reference path.
 
     Parameters
     ----------
@@ -102,35 +177,19 @@ def labels_from_pairs(n: int, pairs: np.ndarray, min_samples: int) -> np.ndarray
 
     Returns
     -------
-    ndarray of int64, shape (n,); -1 = noise, clusters numbered 0, 1, … in the order of
-    their lowest-index core point.
+    ndarray of int64, shape (n,); -1 = noise.
     """
     i, j = pairs[:, 0], pairs[:, 1]
     degree = np.bincount(i, minlength=n) + np.bincount(j, minlength=n) + 1
     core = degree >= min_samples
-    labels = np.full(n, -1, dtype=np.int64)
-    if not core.any():
-        return labels
     both = core[i] & core[j]
-    core_idx = np.flatnonzero(core)
-    pos = np.full(n, -1, dtype=np.int64)
-    pos[core_idx] = np.arange(len(core_idx))
-    m = len(core_idx)
-    graph = coo_matrix((np.ones(int(both.sum()), np.int8), (pos[i[both]], pos[j[both]])),
-                       shape=(m, m))
-    _, comp = connected_components(graph, directed=False)
-    # Renumber components by their lowest core index (core_idx is ascending, so the first
-    # occurrence of each component id in `comp` is its lowest member).
-    _, first = np.unique(comp, return_index=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(len(first))
-    labels[core_idx] = rank[comp]
-    # Border points: the smallest cluster id among their core neighbours.
-    sentinel = np.iinfo(np.int64).max
-    border = np.full(n, sentinel, dtype=np.int64)
-    for a, b in ((i, j), (j, i)):
-        sel = core[a] & ~core[b]
-        np.minimum.at(border, b[sel], labels[a[sel]])
-    hit = border != sentinel
-    labels[hit] = border[hit]
-    return labels
+    return _number_clusters(n, core, pairs[both], pairs)
+
+
+def dbscan_once(points: np.ndarray, eps: float, min_samples: int) -> np.ndarray:
+    """One DBSCAN run without caching (no spanning tree): labels identical to sklearn's."""
+    check_params(eps, min_samples)
+    if len(points) < SMALL_N:
+        return sklearn_dbscan(np.asarray(points, dtype=np.float64), eps, min_samples)
+    return labels_from_pairs(len(points), NeighbourIndex(points, eps).pairs_within(eps),
+                             int(min_samples))

@@ -1,0 +1,163 @@
+"""The job system end to end: real Redis, real ``curator worker`` subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.integration.conftest import CURATOR, Worker, redis_alive
+from worker.pipeline.jobstore import JobStore
+
+pytestmark = pytest.mark.slow
+
+
+def _pipeline(env: dict, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([CURATOR, "pipeline", "--out", str(out), *extra], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_job(store: Path, kind: str, pred, timeout: float = 120) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if store.is_file():
+            for job in JobStore(store).list():
+                if job["kind"] == kind and pred(job):
+                    return job
+        time.sleep(0.1)
+    raise AssertionError(f"no {kind} job reached the expected state in {timeout} s")
+
+
+def _slow_extract_args(cifar_mini: Path) -> list[str]:
+    # Random-init ResNet-18 on 2,000 CIFAR JPEGs: ~10-20 s on 2 cores, 32 progress steps.
+    return ["--dataset", f"folder:{cifar_mini}", "--model", "resnet18", "--batch-size", "64"]
+
+
+def test_queued_pipeline_equals_in_process(start_worker, broker_env, runs_root, digits_run):
+    start_worker("w1")
+    start_worker("w2")
+    out = runs_root / "q"
+    proc = _pipeline(broker_env, out, "--dataset", "digits", "--inject-noise", "0.1",
+                     "--seed", "0")
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert "total" in stdout
+    for name in ("features.npy", "embedding.npy", "clusters.npy", "knn_agreement.npy"):
+        assert np.array_equal(np.load(out / name), np.load(digits_run.path / name)), name
+    jobs = JobStore(out / "curation.sqlite").list()
+    assert {j["kind"] for j in jobs} == {"extract", "embed"}
+    assert all(j["status"] == "succeeded" and j["worker"] for j in jobs)
+
+
+def test_pool_process_killed_mid_extraction(start_worker, broker_env, runs_root, cifar_mini):
+    start_worker("w1")
+    start_worker("w2")
+    out = runs_root / "kill"
+    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini))
+    store = out / "curation.sqlite"
+    job = _wait_job(store, "extract", lambda j: j["status"] == "running" and j["done"] > 64)
+    victim = int(job["worker"].rsplit(":", 1)[1])
+    os.kill(victim, signal.SIGKILL)
+    # While the job is re-run, features.npy is either absent or complete: never partial.
+    while proc.poll() is None:
+        if (out / "features.npy").is_file():
+            assert np.load(out / "features.npy").shape == (2000, 512)
+        time.sleep(0.05)
+    assert proc.returncode == 0, proc.stderr.read()
+    job = JobStore(store).get(job["id"])
+    assert job["status"] == "succeeded" and job["attempts"] >= 2
+    assert not list(out.glob(".*.tmp*")) and not list((out / "cache").glob(".*.tmp*"))
+
+
+def test_whole_worker_killed_then_new_worker_finishes(start_worker, broker_env, runs_root,
+                                                      cifar_mini):
+    first = start_worker("w1")
+    out = runs_root / "crash"
+    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini))
+    store = out / "curation.sqlite"
+    job = _wait_job(store, "extract", lambda j: j["status"] == "running" and j["done"] > 0)
+    first.kill_all()
+    time.sleep(4)  # longer than CURATOR_STALE_AFTER=3: the job's heartbeat is now stale
+    second = start_worker("w2")
+    assert any("re-queued job" in ln for ln in second.log)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert JobStore(store).get(job["id"])["status"] == "succeeded"
+    assert np.load(out / "features.npy").shape == (2000, 512)
+
+
+def test_cancel_stops_a_running_job(start_worker, broker_env, runs_root, cifar_mini):
+    start_worker("w1")
+    out = runs_root / "cancel"
+    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini))
+    store = out / "curation.sqlite"
+    job = _wait_job(store, "extract", lambda j: j["status"] == "running" and j["done"] > 0)
+    r = subprocess.run([CURATOR, "cancel", job["id"]], env=broker_env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "running" in r.stdout, r.stderr
+    done_at_cancel = JobStore(store).get(job["id"])["done"]
+    job = _wait_job(store, "extract", lambda j: j["status"] == "cancelled", timeout=30)
+    assert job["done"] <= done_at_cancel + 2 * 64  # stopped within a progress step or so
+    assert proc.wait(60) == 130
+    assert not (out / "features.npy").exists()
+    r = subprocess.run([CURATOR, "jobs", str(out)], env=broker_env, capture_output=True,
+                       text=True, timeout=60)
+    assert "cancelled" in r.stdout
+
+
+def test_wrong_broker_url_is_one_line(broker_env, runs_root):
+    env = {**broker_env, "CURATOR_BROKER_URL": "redis://127.0.0.1:6399/0"}
+    for args in (["pipeline", "--out", str(runs_root / "x"), "--dataset", "digits"],
+                 ["worker"]):
+        r = subprocess.run([CURATOR, *args], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot reach the broker" in lines[0], r.stderr
+
+
+def test_redis_stopped_then_restarted(tmp_path, runs_root, fresh_run, broker_env):
+    """A private Redis goes down mid-session: clear errors, no curation lost, then recovery."""
+    port = 6391
+    url = f"redis://127.0.0.1:{port}/0"
+    start = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),
+             "--save", "", "--appendonly", "no"]
+    subprocess.run(start, check=True, capture_output=True)
+    try:
+        for _ in range(50):
+            if redis_alive(url):
+                break
+            time.sleep(0.1)
+        env = {**broker_env, "CURATOR_BROKER_URL": url}
+        run = runs_root / "digits"
+        os.rename(fresh_run.path, run)
+        assert subprocess.run([CURATOR, "override", str(run), "drop", "1", "2"],
+                              env=env).returncode == 0
+        worker = Worker(env, "w-outage").wait_ready()
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+        r = subprocess.run([CURATOR, "pipeline", "--out", str(run)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "cannot reach the broker" in r.stderr
+        # Curation lives in the run's SQLite store, not in Redis: nothing was lost.
+        r = subprocess.run([CURATOR, "export", str(run), "--dest", "after-outage"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        manifest = (run / "exports" / "after-outage" / "manifest.csv").read_text().splitlines()
+        assert manifest[2].endswith("override_drop") and manifest[3].endswith("override_drop")
+        subprocess.run(start, check=True, capture_output=True)
+        for _ in range(100):
+            if redis_alive(url):
+                break
+            time.sleep(0.1)
+        # The worker reconnects by itself, and queued work runs again.
+        r = subprocess.run([CURATOR, "pipeline", "--out", str(run), "--n-iter", "300"],
+                           env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        worker.stop()
+    finally:
+        subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
