@@ -53,7 +53,7 @@ PIPE = ["pipeline", "--out", "{tmp}/r", "--dataset"]
 @pytest.mark.parametrize("args, message", [
     ([*PIPE, "imagenet"], "unknown dataset spec"),
     ([*PIPE, "folder:{tmp}/nope"], "dataset folder not found"),
-    ([*PIPE, "folder:{tmp}"], "no class subfolders"),
+    ([*PIPE, "folder:{tmp}/empty"], "no class subfolders"),
     ([*PIPE, "digits", "--inject-noise", "2"], "inject-noise"),
     ([*PIPE, "digits", "--eps", "0"], "eps must be"),
     ([*PIPE, "digits", "--min-samples", "0"], "min_samples"),
@@ -62,6 +62,7 @@ PIPE = ["pipeline", "--out", "{tmp}/r", "--dataset"]
     (["extract", "--out", "{tmp}/r2"], "give --dataset"),
 ])
 def test_user_mistakes_give_one_line_and_exit_2(tmp_path, args, message):
+    (tmp_path / "empty").mkdir()
     r = curator(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "%|" not in ln]
