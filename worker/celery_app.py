@@ -24,7 +24,7 @@ def make_celery(settings: Settings) -> Celery:
         task_routes={
             "curator.extract": {"queue": "gpu"}, "curator.finetune": {"queue": "gpu"},
             "curator.train": {"queue": "gpu"}, "curator.embed": {"queue": "cpu"},
-            "curator.export": {"queue": "cpu"},
+            "curator.export": {"queue": "cpu"}, "curator.pipeline": {"queue": "gpu"},
         },
         # A job is acknowledged only when it ends, and a worker that dies mid-job hands it
         # back; one message at a time, so a long job never holds others hostage.

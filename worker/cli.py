@@ -205,6 +205,26 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
     print(json.dumps(result, indent=2) if a.json else format_report(result))
 
 
+def cmd_serve(a: argparse.Namespace) -> None:
+    from dataclasses import replace
+
+    from .settings import load_settings
+
+    settings = load_settings()
+    settings = replace(settings, runs_root=a.runs_root or settings.runs_root,
+                       host=a.host or settings.host, port=a.port or settings.port)
+    if settings.broker_url:
+        from .jobs import check_broker
+
+        check_broker(settings.broker_url)
+    from app.server import serve
+
+    token = f"?token={settings.auth_token}" if settings.auth_token else ""
+    print(f"tsne-curator: http://{settings.host}:{settings.port}/{token} "
+          f"(runs root {settings.runs_root.resolve()})", flush=True)
+    serve(settings, debug=a.debug)
+
+
 def cmd_worker(a: argparse.Namespace) -> None:
     from .jobs import check_broker, recover_stale_jobs
     from .settings import load_settings
@@ -326,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run", type=Path)
     sp.add_argument("decision", choices=["keep", "drop", "clear"])
     sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
+
+    sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
+    sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")
+    sp.add_argument("--host", help="default 127.0.0.1 (CURATOR_HOST)")
+    sp.add_argument("--port", type=int, help="default 8050 (CURATOR_PORT)")
+    sp.add_argument("--debug", action="store_true", help="Dash dev tools and reloader")
 
     sp = add("worker", cmd_worker, "start a Celery worker (needs CURATOR_BROKER_URL)")
     sp.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu")

@@ -28,7 +28,8 @@ from .pipeline.progress import Cancelled, ProgressFn
 from .pipeline.rundir import RunDir
 from .settings import Settings
 
-QUEUES = {"extract": "gpu", "finetune": "gpu", "train": "gpu", "embed": "cpu", "export": "cpu"}
+QUEUES = {"extract": "gpu", "finetune": "gpu", "train": "gpu", "embed": "cpu", "export": "cpu",
+          "pipeline": "gpu"}
 HEARTBEAT_S = 10.0
 
 
@@ -98,13 +99,23 @@ def _do_export(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     return {"export": dest.relative_to(run.path).as_posix()}
 
 
+def _do_pipeline(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    """extract → embed → cluster in one job: what the app's "New run" form starts."""
+    from .pipeline.curation import cluster_step
+
+    out = _do_extract(run, params, progress)
+    _do_embed(run, params.get("embedding", {}), progress)
+    decisions = cluster_step(run)
+    return {**out, "embedding": run.embedding.name, "kept": int(decisions.kept.sum())}
+
+
 def _do_train(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     raise InputError("training is not available yet (it arrives with the retraining issue)")
 
 
 HANDLERS: dict[str, Callable[[RunDir, dict, ProgressFn], dict]] = {
     "extract": _do_extract, "finetune": _do_finetune, "embed": _do_embed,
-    "export": _do_export, "train": _do_train,
+    "export": _do_export, "train": _do_train, "pipeline": _do_pipeline,
 }
 
 

@@ -56,3 +56,8 @@ def export(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> A
 @app.task(name="curator.train", bind=True, base=JobTask)
 def train(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
     return self.run_kind("train", run_id, params, job_id)
+
+
+@app.task(name="curator.pipeline", bind=True, base=JobTask)
+def pipeline(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
+    return self.run_kind("pipeline", run_id, params, job_id)

@@ -1,0 +1,137 @@
+"""What the Curate page's callbacks do, as plain functions of (runs root, run id, inputs).
+
+Callbacks in ``app/pages/curate.py`` only unpack Dash inputs and call these, so every
+behaviour here is tested without a browser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from worker.pipeline.clustering import auto_eps
+from worker.pipeline.curation import summary_rows
+from worker.pipeline.dbscan import check_params
+from worker.pipeline.errors import InputError
+from worker.pipeline.store import CurationStore
+
+from .data import RunData, RunState, current_state, run_data
+
+GALLERY_PAGE_SIZE = 24
+
+
+def store_for(runs_root: Path, run_id: str) -> CurationStore:
+    return CurationStore(run_data(runs_root, run_id).run.store)
+
+
+@dataclass
+class ControlValues:
+    """What the parameter controls show for one class."""
+
+    eps: float
+    min_samples: int
+    eps_max: float
+
+
+def control_values(data: RunData, state: RunState, code: int) -> ControlValues:
+    eps, ms = state.params[code]
+    return ControlValues(round(eps, 4), int(ms), slider_max(eps))
+
+
+def slider_max(eps: float) -> float:
+    """A slider range that leaves room to triple eps, in round numbers."""
+    top = max(3.0 * eps, 0.5)
+    magnitude = 10 ** np.floor(np.log10(top))
+    return float(np.ceil(top / magnitude) * magnitude)
+
+
+def set_params(runs_root: Path, run_id: str, code: int | None, eps: float | None,
+               min_samples: int | None, all_classes: bool = False) -> int:
+    """Store (eps, min_samples) for class ``code`` (or every class); returns the revision."""
+    data = run_data(runs_root, run_id)
+    store = CurationStore(data.run.store)
+    params = store.class_params()
+    if eps is None or min_samples is None:
+        raise InputError("give both eps and min_samples")
+    check_params(float(eps), min_samples)
+    targets = range(len(data.samples.classes)) if all_classes else [int(code)]
+    what = "all classes" if all_classes else f"class {data.samples.classes[int(code)]}"
+    store.set_class_params({c: (float(eps), int(min_samples)) for c in targets
+                            if params.get(c) != (float(eps), int(min_samples))},
+                           f"eps={eps:g}, min_samples={min_samples} for {what}")
+    return store.revision()
+
+
+def auto_eps_for(runs_root: Path, run_id: str, code: int, min_samples: int) -> int:
+    """Set class ``code``'s eps from its k-distance knee; returns the revision."""
+    data = run_data(runs_root, run_id)
+    check_params(1.0, min_samples)
+    eps = auto_eps(data.embedding[data.members[code]], int(min_samples))
+    if eps is None:
+        raise InputError(f"class {data.samples.classes[code]} has too few points for an "
+                         f"automatic eps at min_samples={min_samples}")
+    return set_params(runs_root, run_id, code, round(eps, 4), min_samples)
+
+
+def toggle(runs_root: Path, run_id: str, sample: int) -> int:
+    """Flip one sample between kept and dropped (as an override); returns the revision."""
+    data = run_data(runs_root, run_id)
+    if not 0 <= sample < len(data.samples):
+        raise InputError(f"no sample {sample} in this run")
+    kept = bool(current_state(data).decisions.kept[sample])
+    store = CurationStore(data.run.store)
+    store.set_overrides([sample], "drop" if kept else "keep",
+                        f"{'drop' if kept else 'keep'} sample {sample}")
+    return store.revision()
+
+
+def bulk(runs_root: Path, run_id: str, samples: list[int], decision: str | None) -> int:
+    """Keep, drop or clear (None) many samples at once; returns the revision."""
+    store = store_for(runs_root, run_id)
+    if not samples:
+        raise InputError("select points first (lasso or box), then choose Keep, Drop or Clear")
+    store.set_overrides(samples, decision, f"{decision or 'clear'} {len(samples)} selected")
+    return store.revision()
+
+
+def undo_redo(runs_root: Path, run_id: str, redo: bool) -> tuple[int, str | None]:
+    store = store_for(runs_root, run_id)
+    what = store.redo() if redo else store.undo()
+    return store.revision(), what
+
+
+def class_counts(data: RunData, state: RunState) -> list[dict]:
+    """Per-class and total counts (the paper's Table I), for the class list and summary."""
+    return summary_rows(data.samples, state.decisions)
+
+
+def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple[list[dict], int]:
+    """One page of the class's flagged or overridden points.
+
+    Returns
+    -------
+    (items, pages): items have index, path, kept, reason; pages is the page count.
+    """
+    idx = data.members[code]
+    d = state.decisions
+    interesting = idx[d.flagged[idx] | np.isin(idx, list(state.overrides))]
+    pages = max(1, -(-len(interesting) // GALLERY_PAGE_SIZE))
+    page = min(max(1, page or 1), pages)
+    chosen = interesting[(page - 1) * GALLERY_PAGE_SIZE: page * GALLERY_PAGE_SIZE]
+    return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(d.kept[i]),
+             "reason": str(d.reason[i])} for i in chosen], pages
+
+
+def hover_info(data: RunData, state: RunState, sample: int) -> dict:
+    """What the hover tooltip shows for one sample."""
+    s = data.samples
+    d = state.decisions
+    return {
+        "index": sample, "path": s.paths[sample], "label": s.classes[s.labels[sample]],
+        "true_label": s.classes[s.true_labels[sample]] if s.true_labels[sample] >= 0 else None,
+        "cluster": int(d.clusters[sample]), "kept": bool(d.kept[sample]),
+        "reason": str(d.reason[sample]),
+        "neighbours": [s.classes[s.labels[j]] for j in data.neighbours[sample]],
+    }

@@ -1,0 +1,111 @@
+"""Read a run for the app, fast: cached immutable arrays and per-class DBSCAN indexes.
+
+The caches here hold only data derived from files that never change in place (each is
+replaced by an atomic rename, which changes its mtime), keyed by path and mtime. They are
+safe with several server processes: each process fills its own, and none holds state a
+user can change. Everything a user changes lives in the run's SQLite store.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from worker.jobs import resolve_run
+from worker.pipeline.clustering import DEFAULT_RULE, ClassClusterer, Decisions, decide
+from worker.pipeline.curation import agreement_path
+from worker.pipeline.datasets import SampleTable
+from worker.pipeline.errors import InputError
+from worker.pipeline.rundir import RunDir
+from worker.pipeline.store import CurationStore
+
+
+def _mtime(path: Path) -> int:
+    return path.stat().st_mtime_ns if path.exists() else 0
+
+
+@dataclass(frozen=True)
+class RunData:
+    """Immutable arrays of one run, shared by every request for it."""
+
+    run: RunDir
+    samples: SampleTable
+    embedding: np.ndarray  # (N, 2) float32
+    agreement: np.ndarray | None  # (N,) float32
+    neighbours: np.ndarray  # (N, 5) int64, nearest samples in feature space (PCA-50)
+    members: tuple[np.ndarray, ...]  # per class code, sample indices (ascending)
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str, stamp: tuple[int, ...]) -> RunData:
+    from sklearn.neighbors import NearestNeighbors
+
+    from worker.pipeline.embedding import pca_reduce
+
+    run = RunDir(path)
+    samples = run.read_samples()
+    emb = run.load_embedding()
+    feats = pca_reduce(run.load_features(), 50)
+    k = min(6, len(feats))
+    _, nn = NearestNeighbors(n_neighbors=k).fit(feats).kneighbors(feats)
+    agree = np.load(agreement_path(run)) if agreement_path(run).is_file() else None
+    members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
+    return RunData(run, samples, emb, agree, nn[:, 1:], members)
+
+
+def _stamp(run: RunDir) -> tuple[int, ...]:
+    return tuple(_mtime(p) for p in (run.samples_csv, run.embedding, run.features,
+                                     agreement_path(run)))
+
+
+def run_data(runs_root: Path, run_id: str) -> RunData:
+    """Cached :class:`RunData` for ``run_id``; refreshed when the run's files change."""
+    run = resolve_run(runs_root, run_id)
+    if not run.embedding.is_file():
+        raise InputError(f"run {run_id} has no embedding yet: run its pipeline first")
+    return _load(str(run.path), _stamp(run))
+
+
+@functools.lru_cache(maxsize=64)
+def _clusterer(path: str, stamp: tuple[int, ...], code: int, max_eps: float) -> ClassClusterer:
+    data = _load(path, stamp)
+    return ClassClusterer(data.embedding[data.members[code]], max_eps)
+
+
+def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
+    """DBSCAN labels of class ``code``'s points, shape (n_c,), from a cached index."""
+    # Index radius: generous, so dragging eps upward rarely forces a rebuild.
+    bucket = float(2.0 ** np.ceil(np.log2(max(eps, 1e-6) * 2.0)))
+    return _clusterer(str(data.run.path), _stamp(data.run), code, bucket).labels(eps, min_samples)
+
+
+@dataclass
+class RunState:
+    """Everything the Curate page draws for one store revision."""
+
+    decisions: Decisions
+    params: dict[int, tuple[float, int]]
+    overrides: dict[int, str]
+    revision: int
+    rule: str
+
+
+def current_state(data: RunData) -> RunState:
+    """Decisions for every sample at the stored parameters and overrides."""
+    store = CurationStore(data.run.store)
+    params = store.class_params()
+    missing = [c for c in range(len(data.samples.classes)) if c not in params]
+    if missing:
+        raise InputError(f"run {data.run.run_id} is not clustered yet: run "
+                         f"'curator cluster {data.run.path}'")
+    clusters = np.full(len(data.samples), -1, dtype=np.int64)
+    for code, idx in enumerate(data.members):
+        if len(idx):
+            clusters[idx] = class_labels(data, code, *params[code])
+    overrides = store.overrides()
+    rule = store.setting("rule", DEFAULT_RULE) or DEFAULT_RULE
+    return RunState(decide(clusters, data.agreement, overrides, rule), params, overrides,
+                    store.revision(), rule)

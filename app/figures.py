@@ -1,0 +1,114 @@
+"""Plotly figures for the Curate page: the class view and the all-classes overview.
+
+The class view has two WebGL traces: trace 0 holds *every* point, faint, and never changes
+after the page loads; trace 1 holds the selected class. Switching class replaces trace 1
+only, and a new eps or override only replaces trace 1's colours and symbols, so the
+coordinates of 50,000 points cross the wire once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from worker.pipeline.clustering import Decisions
+
+# Qualitative palette for clusters (Plotly's D3/T10, minus red, green and grey, which
+# mean drop, keep and background here).
+CLUSTER_COLOURS = ["#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                   "#bcbd22", "#aec7e8", "#ffbb78", "#c5b0d5", "#c49c94", "#f7b6d2"]
+CLASS_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                 "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+NOISE_COLOUR = "#111111"
+KEEP_COLOUR = "#1a9e3a"
+DROP_COLOUR = "#d62728"
+UNFLAGGED_NOISE_COLOUR = "#6c757d"
+
+LEGEND = [
+    ("●", "#1f77b4", "cluster (kept)"),
+    ("✕", NOISE_COLOUR, "flagged: will be dropped"),
+    ("○", UNFLAGGED_NOISE_COLOUR, "DBSCAN noise the rule keeps"),
+    ("◆", KEEP_COLOUR, "override: keep"),
+    ("✕", DROP_COLOUR, "override: drop"),
+]
+
+
+def marker_style(idx: np.ndarray, d: Decisions,
+                 overrides: dict[int, str]) -> tuple[list[str], list[str], list[float]]:
+    """Colours, symbols and sizes for the samples ``idx`` (shape (n,)), in that order."""
+    clusters = d.clusters[idx]
+    colours = np.array(CLUSTER_COLOURS, dtype=object)[np.maximum(clusters, 0)
+                                                     % len(CLUSTER_COLOURS)]
+    symbols = np.full(len(idx), "circle", dtype=object)
+    sizes = np.full(len(idx), 6.0)
+    noise = clusters == -1
+    colours[noise] = UNFLAGGED_NOISE_COLOUR
+    symbols[noise] = "circle-open"
+    flagged = d.flagged[idx]
+    colours[flagged] = NOISE_COLOUR
+    symbols[flagged] = "x"
+    sizes[flagged] = 8.0
+    if overrides:
+        pos = {int(s): k for k, s in enumerate(idx)}
+        for sample, decision in overrides.items():
+            k = pos.get(sample)
+            if k is not None:
+                keep = decision == "keep"
+                colours[k] = KEEP_COLOUR if keep else DROP_COLOUR
+                symbols[k] = "diamond" if keep else "x"
+                sizes[k] = 10.0
+    return colours.tolist(), symbols.tolist(), sizes.tolist()
+
+
+def _base_layout(fig: go.Figure) -> go.Figure:
+    fig.update_layout(
+        margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="white", paper_bgcolor="white",
+        dragmode="lasso", hovermode="closest", showlegend=False, uirevision="keep",
+        xaxis=dict(visible=False), yaxis=dict(visible=False, scaleanchor="x"),
+    )
+    return fig
+
+
+def class_figure(emb: np.ndarray, idx: np.ndarray, d: Decisions, overrides: dict[int, str],
+                 show_background: bool = True) -> go.Figure:
+    """The class view: every point faint (trace 0) and class ``idx`` on top (trace 1)."""
+    fig = go.Figure()
+    fig.add_trace(go.Scattergl(
+        x=np.round(emb[:, 0], 3), y=np.round(emb[:, 1], 3), mode="markers",
+        marker=dict(size=3, color="#d5d9de"), hoverinfo="skip", visible=show_background,
+        name="other classes"))
+    fig.add_trace(class_trace(emb, idx, d, overrides))
+    return _base_layout(fig)
+
+
+def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,
+                overrides: dict[int, str]) -> go.Scattergl:
+    """Trace 1 of the class view; ``customdata`` holds sample indices."""
+    colours, symbols, sizes = marker_style(idx, d, overrides)
+    return go.Scattergl(
+        x=np.round(emb[idx, 0], 3), y=np.round(emb[idx, 1], 3), mode="markers",
+        customdata=idx, name="class",
+        marker=dict(color=colours, symbol=symbols, size=sizes, line=dict(width=0)),
+        hoverinfo="none", selected=dict(marker=dict(opacity=1.0)),
+        unselected=dict(marker=dict(opacity=0.35)))
+
+
+def overview_figure(emb: np.ndarray, labels: np.ndarray, classes: list[str],
+                    d: Decisions) -> go.Figure:
+    """All classes coloured by class, with the points to be dropped marked."""
+    fig = go.Figure()
+    for code, name in enumerate(classes):
+        idx = np.flatnonzero(labels == code)
+        fig.add_trace(go.Scattergl(
+            x=np.round(emb[idx, 0], 3), y=np.round(emb[idx, 1], 3), mode="markers",
+            customdata=idx, name=name, hoverinfo="none",
+            marker=dict(size=3, color=CLASS_COLOURS[code % len(CLASS_COLOURS)])))
+    dropped = np.flatnonzero(~d.kept)
+    fig.add_trace(go.Scattergl(
+        x=np.round(emb[dropped, 0], 3), y=np.round(emb[dropped, 1], 3), mode="markers",
+        customdata=dropped, name="dropped", hoverinfo="none",
+        marker=dict(size=6, symbol="x", color=NOISE_COLOUR)))
+    fig = _base_layout(fig)
+    fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.02),
+                      dragmode="zoom")
+    return fig

@@ -1,0 +1,326 @@
+"""Curate one run: per-class t-SNE/DBSCAN view, hover previews, overrides, export, retrain."""
+
+from __future__ import annotations
+
+import dash
+import dash_bootstrap_components as dbc
+import numpy as np
+from dash import ALL, Input, Output, Patch, State, callback, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
+
+from app import curate_logic as logic
+from app.data import current_state, run_data
+from app.figures import LEGEND, class_figure, class_trace, marker_style, overview_figure
+from app.layout import error_alert
+from app.panels import export_panel, retrain_panel
+from app.server import settings
+from worker.pipeline.errors import InputError
+
+dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · tsne-curator")
+
+RUN = "curate-run"
+REV = "curate-rev"
+SHOWN = "curate-shown"
+ALERT = "curate-alert"
+CLASS_PICK = "curate-class"
+GRAPH = "curate-graph"
+TOOLTIP = "curate-tooltip"
+EPS_SLIDER = "curate-eps-slider"
+EPS_INPUT = "curate-eps-input"
+MS_SLIDER = "curate-ms-slider"
+MS_INPUT = "curate-ms-input"
+AUTO_BTN = "curate-auto"
+APPLY_ALL_BTN = "curate-apply-all"
+UNDO_BTN = "curate-undo"
+REDO_BTN = "curate-redo"
+KEEP_BTN = "curate-keep"
+DROP_BTN = "curate-drop"
+CLEAR_BTN = "curate-clear"
+BG_SWITCH = "curate-background"
+STATUS = "curate-status"
+SUMMARY = "curate-summary"
+GALLERY = "curate-gallery"
+GALLERY_PAGES = "curate-gallery-pages"
+GALLERY_TOGGLE = "curate-gallery-toggle"
+
+
+def _controls() -> dbc.Card:
+    return dbc.Card(dbc.CardBody([
+        html.H6("DBSCAN for this class", className="card-title"),
+        dbc.Label("eps", html_for=EPS_INPUT, class_name="small mb-0"),
+        dbc.Row([
+            dbc.Col(dcc.Slider(id=EPS_SLIDER, min=0, max=5, value=1, updatemode="mouseup",
+                               marks=None, tooltip={"placement": "bottom"}), width=8),
+            dbc.Col(dbc.Input(id=EPS_INPUT, type="number", min=0, step="any", size="sm",
+                              debounce=True), width=4),
+        ], class_name="g-1 align-items-center"),
+        dbc.Label("min_samples", html_for=MS_INPUT, class_name="small mb-0 mt-2"),
+        dbc.Row([
+            dbc.Col(dcc.Slider(id=MS_SLIDER, min=1, max=50, step=1, value=5,
+                               updatemode="mouseup", marks=None,
+                               tooltip={"placement": "bottom"}), width=8),
+            dbc.Col(dbc.Input(id=MS_INPUT, type="number", min=1, step=1, size="sm",
+                              debounce=True), width=4),
+        ], class_name="g-1 align-items-center"),
+        dbc.ButtonGroup([
+            dbc.Button("Auto eps", id=AUTO_BTN, color="secondary", outline=True, size="sm"),
+            dbc.Button("Apply to all classes", id=APPLY_ALL_BTN, color="secondary",
+                       outline=True, size="sm"),
+        ], class_name="mt-3 w-100"),
+    ]), class_name="mb-3")
+
+
+def _toolbar() -> dbc.Row:
+    legend = [html.Span([html.Span(sym, style={"color": col}, className="me-1"), text],
+                        className="me-3 small text-nowrap") for sym, col, text in LEGEND]
+    return dbc.Row([
+        dbc.Col(dbc.ButtonGroup([
+            dbc.Button("Keep", id=KEEP_BTN, color="success", outline=True, size="sm"),
+            dbc.Button("Drop", id=DROP_BTN, color="danger", outline=True, size="sm"),
+            dbc.Button("Clear override", id=CLEAR_BTN, color="secondary", outline=True,
+                       size="sm"),
+        ]), width="auto"),
+        dbc.Col(dbc.ButtonGroup([
+            dbc.Button("↶ Undo", id=UNDO_BTN, color="secondary", outline=True, size="sm",
+                       title="Ctrl+Z"),
+            dbc.Button("↷ Redo", id=REDO_BTN, color="secondary", outline=True, size="sm",
+                       title="Ctrl+Shift+Z"),
+        ]), width="auto"),
+        dbc.Col(dbc.Switch(id=BG_SWITCH, label="other classes", value=True,
+                           class_name="mb-0 small"), width="auto"),
+        dbc.Col(html.Div(legend, className="d-flex flex-wrap"), class_name="ms-auto"),
+    ], class_name="g-2 align-items-center mb-2")
+
+
+def layout(run_id: str | None = None, **_query) -> html.Div:
+    try:
+        data = run_data(settings().runs_root, run_id or "")
+        current_state(data)
+    except InputError as exc:
+        return html.Div([html.H4("Curate"), error_alert(str(exc)),
+                         dcc.Link("← back to runs", href="/")])
+    options = [{"label": "All classes", "value": "all"}] + [
+        {"label": name, "value": code} for code, name in enumerate(data.samples.classes)]
+    return html.Div([
+        dcc.Store(id=RUN, data=run_id), dcc.Store(id=REV, data=0), dcc.Store(id=SHOWN),
+        html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
+                  html.Span(id=STATUS, className="text-muted small")],
+                 className="d-flex align-items-baseline mb-2"),
+        html.Div(id=ALERT),
+        dbc.Row([
+            dbc.Col([
+                dbc.Card(dbc.CardBody([
+                    html.H6("Classes", className="card-title"),
+                    html.Div("size · flagged · overridden · kept",
+                             className="text-muted small mb-1"),
+                    dbc.RadioItems(id=CLASS_PICK, options=options, value=0,
+                                   class_name="class-pick", input_class_name="btn-check",
+                                   label_class_name="btn btn-outline-primary btn-sm w-100 "
+                                                    "text-start mb-1",
+                                   label_checked_class_name="active"),
+                ]), class_name="mb-3"),
+                _controls(),
+            ], md=3, lg=3),
+            dbc.Col([
+                _toolbar(),
+                dcc.Graph(id=GRAPH, style={"height": "560px"}, clear_on_unhover=True,
+                          config={"scrollZoom": True, "displaylogo": False,
+                                  "modeBarButtonsToRemove": ["toImage"]}),
+                dcc.Tooltip(id=TOOLTIP, direction="right"),
+                dbc.Tabs([
+                    dbc.Tab([dbc.Pagination(id=GALLERY_PAGES, max_value=1, active_page=1,
+                                            size="sm", class_name="mt-2",
+                                            fully_expanded=False),
+                             html.Div(id=GALLERY, className="gallery")],
+                            label="Noise gallery", tab_id="gallery"),
+                    dbc.Tab(html.Div(id=SUMMARY, className="mt-2"), label="Summary",
+                            tab_id="summary"),
+                    dbc.Tab(export_panel(), label="Export", tab_id="export"),
+                    dbc.Tab(retrain_panel(), label="Retrain", tab_id="retrain"),
+                ], active_tab="gallery", class_name="mt-3"),
+            ], md=9, lg=9),
+        ]),
+    ])
+
+
+# --------------------------------------------------------------------------- callbacks
+def _code(value) -> int | None:
+    return None if value in (None, "all") else int(value)
+
+
+@callback(
+    Output(EPS_SLIDER, "value"), Output(EPS_INPUT, "value"), Output(EPS_SLIDER, "max"),
+    Output(MS_SLIDER, "value"), Output(MS_INPUT, "value"),
+    Output(REV, "data"), Output(ALERT, "children"),
+    Input(CLASS_PICK, "value"), Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"),
+    Input(MS_SLIDER, "value"), Input(MS_INPUT, "value"), Input(AUTO_BTN, "n_clicks"),
+    Input(APPLY_ALL_BTN, "n_clicks"), Input(UNDO_BTN, "n_clicks"), Input(REDO_BTN, "n_clicks"),
+    State(RUN, "data"),
+)
+def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, _apply_all,
+                _undo, _redo, run_id):
+    """Parameter changes, auto eps, apply-to-all, undo/redo, and class switches."""
+    root = settings().runs_root
+    trigger = ctx.triggered_id
+    code = _code(class_value)
+    alert, rev = no_update, no_update
+    try:
+        eps = eps_input if trigger == EPS_INPUT else eps_slider
+        ms = ms_input if trigger == MS_INPUT else ms_slider
+        if trigger in (EPS_SLIDER, EPS_INPUT, MS_SLIDER, MS_INPUT) and code is not None:
+            rev = logic.set_params(root, run_id, code, eps, ms)
+        elif trigger == APPLY_ALL_BTN:
+            rev = logic.set_params(root, run_id, code, eps, ms, all_classes=True)
+        elif trigger == AUTO_BTN and code is not None:
+            rev = logic.auto_eps_for(root, run_id, code, ms)
+        elif trigger in (UNDO_BTN, REDO_BTN):
+            rev, what = logic.undo_redo(root, run_id, redo=trigger == REDO_BTN)
+            if what is None:
+                alert = error_alert(f"nothing to {'redo' if trigger == REDO_BTN else 'undo'}")
+    except InputError as exc:
+        alert = error_alert(str(exc))
+    if code is None:
+        return no_update, no_update, no_update, no_update, no_update, rev, alert
+    data = run_data(root, run_id)
+    v = logic.control_values(data, current_state(data), code)
+    return v.eps, v.eps, v.eps_max, v.min_samples, v.min_samples, rev, alert
+
+
+@callback(
+    Output(REV, "data", allow_duplicate=True), Output(ALERT, "children", allow_duplicate=True),
+    Input(GRAPH, "clickData"), Input(KEEP_BTN, "n_clicks"), Input(DROP_BTN, "n_clicks"),
+    Input(CLEAR_BTN, "n_clicks"), Input({"type": GALLERY_TOGGLE, "index": ALL}, "n_clicks"),
+    State(GRAPH, "selectedData"), State(RUN, "data"),
+    prevent_initial_call=True,
+)
+def on_edit(click, _keep, _drop, _clear, _gallery, selected, run_id):
+    """Overrides: click toggles, lasso/box + buttons act in bulk, gallery toggles."""
+    root = settings().runs_root
+    trigger = ctx.triggered_id
+    if not ctx.triggered or not ctx.triggered[0]["value"]:
+        raise PreventUpdate  # a gallery re-render, not a click
+    try:
+        if trigger == GRAPH:
+            point = (click or {}).get("points", [{}])[0]
+            if point.get("curveNumber") != 1 or point.get("customdata") is None:
+                raise PreventUpdate
+            return logic.toggle(root, run_id, int(point["customdata"])), None
+        if isinstance(trigger, dict) and trigger.get("type") == GALLERY_TOGGLE:
+            return logic.toggle(root, run_id, int(trigger["index"])), None
+        samples = [int(p["customdata"]) for p in (selected or {}).get("points", [])
+                   if p.get("customdata") is not None]
+        decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[trigger]
+        return logic.bulk(root, run_id, samples, decision), None
+    except InputError as exc:
+        return no_update, error_alert(str(exc))
+
+
+@callback(
+    Output(GRAPH, "figure"), Output(SHOWN, "data"), Output(CLASS_PICK, "options"),
+    Output(SUMMARY, "children"), Output(GALLERY, "children"), Output(GALLERY_PAGES, "max_value"),
+    Output(UNDO_BTN, "disabled"), Output(REDO_BTN, "disabled"), Output(STATUS, "children"),
+    Input(REV, "data"), Input(CLASS_PICK, "value"), Input(BG_SWITCH, "value"),
+    Input(GALLERY_PAGES, "active_page"),
+    State(SHOWN, "data"), State(RUN, "data"),
+)
+def render(_rev, class_value, show_background, page, shown, run_id):
+    """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch."""
+    root = settings().runs_root
+    data = run_data(root, run_id)
+    state = current_state(data)
+    code = _code(class_value)
+    d = state.decisions
+    if code is None:
+        fig = overview_figure(data.embedding, data.samples.labels, data.samples.classes, d)
+    elif shown in (None, "all"):
+        fig = class_figure(data.embedding, data.members[code], d, state.overrides,
+                           bool(show_background))
+    else:
+        fig = Patch()
+        if shown != code:
+            fig["data"][1] = class_trace(data.embedding, data.members[code], d, state.overrides)
+        else:
+            colours, symbols, sizes = marker_style(data.members[code], d, state.overrides)
+            fig["data"][1]["marker"]["color"] = colours
+            fig["data"][1]["marker"]["symbol"] = symbols
+            fig["data"][1]["marker"]["size"] = sizes
+        fig["data"][0]["visible"] = bool(show_background)
+    rows = logic.class_counts(data, state)
+    options = [{"label": _class_label("All classes", rows[-1]), "value": "all"}] + [
+        {"label": _class_label(r["class"], r), "value": c} for c, r in enumerate(rows[:-1])]
+    gallery, pages = _gallery(data, state, code, page, run_id)
+    store = logic.store_for(root, run_id)
+    total = rows[-1]
+    status = (f"{total['kept']} of {total['size']} kept · {total['flagged']} flagged · "
+              f"{total['overridden']} overridden · rule {state.rule} · revision "
+              f"{state.revision}")
+    return (fig, "all" if code is None else code, options, _summary_table(rows), gallery,
+            pages, not store.can_undo(), not store.can_redo(), status)
+
+
+def _class_label(name: str, r: dict) -> html.Span:
+    return html.Span([
+        html.Span(name, className="fw-semibold me-1"),
+        html.Span(f"{r['size']} · {r['flagged']} · {r['overridden']} · {r['kept']}",
+                  className="float-end small counts"),
+    ])
+
+
+def _summary_table(rows: list[dict]) -> dbc.Table:
+    head = html.Thead(html.Tr([html.Th(h) for h in
+                               ("class", "size", "flagged", "overridden", "kept", "reduction")]))
+    body = html.Tbody([html.Tr([html.Td(r["class"]), html.Td(r["size"]), html.Td(r["flagged"]),
+                                html.Td(r["overridden"]), html.Td(r["kept"]),
+                                html.Td(f"{r['reduction_pct']:.2f}%")],
+                               className="fw-semibold" if r["class"] == "total" else None)
+                       for r in rows])
+    return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
+
+
+def _gallery(data, state, code, page, run_id) -> tuple[list, int]:
+    if code is None:
+        return [html.Div("Pick a class to review its flagged points.",
+                         className="text-muted small mt-2")], 1
+    items, pages = logic.gallery_items(data, state, code, page or 1)
+    if not items:
+        return [html.Div("Nothing flagged in this class at these parameters.",
+                         className="text-muted small mt-2")], pages
+    cards = [html.Div([
+        html.Img(src=f"/thumb/{run_id}/{it['index']}.png", className="thumb",
+                 title=it["path"]),
+        html.Div(f"#{it['index']}", className="small text-muted"),
+        dbc.Button("kept" if it["kept"] else "dropped",
+                   id={"type": GALLERY_TOGGLE, "index": it["index"]}, size="sm",
+                   color="success" if it["kept"] else "danger",
+                   title=f"{it['reason']} · click to toggle", class_name="w-100"),
+    ], className="gallery-item") for it in items]
+    return cards, pages
+
+
+@callback(
+    Output(TOOLTIP, "show"), Output(TOOLTIP, "bbox"), Output(TOOLTIP, "children"),
+    Input(GRAPH, "hoverData"), State(RUN, "data"),
+    prevent_initial_call=True,
+)
+def on_hover(hover, run_id):
+    """Tooltip with the image, its facts, and its 5 nearest neighbours' labels."""
+    if not hover or not hover.get("points"):
+        return False, no_update, no_update
+    point = hover["points"][0]
+    if point.get("customdata") is None:
+        return False, no_update, no_update
+    sample = int(np.ravel(point["customdata"])[0])
+    data = run_data(settings().runs_root, run_id)
+    info = logic.hover_info(data, current_state(data), sample)
+    state = "kept" if info["kept"] else "dropped"
+    lines = [
+        html.Img(src=f"/thumb/{run_id}/{sample}.png", className="hover-img"),
+        html.Div(f"#{sample} · {info['path']}", className="small text-muted text-break"),
+        html.Div([html.B(info["label"]), f" · cluster {info['cluster']} · ",
+                  html.Span(state, className="text-success" if info["kept"] else "text-danger"),
+                  f" ({info['reason']})"], className="small"),
+        html.Div("neighbours: " + ", ".join(info["neighbours"]), className="small"),
+    ]
+    if info["true_label"] is not None and info["true_label"] != info["label"]:
+        lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
+    return True, point["bbox"], html.Div(lines, className="hover-card")

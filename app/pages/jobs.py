@@ -1,0 +1,69 @@
+"""Jobs: every job of every run, live, with a cancel button."""
+
+from __future__ import annotations
+
+import dash
+import dash_bootstrap_components as dbc
+from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
+
+from app.layout import error_alert, info_alert
+from app.panels import job_progress
+from app.server import dispatcher, settings
+from worker.pipeline.errors import InputError
+from worker.pipeline.jobstore import FINAL, JobStore
+
+dash.register_page(__name__, path="/jobs", title="Jobs · tsne-curator")
+
+TABLE = "jobs-table"
+POLL = "jobs-poll"
+ALERT = "jobs-alert"
+CANCEL = "jobs-cancel"
+
+
+def all_jobs(limit: int = 200) -> list[dict]:
+    """Jobs of every run under the runs root, newest first."""
+    root = settings().runs_root.resolve()
+    jobs = []
+    for store in root.glob("*/curation.sqlite"):
+        for job in JobStore(store).list():
+            jobs.append({**job, "run": store.parent.name})
+    jobs.sort(key=lambda j: j["created_at"], reverse=True)
+    return jobs[:limit]
+
+
+def layout(**_query) -> html.Div:
+    return html.Div([
+        html.H4("Jobs"), html.Div(id=ALERT), dcc.Interval(id=POLL, interval=1000),
+        dbc.Table([html.Thead(html.Tr([html.Th(h) for h in
+                                       ("created", "run", "kind", "progress", "worker", "")])),
+                   html.Tbody(id=TABLE)], size="sm", hover=True, class_name="align-middle"),
+    ])
+
+
+@callback(Output(TABLE, "children"), Input(POLL, "n_intervals"))
+def refresh(_n):
+    jobs = all_jobs()
+    if not jobs:
+        return html.Tr(html.Td("No jobs yet.", colSpan=6, className="text-muted"))
+    return [html.Tr([
+        html.Td(j["created_at"].replace("T", " ")[:19], className="small text-nowrap"),
+        html.Td(dcc.Link(j["run"], href=f"/curate/{j['run']}")), html.Td(j["kind"]),
+        html.Td(job_progress(j), style={"minWidth": "320px"}),
+        html.Td(j["worker"] or "-", className="small"),
+        html.Td(dbc.Button("Cancel", id={"type": CANCEL, "run": j["run"], "job": j["id"]},
+                           size="sm", color="danger", outline=True)
+                if j["status"] not in FINAL else ""),
+    ]) for j in jobs]
+
+
+@callback(Output(ALERT, "children"), Input({"type": CANCEL, "run": ALL, "job": ALL}, "n_clicks"),
+          prevent_initial_call=True)
+def cancel(_clicks):
+    if not ctx.triggered or not ctx.triggered[0]["value"]:
+        return no_update
+    target = ctx.triggered_id
+    try:
+        status = dispatcher().cancel(target["run"], target["job"])
+    except InputError as exc:
+        return error_alert(str(exc))
+    return info_alert(f"job {target['job']}: {status}", color="secondary")

@@ -1,0 +1,164 @@
+"""Runs (home): every run in the runs root, and a form that starts a new one."""
+
+from __future__ import annotations
+
+import json
+
+import dash
+import dash_bootstrap_components as dbc
+from dash import Input, Output, State, callback, dcc, html
+
+from app.layout import error_alert
+from app.panels import job_progress
+from app.server import dispatcher, settings
+from worker.jobs import feature_params, resolve_run
+from worker.pipeline.datasets import parse_spec
+from worker.pipeline.errors import InputError
+from worker.pipeline.features import FeatureOptions
+from worker.pipeline.ingest import DatasetOptions
+from worker.pipeline.jobstore import FINAL, JobStore
+from worker.pipeline.models import MODEL_NAMES
+
+dash.register_page(__name__, path="/", title="Runs · tsne-curator")
+
+TABLE = "runs-table"
+POLL = "runs-poll"
+ALERT = "runs-alert"
+F_NAME, F_SPEC, F_SPLIT = "new-name", "new-spec", "new-split"
+F_LABELS, F_COLUMN, F_TRUE = "new-labels", "new-label-column", "new-true-column"
+F_MODEL, F_WEIGHTS, F_FINETUNE, F_PERPLEXITY = "new-model", "new-weights", "new-finetune", \
+    "new-perplexity"
+F_NOISE, F_GO = "new-noise", "new-go"
+STEPS = ("ingest", "extract", "embed", "cluster")
+
+
+def list_runs() -> list[dict]:
+    """Runs directly under the runs root, newest first, with their step states."""
+    root = settings().runs_root
+    out = []
+    # A run appears once it has a run.json, or a job store (queued, not ingested yet).
+    folders = {p.parent for p in [*root.glob("*/run.json"), *root.glob("*/curation.sqlite")]}
+    for folder in sorted(folders, key=lambda p: -p.stat().st_mtime):
+        try:
+            meta = json.loads((folder / "run.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            meta = {}
+        steps = meta.get("steps", {})
+        out.append({"id": folder.name, "dataset": meta.get("dataset", {}).get("spec"),
+                    "model": steps.get("extract", {}).get("model", "-"),
+                    "n": meta.get("n_samples", 0), "skipped": meta.get("n_skipped", 0),
+                    "steps": {s: steps.get(s, {}).get("status") == "done" for s in STEPS}})
+    return out
+
+
+def _row(r: dict) -> html.Tr:
+    ready = r["steps"]["cluster"]
+    store = resolve_run(settings().runs_root, r["id"]).store
+    recent = JobStore(store).list()[:3] if store.is_file() else []
+    jobs = [j for j in recent if j["status"] not in FINAL or j["status"] == "failed"][:2]
+    return html.Tr([
+        html.Td(dcc.Link(r["id"], href=f"/curate/{r['id']}") if ready else r["id"]),
+        html.Td(html.Code(r["dataset"] or "-", className="small")),
+        html.Td(r["model"]), html.Td(f"{r['n']:,}"),
+        html.Td([dbc.Badge(s, color="success" if ok else "light",
+                           text_color=None if ok else "secondary", class_name="me-1")
+                 for s, ok in r["steps"].items()]),
+        html.Td([job_progress(j) for j in jobs] or (
+            dcc.Link("curate →", href=f"/curate/{r['id']}") if ready else "")),
+    ])
+
+
+def _form() -> dbc.Card:
+    def field(label, comp, width=3):
+        return dbc.Col([dbc.Label(label, class_name="small mb-0"), comp], md=width)
+
+    return dbc.Card(dbc.CardBody([
+        html.H6("New run", className="card-title"),
+        dbc.Row([
+            field("run name", dbc.Input(id=F_NAME, placeholder="e.g. cifar10n", size="sm")),
+            field("dataset", dbc.Input(id=F_SPEC, value="digits", size="sm",
+                                       placeholder="digits | cifar10:DIR | folder:DIR")),
+            field("split", dbc.Select(id=F_SPLIT, value="train", size="sm", options=[
+                {"label": s, "value": s} for s in ("train", "test")]), 2),
+            field("inject noise", dbc.Input(id=F_NOISE, type="number", value=0, min=0,
+                                            max=0.9, step=0.01, size="sm"), 2),
+        ], class_name="g-2"),
+        dbc.Row([
+            field("labels CSV (optional)", dbc.Input(id=F_LABELS, size="sm")),
+            field("label column", dbc.Input(id=F_COLUMN, value="label", size="sm"), 2),
+            field("true label column", dbc.Input(id=F_TRUE, size="sm"), 2),
+        ], class_name="g-2 mt-1"),
+        dbc.Row([
+            field("model", dbc.Select(id=F_MODEL, value="pixels", size="sm", options=[
+                {"label": m, "value": m} for m in MODEL_NAMES])),
+            field("weights file (optional)", dbc.Input(id=F_WEIGHTS, size="sm")),
+            field("fine-tune epochs", dbc.Input(id=F_FINETUNE, type="number", value=0, min=0,
+                                                size="sm"), 2),
+            field("perplexity", dbc.Input(id=F_PERPLEXITY, type="number", value=30, min=1,
+                                          size="sm"), 2),
+            dbc.Col(dbc.Button("Start", id=F_GO, color="primary", size="sm",
+                               class_name="mt-3"), md=2),
+        ], class_name="g-2 mt-1 align-items-end"),
+    ]), class_name="mb-3")
+
+
+def layout(**_query) -> html.Div:
+    return html.Div([
+        html.H4("Runs"), html.Div(id=ALERT), _form(),
+        dcc.Interval(id=POLL, interval=1000),
+        dbc.Table([html.Thead(html.Tr([html.Th(h) for h in
+                                       ("run", "dataset", "model", "samples", "steps", "")])),
+                   html.Tbody(id=TABLE)], size="sm", hover=True, class_name="align-middle"),
+    ])
+
+
+@callback(Output(TABLE, "children"), Input(POLL, "n_intervals"))
+def refresh(_n):
+    runs = list_runs()
+    if not runs:
+        return html.Tr(html.Td("No runs yet: start one above, or run "
+                               "'curator pipeline --dataset digits --out runs/demo'.",
+                               colSpan=6, className="text-muted"))
+    return [_row(r) for r in runs]
+
+
+def new_run_params(name, spec, split, labels, column, true_column, noise, model, weights,
+                   finetune, perplexity) -> tuple[str, dict]:
+    """Validate the form; returns (run id, pipeline job params)."""
+    from pathlib import Path
+
+    name = (name or "").strip()
+    root = settings().runs_root
+    run = resolve_run(root, name) if name else None
+    if run is None or "/" in name:
+        raise InputError("give the run a name (letters, digits, '-', '_')")
+    if run.exists():
+        raise InputError(f"a run named {name!r} exists already; choose another name")
+    opts = DatasetOptions(parse_spec((spec or "").strip(), split or "train"),
+                          Path(labels) if labels else None, column or "label",
+                          true_column or None, float(noise or 0), 0)
+    feats = FeatureOptions(model=model, weights=Path(weights) if weights else None,
+                           finetune_epochs=int(finetune or 0), device=settings().device,
+                           num_workers=settings().num_workers)
+    return name, {"dataset": opts.to_json(), "features": feature_params(feats),
+                  "embedding": {"perplexity": float(perplexity or 30)}}
+
+
+@callback(
+    Output(ALERT, "children"), Input(F_GO, "n_clicks"),
+    State(F_NAME, "value"), State(F_SPEC, "value"), State(F_SPLIT, "value"),
+    State(F_LABELS, "value"), State(F_COLUMN, "value"), State(F_TRUE, "value"),
+    State(F_NOISE, "value"), State(F_MODEL, "value"), State(F_WEIGHTS, "value"),
+    State(F_FINETUNE, "value"), State(F_PERPLEXITY, "value"), prevent_initial_call=True,
+)
+def start_run(_n, *form):
+    try:
+        run_id, params = new_run_params(*form)
+        resolve_run(settings().runs_root, run_id).path.mkdir(parents=True)
+        job = dispatcher().submit(run_id, "pipeline", params)
+    except InputError as exc:
+        return error_alert(str(exc))
+    except Exception as exc:  # noqa: BLE001 - shown to the user, never a blank page
+        return error_alert(f"could not start the run: {exc}")
+    return dbc.Alert(f"run {run_id} started (job {job}); its progress shows below",
+                     color="success", duration=6000, class_name="py-2")

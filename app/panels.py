@@ -1,0 +1,167 @@
+"""Export and Retrain panels of the Curate page: submit a job, follow it live."""
+
+from __future__ import annotations
+
+import time
+
+import dash_bootstrap_components as dbc
+from dash import Input, Output, State, callback, ctx, dcc, html, no_update
+
+from app.layout import error_alert
+from app.server import dispatcher, settings
+from worker.jobs import resolve_run
+from worker.pipeline.errors import InputError
+from worker.pipeline.jobstore import FINAL, JobStore
+
+RUN = "curate-run"  # the Curate page's run id store
+EXPORT_FORMAT = "export-format"
+EXPORT_NAME = "export-name"
+EXPORT_BTN = "export-go"
+EXPORT_JOB = "export-job"
+EXPORT_STATUS = "export-status"
+EXPORT_POLL = "export-poll"
+TRAIN_SUBSET = "train-subset"
+TRAIN_MODEL = "train-model"
+TRAIN_BATCH = "train-batch"
+TRAIN_EPOCHS = "train-epochs"
+TRAIN_NPROC = "train-nproc"
+TRAIN_BTN = "train-go"
+TRAIN_JOB = "train-job"
+TRAIN_STATUS = "train-status"
+TRAIN_POLL = "train-poll"
+
+
+def job_progress(job: dict) -> html.Div:
+    """A progress bar and one status line for a job record."""
+    pct = 100.0 * job["done"] / job["total"] if job["total"] else 0.0
+    colour = {"succeeded": "success", "failed": "danger", "cancelled": "secondary"}.get(
+        job["status"], "primary")
+    text = job["error"] if job["status"] == "failed" else job["message"]
+    return html.Div([
+        dbc.Progress(value=100 if job["status"] in FINAL else pct, color=colour,
+                     striped=job["status"] == "running", animated=job["status"] == "running",
+                     style={"height": "8px"}),
+        html.Div(f"{job['kind']} {job['id']}: {job['status']} · {text or ''}",
+                 className="small text-muted mt-1 text-break"),
+    ], className="job-progress")
+
+
+def export_panel() -> html.Div:
+    return html.Div([
+        dbc.Row([
+            dbc.Col(dbc.Select(id=EXPORT_FORMAT, value="csv", size="sm", options=[
+                {"label": "CSV manifest", "value": "csv"},
+                {"label": "Image folder (kept images)", "value": "imagefolder"},
+                {"label": "Index list", "value": "indices"}]), width=4),
+            dbc.Col(dbc.Input(id=EXPORT_NAME, placeholder="export name (default: time)",
+                              size="sm"), width=4),
+            dbc.Col(dbc.Button("Export kept subset", id=EXPORT_BTN, color="primary",
+                               size="sm"), width="auto"),
+        ], class_name="g-2 mt-2"),
+        dcc.Store(id=EXPORT_JOB), dcc.Interval(id=EXPORT_POLL, interval=500, disabled=True),
+        html.Div(id=EXPORT_STATUS, className="mt-2"),
+    ])
+
+
+def retrain_panel() -> html.Div:
+    def field(label: str, component) -> dbc.Col:
+        return dbc.Col([dbc.Label(label, class_name="small mb-0"), component], width=2)
+
+    return html.Div([
+        dbc.Row([
+            field("subset", dbc.Select(id=TRAIN_SUBSET, value="filtered", size="sm", options=[
+                {"label": s, "value": s} for s in ("filtered", "full", "random")])),
+            field("model", dbc.Select(id=TRAIN_MODEL, value="resnet18", size="sm", options=[
+                {"label": m, "value": m} for m in ("resnet18", "resnet34", "resnet50")])),
+            field("batch size", dbc.Input(id=TRAIN_BATCH, type="number", value=256, min=1,
+                                          size="sm")),
+            field("epochs", dbc.Input(id=TRAIN_EPOCHS, type="number", value=10, min=1,
+                                      size="sm")),
+            field("processes", dbc.Input(id=TRAIN_NPROC, type="number", value=2, min=1,
+                                         size="sm")),
+            dbc.Col(dbc.Button("Retrain", id=TRAIN_BTN, color="primary", size="sm",
+                               class_name="mt-3"), width="auto"),
+        ], class_name="g-2 mt-2 align-items-end"),
+        dcc.Store(id=TRAIN_JOB), dcc.Interval(id=TRAIN_POLL, interval=1000, disabled=True),
+        html.Div(id=TRAIN_STATUS, className="mt-2"),
+    ])
+
+
+def _submit(run_id: str, kind: str, params: dict) -> tuple:
+    try:
+        job_id = dispatcher().submit(run_id, kind, params)
+    except InputError as exc:
+        return no_update, error_alert(str(exc)), True
+    return job_id, html.Div(f"{kind} job {job_id} queued…", className="small"), False
+
+
+def _poll(run_id: str, job_id: str | None, describe) -> tuple:
+    if not job_id:
+        return no_update, True
+    job = JobStore(resolve_run(settings().runs_root, run_id).store).get(job_id)
+    if job is None:
+        return error_alert(f"job {job_id} vanished"), True
+    body = [job_progress(job)]
+    if job["status"] == "succeeded":
+        body.append(describe(job))
+    return html.Div(body), job["status"] in FINAL
+
+
+@callback(
+    Output(EXPORT_JOB, "data"), Output(EXPORT_STATUS, "children"),
+    Output(EXPORT_POLL, "disabled"),
+    Input(EXPORT_BTN, "n_clicks"), State(EXPORT_FORMAT, "value"), State(EXPORT_NAME, "value"),
+    State(RUN, "data"), prevent_initial_call=True,
+)
+def on_export(_n, fmt, name, run_id):
+    name = (name or "").strip() or time.strftime("export-%Y%m%d-%H%M%S")
+    return _submit(run_id, "export", {"format": fmt, "name": name})
+
+
+def _export_result(run_id: str):
+    def describe(job: dict) -> html.Div:
+        rel = job["result"]["export"]
+        name = rel.split("/", 1)[1]
+        files = {"csv": "manifest.csv", "imagefolder": "manifest.csv",
+                 "indices": "kept_indices.txt"}
+        fname = files[job["params"]["format"]]
+        path = resolve_run(settings().runs_root, run_id).path / rel
+        return html.Div([
+            html.Div(["written to ", html.Code(str(path))], className="small"),
+            html.A(f"download {fname}", href=f"/download/{run_id}/exports/{name}/{fname}",
+                   className="small", id="export-download"),
+        ])
+    return describe
+
+
+@callback(
+    Output(EXPORT_STATUS, "children", allow_duplicate=True),
+    Output(EXPORT_POLL, "disabled", allow_duplicate=True),
+    Input(EXPORT_POLL, "n_intervals"), State(EXPORT_JOB, "data"), State(RUN, "data"),
+    prevent_initial_call=True,
+)
+def poll_export(_n, job_id, run_id):
+    return _poll(run_id, job_id, _export_result(run_id))
+
+
+@callback(
+    Output(TRAIN_JOB, "data"), Output(TRAIN_STATUS, "children"), Output(TRAIN_POLL, "disabled"),
+    Input(TRAIN_BTN, "n_clicks"), State(TRAIN_SUBSET, "value"), State(TRAIN_MODEL, "value"),
+    State(TRAIN_BATCH, "value"), State(TRAIN_EPOCHS, "value"), State(TRAIN_NPROC, "value"),
+    State(RUN, "data"), prevent_initial_call=True,
+)
+def on_retrain(_n, subset, model, batch, epochs, nproc, run_id):
+    if ctx.triggered_id != TRAIN_BTN:
+        return no_update, no_update, no_update
+    return _submit(run_id, "train", {"subset": subset, "model": model, "batch_size": batch,
+                                     "epochs": epochs, "nproc": nproc})
+
+
+@callback(
+    Output(TRAIN_STATUS, "children", allow_duplicate=True),
+    Output(TRAIN_POLL, "disabled", allow_duplicate=True),
+    Input(TRAIN_POLL, "n_intervals"), State(TRAIN_JOB, "data"), State(RUN, "data"),
+    prevent_initial_call=True,
+)
+def poll_train(_n, job_id, run_id):
+    return _poll(run_id, job_id, lambda job: html.Div("training finished", className="small"))

@@ -1,0 +1,11 @@
+// Ctrl+Z / Ctrl+Shift+Z (Cmd on macOS) press the Curate page's Undo / Redo buttons.
+document.addEventListener("keydown", function (event) {
+  if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== "z") return;
+  const tag = (event.target && event.target.tagName) || "";
+  if (tag === "INPUT" || tag === "TEXTAREA") return;  // leave text fields their own undo
+  const button = document.getElementById(event.shiftKey ? "curate-redo" : "curate-undo");
+  if (button && !button.disabled) {
+    event.preventDefault();
+    button.click();
+  }
+});
