@@ -37,7 +37,7 @@ class ControlValues:
 
 def control_values(data: RunData, state: RunState, code: int) -> ControlValues:
     eps, ms = state.params[code]
-    return ControlValues(round(eps, 4), int(ms), slider_max(eps))
+    return ControlValues(round(float(eps), 4), int(ms), slider_max(eps))
 
 
 def slider_max(eps: float) -> float:
@@ -48,8 +48,13 @@ def slider_max(eps: float) -> float:
 
 
 def set_params(runs_root: Path, run_id: str, code: int | None, eps: float | None,
-               min_samples: int | None, all_classes: bool = False) -> int:
-    """Store (eps, min_samples) for class ``code`` (or every class); returns the revision."""
+               min_samples: int | None, all_classes: bool = False,
+               tolerance: float = 0.0) -> int:
+    """Store (eps, min_samples) for class ``code`` (or every class); returns the revision.
+
+    A class whose stored eps is within ``tolerance`` of ``eps`` (and whose min_samples is
+    the same) is left alone: controls echo rounded values, which are not user changes.
+    """
     data = run_data(runs_root, run_id)
     store = CurationStore(data.run.store)
     params = store.class_params()
@@ -58,8 +63,13 @@ def set_params(runs_root: Path, run_id: str, code: int | None, eps: float | None
     check_params(float(eps), min_samples)
     targets = range(len(data.samples.classes)) if all_classes else [int(code)]
     what = "all classes" if all_classes else f"class {data.samples.classes[int(code)]}"
+
+    def unchanged(c: int) -> bool:
+        old = params.get(c)
+        return old is not None and old[1] == int(min_samples) and abs(old[0] - eps) <= tolerance
+
     store.set_class_params({c: (float(eps), int(min_samples)) for c in targets
-                            if params.get(c) != (float(eps), int(min_samples))},
+                            if not unchanged(c)},
                            f"eps={eps:g}, min_samples={min_samples} for {what}")
     return store.revision()
 

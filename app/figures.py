@@ -22,7 +22,7 @@ CLASS_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 NOISE_COLOUR = "#111111"
 KEEP_COLOUR = "#1a9e3a"
 DROP_COLOUR = "#d62728"
-UNFLAGGED_NOISE_COLOUR = "#6c757d"
+UNFLAGGED_NOISE_COLOUR = "#343a40"
 
 LEGEND = [
     ("●", "#1f77b4", "cluster (kept)"),
@@ -75,7 +75,7 @@ def class_figure(emb: np.ndarray, idx: np.ndarray, d: Decisions, overrides: dict
     fig = go.Figure()
     fig.add_trace(go.Scattergl(
         x=np.round(emb[:, 0], 3), y=np.round(emb[:, 1], 3), mode="markers",
-        marker=dict(size=3, color="#d5d9de"), hoverinfo="skip", visible=show_background,
+        marker=dict(size=3, color="#dfe3e8"), hoverinfo="skip", visible=show_background,
         name="other classes"))
     fig.add_trace(class_trace(emb, idx, d, overrides))
     return _base_layout(fig)
@@ -83,11 +83,15 @@ def class_figure(emb: np.ndarray, idx: np.ndarray, d: Decisions, overrides: dict
 
 def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,
                 overrides: dict[int, str]) -> go.Scattergl:
-    """Trace 1 of the class view; ``customdata`` holds sample indices."""
+    """Trace 1 of the class view; ``customdata`` holds sample indices.
+
+    ``customdata`` goes as a plain list: Plotly encodes numpy arrays as typed arrays, and
+    WebGL traces then leave it out of hover and click events.
+    """
     colours, symbols, sizes = marker_style(idx, d, overrides)
     return go.Scattergl(
         x=np.round(emb[idx, 0], 3), y=np.round(emb[idx, 1], 3), mode="markers",
-        customdata=idx, name="class",
+        customdata=idx.tolist(), name="class",
         marker=dict(color=colours, symbol=symbols, size=sizes, line=dict(width=0)),
         hoverinfo="none", selected=dict(marker=dict(opacity=1.0)),
         unselected=dict(marker=dict(opacity=0.35)))
@@ -101,12 +105,12 @@ def overview_figure(emb: np.ndarray, labels: np.ndarray, classes: list[str],
         idx = np.flatnonzero(labels == code)
         fig.add_trace(go.Scattergl(
             x=np.round(emb[idx, 0], 3), y=np.round(emb[idx, 1], 3), mode="markers",
-            customdata=idx, name=name, hoverinfo="none",
+            customdata=idx.tolist(), name=name, hoverinfo="none",
             marker=dict(size=3, color=CLASS_COLOURS[code % len(CLASS_COLOURS)])))
     dropped = np.flatnonzero(~d.kept)
     fig.add_trace(go.Scattergl(
         x=np.round(emb[dropped, 0], 3), y=np.round(emb[dropped, 1], 3), mode="markers",
-        customdata=dropped, name="dropped", hoverinfo="none",
+        customdata=dropped.tolist(), name="dropped", hoverinfo="none",
         marker=dict(size=6, symbol="x", color=NOISE_COLOUR)))
     fig = _base_layout(fig)
     fig.update_layout(showlegend=True, legend=dict(orientation="h", y=-0.02),

@@ -71,8 +71,15 @@ def _register_routes(server: Flask) -> None:
     def healthz() -> Response:
         return Response("ok\n", mimetype="text/plain")
 
-    @server.get("/thumb/<path:run_id>/<int:index>.png")
-    def thumb(run_id: str, index: int) -> Response:
+    # Each route owns its whole subtree, so a malformed path is a 404 here rather than
+    # falling through to the Dash page shell.
+    @server.get("/thumb/<path:subpath>")
+    def thumb(subpath: str) -> Response:
+        run_id, _, leaf = subpath.rpartition("/")
+        index = leaf.removesuffix(".png")
+        if not leaf.endswith(".png") or not index.isdigit():
+            abort(404)
+        index = int(index)
         try:
             run = resolve_run(settings().runs_root, run_id)
         except InputError:
@@ -84,8 +91,12 @@ def _register_routes(server: Flask) -> None:
         resp.headers["Cache-Control"] = "private, max-age=86400"
         return resp
 
-    @server.get("/download/<path:run_id>/exports/<name>/<filename>")
-    def download(run_id: str, name: str, filename: str) -> Response:
+    @server.get("/download/<path:subpath>")
+    def download(subpath: str) -> Response:
+        run_id, sep, rest = subpath.partition("/exports/")
+        name, _, filename = rest.partition("/")
+        if not sep or not name or not filename or "/" in filename:
+            abort(404)
         try:
             run = resolve_run(settings().runs_root, run_id)
         except InputError:

@@ -49,7 +49,8 @@ def _controls() -> dbc.Card:
         html.H6("DBSCAN for this class", className="card-title"),
         dbc.Label("eps", html_for=EPS_INPUT, class_name="small mb-0"),
         dbc.Row([
-            dbc.Col(dcc.Slider(id=EPS_SLIDER, min=0, max=5, value=1, updatemode="mouseup",
+            dbc.Col(dcc.Slider(id=EPS_SLIDER, min=0, max=5, step=0.025, value=1,
+                               updatemode="mouseup",
                                marks=None, tooltip={"placement": "bottom"}), width=8),
             dbc.Col(dbc.Input(id=EPS_INPUT, type="number", min=0, step="any", size="sm",
                               debounce=True), width=4),
@@ -150,40 +151,45 @@ def _code(value) -> int | None:
 
 @callback(
     Output(EPS_SLIDER, "value"), Output(EPS_INPUT, "value"), Output(EPS_SLIDER, "max"),
-    Output(MS_SLIDER, "value"), Output(MS_INPUT, "value"),
+    Output(EPS_SLIDER, "step"), Output(MS_SLIDER, "value"), Output(MS_INPUT, "value"),
     Output(REV, "data"), Output(ALERT, "children"),
     Input(CLASS_PICK, "value"), Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"),
     Input(MS_SLIDER, "value"), Input(MS_INPUT, "value"), Input(AUTO_BTN, "n_clicks"),
     Input(APPLY_ALL_BTN, "n_clicks"), Input(UNDO_BTN, "n_clicks"), Input(REDO_BTN, "n_clicks"),
-    State(RUN, "data"),
+    State(EPS_SLIDER, "step"), State(RUN, "data"),
 )
 def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, _apply_all,
-                _undo, _redo, run_id):
+                _undo, _redo, eps_step, run_id):
     """Parameter changes, auto eps, apply-to-all, undo/redo, and class switches."""
     root = settings().runs_root
-    trigger = ctx.triggered_id
+    fired = {t["prop_id"].split(".")[0] for t in ctx.triggered} if ctx.triggered_id else set()
     code = _code(class_value)
     alert, rev = no_update, no_update
+    if fired & {EPS_INPUT, MS_INPUT} and None in (eps_input, ms_input):
+        raise PreventUpdate  # a field being edited (emptied), not a value yet
     try:
-        eps = eps_input if trigger == EPS_INPUT else eps_slider
-        ms = ms_input if trigger == MS_INPUT else ms_slider
-        if trigger in (EPS_SLIDER, EPS_INPUT, MS_SLIDER, MS_INPUT) and code is not None:
-            rev = logic.set_params(root, run_id, code, eps, ms)
-        elif trigger == APPLY_ALL_BTN:
-            rev = logic.set_params(root, run_id, code, eps, ms, all_classes=True)
-        elif trigger == AUTO_BTN and code is not None:
-            rev = logic.auto_eps_for(root, run_id, code, ms)
-        elif trigger in (UNDO_BTN, REDO_BTN):
-            rev, what = logic.undo_redo(root, run_id, redo=trigger == REDO_BTN)
+        if fired & {EPS_INPUT, MS_INPUT, EPS_SLIDER, MS_SLIDER} and code is not None:
+            # Typed values win over the slider when both fire; a slider that only snapped
+            # to its step (not moved by the user) is not a change.
+            typed = bool(fired & {EPS_INPUT, MS_INPUT})
+            eps, ms = (eps_input, ms_input) if typed else (eps_slider, ms_slider)
+            rev = logic.set_params(root, run_id, code, eps, ms,
+                                   tolerance=1e-4 if typed else (eps_step or 0) * 0.51)
+        elif APPLY_ALL_BTN in fired:
+            rev = logic.set_params(root, run_id, code, eps_input, ms_input, all_classes=True)
+        elif AUTO_BTN in fired and code is not None:
+            rev = logic.auto_eps_for(root, run_id, code, ms_input)
+        elif fired & {UNDO_BTN, REDO_BTN}:
+            rev, what = logic.undo_redo(root, run_id, redo=REDO_BTN in fired)
             if what is None:
-                alert = error_alert(f"nothing to {'redo' if trigger == REDO_BTN else 'undo'}")
+                alert = error_alert(f"nothing to {'redo' if REDO_BTN in fired else 'undo'}")
     except InputError as exc:
         alert = error_alert(str(exc))
     if code is None:
-        return no_update, no_update, no_update, no_update, no_update, rev, alert
+        return (no_update,) * 6 + (rev, alert)
     data = run_data(root, run_id)
     v = logic.control_values(data, current_state(data), code)
-    return v.eps, v.eps, v.eps_max, v.min_samples, v.min_samples, rev, alert
+    return v.eps, v.eps, v.eps_max, v.eps_max / 200, v.min_samples, v.min_samples, rev, alert
 
 
 @callback(
@@ -251,7 +257,9 @@ def render(_rev, class_value, show_background, page, shown, run_id):
     gallery, pages = _gallery(data, state, code, page, run_id)
     store = logic.store_for(root, run_id)
     total = rows[-1]
-    status = (f"{total['kept']} of {total['size']} kept · {total['flagged']} flagged · "
+    noise = int((d.clusters == -1).sum())
+    status = (f"{total['kept']} of {total['size']} kept · {noise} DBSCAN noise · "
+              f"{total['flagged']} flagged · "
               f"{total['overridden']} overridden · rule {state.rule} · revision "
               f"{state.revision}")
     return (fig, "all" if code is None else code, options, _summary_table(rows), gallery,

@@ -70,9 +70,12 @@ class CurationStore:
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
             try:
+                before = db.total_changes
                 yield db
-                db.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 "
-                           "WHERE key = 'revision'")
+                # The revision counts real changes only, so it stays a faithful cache key.
+                if db.total_changes != before:
+                    db.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 "
+                               "WHERE key = 'revision'")
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")

@@ -1,0 +1,120 @@
+"""Helpers for browser tests and the UI benchmark: a real ``curator serve`` subprocess and
+Debian's headless Chromium driven by Selenium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.integration.conftest import CURATOR
+
+CHROMIUM = os.environ.get("CURATOR_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CURATOR_CHROMEDRIVER", "/usr/bin/chromedriver")
+
+
+def browser_available() -> str | None:
+    """None when Chromium and ChromeDriver are installed, else why not."""
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not shutil.which(path):
+            return f"{path} is missing: apt-get install chromium chromium-driver"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``curator serve`` on a free port of 127.0.0.1, for one runs root."""
+
+    def __init__(self, runs_root: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        full_env = {**os.environ, "CURATOR_BROKER_URL": "", **(env or {})}
+        self.log = open(runs_root.parent / f"serve-{self.port}.log", "w")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [CURATOR, "serve", "--runs-root", str(runs_root), "--port", str(self.port)],
+            env=full_env, stdout=self.log, stderr=subprocess.STDOUT)
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                urllib.request.urlopen(self.url + "/healthz", timeout=1)
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.2)
+        raise RuntimeError(f"curator serve did not start; see {self.log.name}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def chrome(width: int = 1366, height: int = 900):
+    """Headless Chromium (as root it needs --no-sandbox) with the browser log enabled."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                f"--window-size={width},{height}", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--disable-quic", "--enable-unsafe-swiftshader"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+def wait_for(predicate, timeout: float = 20.0, poll: float = 0.02):
+    """Poll ``predicate`` until it returns something truthy; return that."""
+    end = time.monotonic() + timeout
+    last_exc = None
+    while time.monotonic() < end:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - the page may be mid-render
+            last_exc = exc
+        time.sleep(poll)
+    raise AssertionError(f"timed out waiting for {predicate}: {last_exc}")
+
+
+GRAPH_JS = "return document.querySelector('#curate-graph .js-plotly-plot')"
+
+
+def trace_markers(driver) -> dict:
+    """Current colours/symbols of the class trace (trace 1)."""
+    return driver.execute_script(
+        "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+        "if (!gd || !gd._fullData || gd._fullData.length < 2) return null;"
+        "const t = gd._fullData[1]; const m = t.marker;"
+        "return {color: Array.from(m.color), symbol: Array.from(m.symbol),"
+        " customdata: Array.from(t.customdata), n: gd._fullData.length};")
+
+
+def point_position(driver, sample: int) -> tuple[float, float] | None:
+    """Page pixel position of sample ``sample`` in the class trace."""
+    return driver.execute_script(
+        "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+        "const t = gd._fullData[1]; const k = Array.from(t.customdata).indexOf(arguments[0]);"
+        "if (k < 0) return null; const L = gd._fullLayout; const box = gd.getBoundingClientRect();"
+        "return [box.left + L._size.l + L.xaxis.l2p(t.x[k]),"
+        "        box.top + L._size.t + L.yaxis.l2p(t.y[k])];", sample)
+
+
+def status_text(driver) -> str:
+    return driver.find_element("id", "curate-status").text

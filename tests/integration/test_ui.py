@@ -1,0 +1,203 @@
+"""The Dash app in real headless Chromium against a real ``curator serve`` and a real run."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import urllib.error
+import urllib.request
+
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from tests.integration.browser import (
+    Server,
+    browser_available,
+    chrome,
+    point_position,
+    status_text,
+    trace_markers,
+    wait_for,
+)
+from worker.pipeline.store import CurationStore
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(browser_available() is not None,
+                                 reason=browser_available() or "")]
+RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export")
+
+
+@pytest.fixture(scope="module")
+def ui_root(digits_run, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ui") / "runs"
+    for name in RUN_NAMES:
+        shutil.copytree(digits_run.path, root / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(ui_root):
+    srv = Server(ui_root)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def driver():
+    d = chrome()
+    yield d
+    d.quit()
+
+
+def _open(driver, server, run: str) -> None:
+    driver.get(f"{server.url}/curate/{run}")
+    wait_for(lambda: trace_markers(driver))
+    wait_for(lambda: "kept" in status_text(driver))
+
+
+def _severe_errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _move_to(driver, x: float, y: float) -> None:
+    actions = ActionBuilder(driver)
+    actions.pointer_action.move_to_location(int(x), int(y))
+    actions.perform()
+
+
+def _click_at(driver, x: float, y: float) -> None:
+    actions = ActionBuilder(driver)
+    actions.pointer_action.move_to_location(int(x), int(y)).click()
+    actions.perform()
+
+
+def test_pages_load_without_console_errors(driver, server):
+    driver.get_log("browser")
+    for path in ("/", "/jobs", "/curate/load"):
+        driver.get(server.url + path)
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "h4"))
+    _open(driver, server, "load")
+    driver.find_element(By.CSS_SELECTOR, "label[for$='0']")  # class list rendered
+    assert _severe_errors(driver) == []
+    driver.get(server.url + "/curate/no-such-run")
+    assert wait_for(lambda: "not found" in driver.page_source or "no embedding" in
+                    driver.page_source or "invalid run id" in driver.page_source)
+
+
+def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
+    _open(driver, server, "eps")
+    before_status = status_text(driver)
+    before = trace_markers(driver)
+    box = driver.find_element(By.ID, "curate-eps-input")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("0.6", Keys.ENTER)
+    def noise(text: str) -> int:
+        return int(text.split(" DBSCAN noise")[0].rsplit("· ", 1)[1])
+
+    wait_for(lambda: noise(status_text(driver)) > noise(before_status))
+    after = wait_for(lambda: (m := trace_markers(driver)) and m["symbol"] != before["symbol"]
+                     and m)
+    assert after["customdata"] == before["customdata"]  # same points, only markers changed
+    assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
+
+
+def test_hover_shows_the_image(driver, server):
+    _open(driver, server, "hover")
+    sample = trace_markers(driver)["customdata"][0]
+    x, y = point_position(driver, sample)
+    _move_to(driver, x, y)
+    img = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, ".hover-card img"))
+    wait_for(lambda: driver.execute_script(
+        "return arguments[0].complete && arguments[0].naturalWidth > 0", img))
+    card = driver.find_element(By.CSS_SELECTOR, ".hover-card").text
+    assert "neighbours:" in card and "cluster" in card
+
+
+def test_click_override_survives_reload_and_undo_reverts(driver, server, ui_root):
+    store = CurationStore(ui_root / "click" / "curation.sqlite")
+    _open(driver, server, "click")
+    markers = trace_markers(driver)
+    sample = markers["customdata"][len(markers["customdata"]) // 2]
+    _click_at(driver, *point_position(driver, sample))
+    wait_for(lambda: store.overrides())
+    (clicked, decision), = store.overrides().items()
+    want = "diamond" if decision == "keep" else "x"
+    colour = "#1a9e3a" if decision == "keep" else "#d62728"
+
+    def marker_of(s):
+        m = trace_markers(driver)
+        k = m["customdata"].index(s)
+        return m["symbol"][k], m["color"][k]
+
+    wait_for(lambda: marker_of(clicked) == (want, colour))
+    driver.refresh()
+    _open(driver, server, "click")
+    assert marker_of(clicked) == (want, colour)  # persisted, drawn after a reload
+    ActionChains(driver).key_down(Keys.CONTROL).send_keys("z").key_up(Keys.CONTROL).perform()
+    wait_for(lambda: store.overrides() == {})
+    wait_for(lambda: marker_of(clicked) != (want, colour))
+    driver.find_element(By.ID, "curate-redo").click()
+    wait_for(lambda: store.overrides() == {clicked: decision})
+
+
+def test_lasso_then_drop(driver, server, ui_root):
+    store = CurationStore(ui_root / "lasso" / "curation.sqlite")
+    _open(driver, server, "lasso")
+    ids = trace_markers(driver)["customdata"]
+    pts = [point_position(driver, s) for s in ids]
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    cx, cy = sorted(xs)[len(xs) // 2], sorted(ys)[len(ys) // 2]
+    # A lasso loop around the middle of the class.
+    loop = [(cx - 25, cy - 25), (cx + 25, cy - 25), (cx + 25, cy + 25), (cx - 25, cy + 25),
+            (cx - 25, cy - 24)]
+    actions = ActionBuilder(driver)
+    actions.pointer_action.move_to_location(int(loop[0][0]), int(loop[0][1])).pointer_down()
+    for x, y in loop[1:]:
+        actions.pointer_action.move_to_location(int(x), int(y))
+    actions.pointer_action.pointer_up()
+    actions.perform()
+    wait_for(lambda: driver.execute_script(
+        "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+        "const sel = gd._fullData[1].selectedpoints; return sel && sel.length > 0"))
+    driver.find_element(By.ID, "curate-drop").click()
+    overrides = wait_for(lambda: store.overrides())
+    assert len(overrides) >= 2 and set(overrides.values()) == {"drop"}
+
+
+def test_export_produces_the_manifest(driver, server, ui_root):
+    _open(driver, server, "export")
+    tab = driver.find_element(By.LINK_TEXT, "Export")
+    driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
+    name = wait_for(lambda: driver.find_element(By.ID, "export-name"))
+    name.send_keys("from-browser")
+    driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "export-go"))
+    link = wait_for(lambda: driver.find_element(By.ID, "export-download"), timeout=60)
+    manifest = ui_root / "export" / "exports" / "from-browser" / "manifest.csv"
+    rows = list(csv.DictReader(open(manifest)))
+    assert len(rows) == 1797 and "reason" in rows[0]
+    with urllib.request.urlopen(link.get_attribute("href")) as resp:
+        assert resp.read().decode().startswith("index,path,label")
+
+
+def test_token_is_required_everywhere(ui_root):
+    srv = Server(ui_root, env={"CURATOR_AUTH_TOKEN": "s3cret"})
+    try:
+        for path in ("/", "/curate/load", "/thumb/load/0.png", "/_dash-layout",
+                     "/download/load/exports/x/manifest.csv"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(srv.url + path)
+            assert err.value.code == 401
+        ok = urllib.request.urlopen(srv.url + "/thumb/load/0.png?token=s3cret")
+        assert ok.status == 200 and ok.headers["Content-Type"] == "image/png"
+        req = urllib.request.Request(srv.url + "/", headers={"Authorization": "Bearer s3cret"})
+        assert urllib.request.urlopen(req).status == 200
+        # A bad run id or a path outside the runs root is a 404, never a file.
+        for path in ("/thumb/..%2F..%2Fetc/0.png", "/download/load/exports/..%2F..%2F/run.json"):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(srv.url + path + "?token=s3cret")
+            assert err.value.code == 404
+    finally:
+        srv.stop()
