@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUNS_ROOT ?= runs
+PORT ?= 8050
 
-.PHONY: run test install lint demo clean bench
+.PHONY: run test install lint demo browser clean bench
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,20 +16,39 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Build the digits demo run (10% injected label noise, so there is something to find),
-# then print its summary and evaluation.
+# The digits demo run: 10% injected label noise, so there is something to find.
+# Re-running reuses every finished step.
 demo: $(STAMP)
 	$(BIN)/curator pipeline --dataset digits --inject-noise 0.1 --seed 0 --out $(RUNS_ROOT)/demo
 	$(BIN)/curator evaluate $(RUNS_ROOT)/demo
 
+# Build the demo, then serve the app on http://127.0.0.1:$(PORT)/curate/demo
 run: demo
+	$(BIN)/curator serve --runs-root $(RUNS_ROOT) --port $(PORT)
+
+# Debian's Chromium and ChromeDriver for the browser tests (tools that download their own
+# browser cannot work offline). Without root or apt-get, the browser tests skip and say why.
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      chromium chromium-driver >/dev/null; \
+	  else echo "note: chromium/chromium-driver missing; browser tests will be skipped"; fi; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -ra
+
+bench: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m bench.dbscan
+	PYTHONPATH=. $(BIN)/python -m bench.tsne
+	PYTHONPATH=. $(BIN)/python -m bench.extract
+	PYTHONPATH=. $(BIN)/python -m bench.detection
+	PYTHONPATH=. $(BIN)/python -m bench.ui_latency
 
 clean:
 	rm -rf $(VENV) .pytest_cache

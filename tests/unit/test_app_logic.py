@@ -1,0 +1,88 @@
+"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app import curate_logic as logic
+from app.data import current_state, run_data
+from worker.pipeline.errors import InputError
+from worker.pipeline.store import CurationStore
+
+
+@pytest.fixture
+def root(fresh_run):
+    return fresh_run.path.parent
+
+
+def test_set_params_ignores_echoes_and_records_changes(root):
+    data = run_data(root, "digits")
+    store = CurationStore(data.run.store)
+    eps, ms = store.class_params()[0]
+    rev = store.revision()
+    assert logic.set_params(root, "digits", 0, round(eps, 4), ms, tolerance=1e-4) == rev
+    rev2 = logic.set_params(root, "digits", 0, 0.7, ms)
+    assert rev2 == rev + 1 and store.class_params()[0] == (0.7, ms)
+    logic.set_params(root, "digits", 0, 1.1, 6, all_classes=True)
+    assert set(store.class_params().values()) == {(1.1, 6)}
+    with pytest.raises(InputError, match="eps must be"):
+        logic.set_params(root, "digits", 0, -1, 5)
+    with pytest.raises(InputError, match="min_samples"):
+        logic.set_params(root, "digits", 0, 1.0, 0)
+
+
+def test_toggle_bulk_undo(root):
+    data = run_data(root, "digits")
+    kept_before = current_state(data).decisions.kept.copy()
+    logic.toggle(root, "digits", 10)
+    state = current_state(data)
+    assert state.decisions.kept[10] != kept_before[10]
+    assert state.overrides == {10: "drop" if kept_before[10] else "keep"}
+    logic.bulk(root, "digits", [1, 2, 3], "drop")
+    assert not current_state(data).decisions.kept[[1, 2, 3]].any()
+    _, what = logic.undo_redo(root, "digits", redo=False)
+    assert "drop 3 selected" in what and current_state(data).overrides == state.overrides
+    with pytest.raises(InputError, match="select points first"):
+        logic.bulk(root, "digits", [], "keep")
+    with pytest.raises(InputError, match="no sample"):
+        logic.toggle(root, "digits", 10**6)
+
+
+def test_auto_eps_gallery_and_hover(root):
+    data = run_data(root, "digits")
+    logic.auto_eps_for(root, "digits", 3, 8)
+    eps, ms = CurationStore(data.run.store).class_params()[3]
+    assert ms == 8 and eps > 0
+    state = current_state(data)
+    items, pages = logic.gallery_items(data, state, 3, 1)
+    flagged = int(state.decisions.flagged[data.members[3]].sum())
+    assert len(items) == min(flagged, logic.GALLERY_PAGE_SIZE) and pages >= 1
+    assert all(not it["kept"] for it in items)
+    info = logic.hover_info(data, state, int(data.members[3][0]))
+    assert info["label"] == "3" and len(info["neighbours"]) == 5
+    rows = logic.class_counts(data, state)
+    assert rows[-1]["class"] == "total" and rows[-1]["size"] == 1797
+
+
+def test_slider_range_is_round_and_roomy():
+    assert logic.slider_max(2.96) == 9.0
+    assert logic.slider_max(0.01) == 0.5
+    assert logic.slider_max(40) == 200
+
+
+def test_routes_and_bad_run_ids(root):
+    from app.server import create_app
+    from worker.settings import Settings
+
+    app = create_app(Settings(runs_root=root))
+    client = app.server.test_client()
+    assert client.get("/healthz").data == b"ok\n"
+    png = client.get("/thumb/digits/5.png")
+    assert png.status_code == 200 and png.data[:4] == b"\x89PNG"
+    for path in ("/thumb/digits/99999.png", "/thumb/nope/1.png", "/thumb/../digits/1.png",
+                 "/download/digits/exports/x/manifest.csv", "/download/digits/run.json"):
+        assert client.get(path).status_code == 404, path
+    page = client.get("/curate/digits")
+    assert page.status_code == 200 and b"_dash-renderer" in page.data or b"dash" in page.data
+    assert np.isfinite(run_data(root, "digits").embedding).all()
