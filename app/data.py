@@ -75,11 +75,19 @@ def _clusterer(path: str, stamp: tuple[int, ...], code: int, max_eps: float) -> 
     return ClassClusterer(data.embedding[data.members[code]], max_eps)
 
 
-def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
-    """DBSCAN labels of class ``code``'s points, shape (n_c,), from a cached index."""
+@functools.lru_cache(maxsize=512)
+def _labels(path: str, stamp: tuple[int, ...], code: int, eps: float,
+            min_samples: int) -> np.ndarray:
     # Index radius: generous, so dragging eps upward rarely forces a rebuild.
     bucket = float(2.0 ** np.ceil(np.log2(max(eps, 1e-6) * 2.0)))
-    return _clusterer(str(data.run.path), _stamp(data.run), code, bucket).labels(eps, min_samples)
+    labels = _clusterer(path, stamp, code, bucket).labels(eps, min_samples)
+    labels.setflags(write=False)  # shared between requests
+    return labels
+
+
+def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
+    """DBSCAN labels of class ``code``'s points, shape (n_c,), memoized per parameters."""
+    return _labels(str(data.run.path), _stamp(data.run), code, float(eps), int(min_samples))
 
 
 @dataclass

@@ -70,31 +70,42 @@ def _base_layout(fig: go.Figure) -> go.Figure:
 
 
 def class_figure(emb: np.ndarray, idx: np.ndarray, d: Decisions, overrides: dict[int, str],
-                 show_background: bool = True) -> go.Figure:
-    """The class view: every point faint (trace 0) and class ``idx`` on top (trace 1)."""
+                 background_url: str, show_background: bool = True) -> go.Figure:
+    """The class view: every point faint as an image layer, class ``idx`` on top.
+
+    Trace 0 is empty and only pins the axes to the whole map; trace 1 is the class.
+    """
+    from .background import extent
+
+    x0, x1, y0, y1 = extent(emb)
     fig = go.Figure()
-    fig.add_trace(go.Scattergl(
-        x=np.round(emb[:, 0], 3), y=np.round(emb[:, 1], 3), mode="markers",
-        marker=dict(size=3, color="#dfe3e8"), hoverinfo="skip", visible=show_background,
-        name="other classes"))
+    fig.add_trace(go.Scattergl(x=[x0, x1], y=[y0, y1], mode="markers", hoverinfo="skip",
+                               marker=dict(size=1, opacity=0), name="extent"))
     fig.add_trace(class_trace(emb, idx, d, overrides))
-    return _base_layout(fig)
+    fig = _base_layout(fig)
+    fig.update_layout(
+        images=[dict(source=background_url, xref="x", yref="y", x=x0, y=y1, sizex=x1 - x0,
+                     sizey=y1 - y0, sizing="stretch", layer="below",
+                     visible=bool(show_background))],
+        xaxis=dict(range=[x0, x1]), yaxis=dict(range=[y0, y1]))
+    return fig
 
 
 def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,
-                overrides: dict[int, str]) -> go.Scattergl:
+                overrides: dict[int, str]) -> dict:
     """Trace 1 of the class view; ``customdata`` holds sample indices.
 
     ``customdata`` goes as a plain list: Plotly encodes numpy arrays as typed arrays, and
     WebGL traces then leave it out of hover and click events.
     """
     colours, symbols, sizes = marker_style(idx, d, overrides)
-    return go.Scattergl(
-        x=np.round(emb[idx, 0], 3), y=np.round(emb[idx, 1], 3), mode="markers",
-        customdata=idx.tolist(), name="class",
+    # A plain dict: Plotly's validators take longer than the repaint budget on 5k points.
+    return dict(
+        type="scattergl", x=np.round(emb[idx, 0], 3).tolist(),
+        y=np.round(emb[idx, 1], 3).tolist(), mode="markers", customdata=idx.tolist(),
+        name="class", hoverinfo="none",
         marker=dict(color=colours, symbol=symbols, size=sizes, line=dict(width=0)),
-        hoverinfo="none", selected=dict(marker=dict(opacity=1.0)),
-        unselected=dict(marker=dict(opacity=0.35)))
+        selected=dict(marker=dict(opacity=1.0)), unselected=dict(marker=dict(opacity=0.35)))
 
 
 def overview_figure(emb: np.ndarray, labels: np.ndarray, classes: list[str],

@@ -66,6 +66,14 @@ def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
     return buf.getvalue()
 
 
+@cache.memoize(timeout=3600)
+def background_png(run_path: str, mtime: int) -> bytes:
+    """The class view's backdrop of every point (cached per embedding file)."""
+    from .background import render_png
+
+    return render_png(np.load(Path(run_path) / "embedding.npy"))
+
+
 def _register_routes(server: Flask) -> None:
     @server.get("/healthz")
     def healthz() -> Response:
@@ -89,6 +97,20 @@ def _register_routes(server: Flask) -> None:
         png = thumbnail_png(str(run.path), index, run.thumbnails.stat().st_mtime_ns)
         resp = Response(png, mimetype="image/png")
         resp.headers["Cache-Control"] = "private, max-age=86400"
+        return resp
+
+    @server.get("/background/<path:subpath>")
+    def background(subpath: str) -> Response:
+        run_id = subpath.removesuffix(".png")
+        try:
+            run = resolve_run(settings().runs_root, run_id)
+        except InputError:
+            abort(404)
+        if not subpath.endswith(".png") or not run.embedding.is_file():
+            abort(404)
+        png = background_png(str(run.path), run.embedding.stat().st_mtime_ns)
+        resp = Response(png, mimetype="image/png")
+        resp.headers["Cache-Control"] = "private, max-age=3600"
         return resp
 
     @server.get("/download/<path:subpath>")

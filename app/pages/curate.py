@@ -19,7 +19,6 @@ from worker.pipeline.errors import InputError
 dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · tsne-curator")
 
 RUN = "curate-run"
-REV = "curate-rev"
 SHOWN = "curate-shown"
 ALERT = "curate-alert"
 CLASS_PICK = "curate-class"
@@ -103,7 +102,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
     options = [{"label": "All classes", "value": "all"}] + [
         {"label": name, "value": code} for code, name in enumerate(data.samples.classes)]
     return html.Div([
-        dcc.Store(id=RUN, data=run_id), dcc.Store(id=REV, data=0), dcc.Store(id=SHOWN),
+        dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(id=STATUS, className="text-muted small")],
                  className="d-flex align-items-baseline mb-2"),
@@ -145,6 +144,18 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 
 
 # --------------------------------------------------------------------------- callbacks
+# Every callback that changes something also repaints, in the same round trip: the view
+# outputs below are shared (the first owner is on_controls, which also runs on load).
+VIEW = [(GRAPH, "figure"), (SHOWN, "data"), (CLASS_PICK, "options"), (SUMMARY, "children"),
+        (GALLERY, "children"), (GALLERY_PAGES, "max_value"), (UNDO_BTN, "disabled"),
+        (REDO_BTN, "disabled"), (STATUS, "children")]
+VIEW_STATE = [State(BG_SWITCH, "value"), State(GALLERY_PAGES, "active_page"), State(SHOWN, "data")]
+
+
+def _view_outputs(duplicate: bool) -> list[Output]:
+    return [Output(c, p, allow_duplicate=duplicate) for c, p in VIEW]
+
+
 def _code(value) -> int | None:
     return None if value in (None, "all") else int(value)
 
@@ -152,19 +163,19 @@ def _code(value) -> int | None:
 @callback(
     Output(EPS_SLIDER, "value"), Output(EPS_INPUT, "value"), Output(EPS_SLIDER, "max"),
     Output(EPS_SLIDER, "step"), Output(MS_SLIDER, "value"), Output(MS_INPUT, "value"),
-    Output(REV, "data"), Output(ALERT, "children"),
+    Output(ALERT, "children"), *_view_outputs(False),
     Input(CLASS_PICK, "value"), Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"),
     Input(MS_SLIDER, "value"), Input(MS_INPUT, "value"), Input(AUTO_BTN, "n_clicks"),
     Input(APPLY_ALL_BTN, "n_clicks"), Input(UNDO_BTN, "n_clicks"), Input(REDO_BTN, "n_clicks"),
-    State(EPS_SLIDER, "step"), State(RUN, "data"),
+    State(EPS_SLIDER, "step"), State(RUN, "data"), *VIEW_STATE,
 )
 def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, _apply_all,
-                _undo, _redo, eps_step, run_id):
+                _undo, _redo, eps_step, run_id, show_background, page, shown):
     """Parameter changes, auto eps, apply-to-all, undo/redo, and class switches."""
     root = settings().runs_root
     fired = {t["prop_id"].split(".")[0] for t in ctx.triggered} if ctx.triggered_id else set()
     code = _code(class_value)
-    alert, rev = no_update, no_update
+    alert = no_update
     if fired & {EPS_INPUT, MS_INPUT} and None in (eps_input, ms_input):
         raise PreventUpdate  # a field being edited (emptied), not a value yet
     try:
@@ -173,74 +184,86 @@ def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, 
             # to its step (not moved by the user) is not a change.
             typed = bool(fired & {EPS_INPUT, MS_INPUT})
             eps, ms = (eps_input, ms_input) if typed else (eps_slider, ms_slider)
-            rev = logic.set_params(root, run_id, code, eps, ms,
-                                   tolerance=1e-4 if typed else (eps_step or 0) * 0.51)
+            logic.set_params(root, run_id, code, eps, ms,
+                             tolerance=1e-4 if typed else (eps_step or 0) * 0.51)
         elif APPLY_ALL_BTN in fired:
-            rev = logic.set_params(root, run_id, code, eps_input, ms_input, all_classes=True)
+            logic.set_params(root, run_id, code, eps_input, ms_input, all_classes=True)
         elif AUTO_BTN in fired and code is not None:
-            rev = logic.auto_eps_for(root, run_id, code, ms_input)
+            logic.auto_eps_for(root, run_id, code, ms_input)
         elif fired & {UNDO_BTN, REDO_BTN}:
-            rev, what = logic.undo_redo(root, run_id, redo=REDO_BTN in fired)
+            _, what = logic.undo_redo(root, run_id, redo=REDO_BTN in fired)
             if what is None:
                 alert = error_alert(f"nothing to {'redo' if REDO_BTN in fired else 'undo'}")
     except InputError as exc:
         alert = error_alert(str(exc))
-    if code is None:
-        return (no_update,) * 6 + (rev, alert)
     data = run_data(root, run_id)
-    v = logic.control_values(data, current_state(data), code)
-    return v.eps, v.eps, v.eps_max, v.eps_max / 200, v.min_samples, v.min_samples, rev, alert
+    state = current_state(data)
+    view = _render(run_id, class_value, show_background, page, shown, state=state)
+    if code is None:
+        return (no_update,) * 6 + (alert, *view)
+    v = logic.control_values(data, state, code)
+    return (v.eps, v.eps, v.eps_max, v.eps_max / 200, v.min_samples, v.min_samples, alert,
+            *view)
 
 
 @callback(
-    Output(REV, "data", allow_duplicate=True), Output(ALERT, "children", allow_duplicate=True),
+    Output(ALERT, "children", allow_duplicate=True), *_view_outputs(True),
     Input(GRAPH, "clickData"), Input(KEEP_BTN, "n_clicks"), Input(DROP_BTN, "n_clicks"),
     Input(CLEAR_BTN, "n_clicks"), Input({"type": GALLERY_TOGGLE, "index": ALL}, "n_clicks"),
-    State(GRAPH, "selectedData"), State(RUN, "data"),
+    State(GRAPH, "selectedData"), State(RUN, "data"), State(CLASS_PICK, "value"), *VIEW_STATE,
     prevent_initial_call=True,
 )
-def on_edit(click, _keep, _drop, _clear, _gallery, selected, run_id):
+def on_edit(click, _keep, _drop, _clear, _gallery, selected, run_id, class_value,
+            show_background, page, shown):
     """Overrides: click toggles, lasso/box + buttons act in bulk, gallery toggles."""
     root = settings().runs_root
     trigger = ctx.triggered_id
     if not ctx.triggered or not ctx.triggered[0]["value"]:
         raise PreventUpdate  # a gallery re-render, not a click
+    alert = None
     try:
         if trigger == GRAPH:
             point = (click or {}).get("points", [{}])[0]
             if point.get("curveNumber") != 1 or point.get("customdata") is None:
                 raise PreventUpdate
-            return logic.toggle(root, run_id, int(point["customdata"])), None
-        if isinstance(trigger, dict) and trigger.get("type") == GALLERY_TOGGLE:
-            return logic.toggle(root, run_id, int(trigger["index"])), None
-        samples = [int(p["customdata"]) for p in (selected or {}).get("points", [])
-                   if p.get("customdata") is not None]
-        decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[trigger]
-        return logic.bulk(root, run_id, samples, decision), None
+            logic.toggle(root, run_id, int(point["customdata"]))
+        elif isinstance(trigger, dict) and trigger.get("type") == GALLERY_TOGGLE:
+            logic.toggle(root, run_id, int(trigger["index"]))
+        else:
+            samples = [int(p["customdata"]) for p in (selected or {}).get("points", [])
+                       if p.get("customdata") is not None]
+            decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[trigger]
+            logic.bulk(root, run_id, samples, decision)
     except InputError as exc:
-        return no_update, error_alert(str(exc))
+        alert = error_alert(str(exc))
+    return (alert, *_render(run_id, class_value, show_background, page, shown))
 
 
 @callback(
-    Output(GRAPH, "figure"), Output(SHOWN, "data"), Output(CLASS_PICK, "options"),
-    Output(SUMMARY, "children"), Output(GALLERY, "children"), Output(GALLERY_PAGES, "max_value"),
-    Output(UNDO_BTN, "disabled"), Output(REDO_BTN, "disabled"), Output(STATUS, "children"),
-    Input(REV, "data"), Input(CLASS_PICK, "value"), Input(BG_SWITCH, "value"),
-    Input(GALLERY_PAGES, "active_page"),
-    State(SHOWN, "data"), State(RUN, "data"),
+    *_view_outputs(True),
+    Input(BG_SWITCH, "value"), Input(GALLERY_PAGES, "active_page"),
+    State(RUN, "data"), State(CLASS_PICK, "value"), State(SHOWN, "data"),
+    prevent_initial_call=True,
 )
-def render(_rev, class_value, show_background, page, shown, run_id):
+def on_view(show_background, page, run_id, class_value, shown):
+    """Background on/off and gallery paging: nothing is written."""
+    return _render(run_id, class_value, show_background, page, shown,
+                   background_changed=ctx.triggered_id == BG_SWITCH)
+
+
+def _render(run_id, class_value, show_background, page, shown, state=None,
+            background_changed: bool = False) -> tuple:
     """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch."""
     root = settings().runs_root
     data = run_data(root, run_id)
-    state = current_state(data)
+    state = state or current_state(data)
     code = _code(class_value)
     d = state.decisions
     if code is None:
         fig = overview_figure(data.embedding, data.samples.labels, data.samples.classes, d)
     elif shown in (None, "all"):
         fig = class_figure(data.embedding, data.members[code], d, state.overrides,
-                           bool(show_background))
+                           f"/background/{run_id}.png", bool(show_background))
     else:
         fig = Patch()
         if shown != code:
@@ -250,7 +273,8 @@ def render(_rev, class_value, show_background, page, shown, run_id):
             fig["data"][1]["marker"]["color"] = colours
             fig["data"][1]["marker"]["symbol"] = symbols
             fig["data"][1]["marker"]["size"] = sizes
-        fig["data"][0]["visible"] = bool(show_background)
+        if background_changed:  # a layout change costs a full relayout: only when asked
+            fig["layout"]["images"][0]["visible"] = bool(show_background)
     rows = logic.class_counts(data, state)
     options = [{"label": _class_label("All classes", rows[-1]), "value": "all"}] + [
         {"label": _class_label(r["class"], r), "value": c} for c, r in enumerate(rows[:-1])]
@@ -259,9 +283,8 @@ def render(_rev, class_value, show_background, page, shown, run_id):
     total = rows[-1]
     noise = int((d.clusters == -1).sum())
     status = (f"{total['kept']} of {total['size']} kept · {noise} DBSCAN noise · "
-              f"{total['flagged']} flagged · "
-              f"{total['overridden']} overridden · rule {state.rule} · revision "
-              f"{state.revision}")
+              f"{total['flagged']} flagged · {total['overridden']} overridden · "
+              f"rule {state.rule} · revision {state.revision}")
     return (fig, "all" if code is None else code, options, _summary_table(rows), gallery,
             pages, not store.can_undo(), not store.can_redo(), status)
 

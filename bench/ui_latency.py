@@ -1,0 +1,136 @@
+"""UI latency of the Curate page on a CIFAR-scale run (50,000 points, ~5,000 per class).
+
+Starts ``curator serve`` on a copy of the run and drives headless Chromium. Every time is
+taken inside the page with ``performance.now()``: from the user's input event (Enter in
+the eps box, the mouse reaching a point, the click on a class) to the end of the repaint
+(Plotly's ``plotly_afterplot`` and the counts updated) or, for hover, the tooltip image's
+``load`` event. Prints p50/p95 per action and, last, ``p95_ms=<eps change p95>``.
+
+    python -m bench.ui_latency [--run runs/cifar10n] [--eps-changes 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import machine
+from tests.integration.browser import Server, chrome, point_position, trace_markers, wait_for
+
+HOOKS = """
+const gd = document.querySelector('#curate-graph .js-plotly-plot');
+window.bench = {plot: 0, status: 0, img: 0, t0: 0};
+gd.on('plotly_afterplot', () => { window.bench.plot = performance.now(); });
+new MutationObserver(() => { window.bench.status = performance.now(); })
+  .observe(document.getElementById('curate-status'), {childList: true, subtree: true,
+                                                       characterData: true});
+document.addEventListener('keydown', e => {
+  if (e.key === 'Enter') window.bench.t0 = performance.now();
+}, true);
+document.addEventListener('click', () => { window.bench.t0 = performance.now(); }, true);
+document.addEventListener('mousemove', () => { window.bench.t0 = performance.now(); }, true);
+document.addEventListener('load', e => {
+  if (e.target.classList && e.target.classList.contains('hover-img')) {
+    window.bench.img = performance.now();
+  }
+}, true);
+"""
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def repaint_ms(driver, counts: bool = True, timeout: float = 30.0) -> float:
+    """Wait for the plot (and, for edits, the counts) to repaint after the last input;
+    return the latency. A class switch leaves the run-wide counts as they are."""
+    def done():
+        b = driver.execute_script("return window.bench")
+        return b if b["plot"] > b["t0"] and (b["status"] > b["t0"] or not counts) else None
+
+    wait_for(done, timeout=timeout, poll=0.01)
+    time.sleep(0.15)  # let any second repaint land, so it is counted too
+    b = driver.execute_script("return window.bench")
+    return max(b["plot"], b["status"] if counts else 0) - b["t0"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--run", type=Path, default=Path("runs/cifar10n"))
+    ap.add_argument("--eps-changes", type=int, default=30)
+    ap.add_argument("--hovers", type=int, default=20)
+    ap.add_argument("--switches", type=int, default=10)
+    args = ap.parse_args()
+    if not (args.run / "embedding.npy").is_file():
+        raise SystemExit(f"{args.run} is not a finished run: build one first, e.g. "
+                         "python -m bench.detection (makes runs/bench-cifar10n)")
+    import numpy as np
+
+    n_total = len(np.load(args.run / "embedding.npy", mmap_mode="r"))
+    work = Path(tempfile.mkdtemp(prefix="bench-ui-"))
+    root = work / "runs"
+    root.mkdir()
+    shutil.copytree(args.run, root / "bench", ignore=shutil.ignore_patterns("cache", "exports"))
+    server = Server(root)
+    driver = chrome()
+    results: dict[str, list[float]] = {"eps change": [], "hover image": [], "class switch": [],
+                                       "overview (all classes)": []}
+    try:
+        driver.get(f"{server.url}/curate/bench")
+        wait_for(lambda: trace_markers(driver), timeout=60)
+        time.sleep(1)
+        driver.execute_script(HOOKS)
+        n_points = driver.execute_script(
+            "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+            "return [gd._fullData[0].x.length, gd._fullData[1].x.length]")
+        box = driver.find_element("id", "curate-eps-input")
+        base = float(box.get_attribute("value"))
+        for k in range(args.eps_changes):
+            from selenium.webdriver.common.keys import Keys
+
+            box.send_keys(Keys.CONTROL, "a")
+            box.send_keys(f"{base * (0.6 + 0.8 * (k % 10) / 9):.4f}", Keys.ENTER)
+            results["eps change"].append(repaint_ms(driver))
+        ids = trace_markers(driver)["customdata"]
+        from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+        for k in range(args.hovers):
+            a = ActionBuilder(driver)
+            a.pointer_action.move_to_location(5, 5)
+            a.perform()
+            time.sleep(0.2)
+            sample = ids[(k * 997) % len(ids)]
+            x, y = point_position(driver, sample)
+            driver.execute_script("window.bench.img = 0")
+            a = ActionBuilder(driver)
+            a.pointer_action.move_to_location(int(x), int(y))
+            a.perform()
+            b = wait_for(lambda: (v := driver.execute_script("return window.bench"))["img"] > 0
+                         and v, timeout=10, poll=0.01)
+            results["hover image"].append(b["img"] - b["t0"])
+        labels = driver.find_elements("css selector", ".class-pick label")
+        for k in range(args.switches):
+            target = labels[1 + (k + 1) % (len(labels) - 1)]
+            target.click()
+            results["class switch"].append(repaint_ms(driver, counts=False))
+            labels[0].click()
+            results["overview (all classes)"].append(repaint_ms(driver, counts=False))
+            labels = driver.find_elements("css selector", ".class-pick label")
+    finally:
+        driver.quit()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"# UI latency, {n_total} points, class of {n_points[1]} · {machine()}")
+    for name, values in results.items():
+        print(f"{name:<24} n={len(values):>3}  p50 {statistics.median(values):7.1f} ms  "
+              f"p95 {pct(values, 0.95):7.1f} ms")
+    print(f"p95_ms={pct(results['eps change'], 0.95):.1f}")
+
+
+if __name__ == "__main__":
+    main()
