@@ -15,8 +15,14 @@ from pathlib import Path
 import numpy as np
 
 from worker.jobs import resolve_run
-from worker.pipeline.clustering import DEFAULT_RULE, ClassClusterer, Decisions, decide
-from worker.pipeline.curation import agreement_path
+from worker.pipeline.clustering import (
+    DEFAULT_RULE,
+    ClassClusterer,
+    Decisions,
+    decide,
+    feature_neighbours,
+)
+from worker.pipeline.curation import agreement_path, neighbours_path
 from worker.pipeline.datasets import SampleTable
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
@@ -41,24 +47,20 @@ class RunData:
 
 @functools.lru_cache(maxsize=8)
 def _load(path: str, stamp: tuple[int, ...]) -> RunData:
-    from sklearn.neighbors import NearestNeighbors
-
-    from worker.pipeline.embedding import pca_reduce
-
     run = RunDir(path)
     samples = run.read_samples()
     emb = run.load_embedding()
-    feats = pca_reduce(run.load_features(), 50)
-    k = min(6, len(feats))
-    _, nn = NearestNeighbors(n_neighbors=k).fit(feats).kneighbors(feats)
+    # The cluster step saves feature-space neighbours; older runs get them computed here.
+    nn = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else \
+        feature_neighbours(run.load_features())
     agree = np.load(agreement_path(run)) if agreement_path(run).is_file() else None
     members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
-    return RunData(run, samples, emb, agree, nn[:, 1:], members)
+    return RunData(run, samples, emb, agree, nn[:, :5], members)
 
 
 def _stamp(run: RunDir) -> tuple[int, ...]:
     return tuple(_mtime(p) for p in (run.samples_csv, run.embedding, run.features,
-                                     agreement_path(run)))
+                                     agreement_path(run), neighbours_path(run)))
 
 
 def run_data(runs_root: Path, run_id: str) -> RunData:

@@ -164,4 +164,12 @@ def on_retrain(_n, subset, model, batch, epochs, nproc, run_id):
     prevent_initial_call=True,
 )
 def poll_train(_n, job_id, run_id):
-    return _poll(run_id, job_id, lambda job: html.Div("training finished", className="small"))
+    def describe(job: dict) -> html.Div:
+        r = job["result"]
+        return html.Div([f"training finished: test accuracy {100 * r['final_test_acc']:.2f}% "
+                         f"({r['test_source']}, {r['train_size']} images) · ",
+                         dcc.Link("see the curves on the Results page",
+                                  href=f"/results/{run_id}", id="train-results-link")],
+                        className="small")
+
+    return _poll(run_id, job_id, describe)

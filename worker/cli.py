@@ -282,6 +282,60 @@ def cmd_cancel(a: argparse.Namespace) -> None:
     print(f"job {a.job}: {status}{note}")
 
 
+def _train_config(a: argparse.Namespace, **over):
+    from .train.launch import TrainConfig
+
+    def pick(name: str, default=None):  # noqa: ANN001, ANN202
+        return over[name] if name in over else getattr(a, name, default)
+
+    return TrainConfig(
+        subset=pick("subset", "filtered"), model=a.model, epochs=a.epochs,
+        batch_size=pick("batch_size", 256), nproc=a.nproc, lr=a.lr,
+        weight_decay=a.weight_decay, label_smoothing=a.label_smoothing,
+        optimizer=a.optimizer, warmup_epochs=a.warmup_epochs, seed=pick("seed", 0),
+        device=a.device, name=pick("name"),
+        nnodes=a.nnodes, node_rank=a.node_rank, rdzv_endpoint=a.rdzv_endpoint,
+        rdzv_id=a.rdzv_id)
+
+
+def _epoch_printer():
+    last = {"line": None}
+
+    def show(done: int, total: int, message: str) -> bool:
+        if message != last["line"] and "running" not in message:
+            print(message, flush=True)
+            last["line"] = message
+        return False
+    return show
+
+
+def cmd_retrain(a: argparse.Namespace) -> None:
+    from .train.launch import launch
+
+    run = RunDir(a.run).require()
+    summary = launch(run, _train_config(a), _epoch_printer())
+    print(f"{summary['status']}: test acc {summary['final_test_acc']:.4f} "
+          f"({summary['test_source']}, {summary['train_size']} training images, "
+          f"{summary['images_per_s_per_process']:.0f} img/s per process) → "
+          f"{run.path / 'train' / summary['config']['name']}")
+
+
+def cmd_experiment(a: argparse.Namespace) -> None:
+    from .train.experiment import run_experiment
+
+    run = RunDir(a.run).require()
+    subsets = [s for s in a.subsets.split(",") if s]
+    try:
+        batch_sizes = [int(b) for b in a.batch_sizes.split(",") if b]
+    except ValueError:
+        raise InputError(f"--batch-sizes must be integers, got {a.batch_sizes!r}") from None
+    configs = [_train_config(a, subset=s, batch_size=b, seed=seed, name=None)
+               for s in subsets for b in batch_sizes for seed in range(a.seeds)]
+    out = run_experiment(run, a.name or "comparison", configs, _epoch_printer())
+    print((out / "results.csv").read_text())
+    print(f"table: {out / 'summary.csv'}\nplot: {out / 'accuracy_vs_batch.png'}")
+
+
 def cmd_undo(a: argparse.Namespace) -> None:
     from .pipeline.curation import open_store
 
@@ -346,6 +400,38 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run", type=Path)
     sp.add_argument("decision", choices=["keep", "drop", "clear"])
     sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
+
+    def train_args(sp: argparse.ArgumentParser) -> None:
+        g = sp.add_argument_group("training")
+        g.add_argument("--model", default="resnet18", help="torchvision ResNet (resnet18…152)")
+        g.add_argument("--epochs", type=int, default=10)
+        g.add_argument("--nproc", type=int, default=1, help="processes (GPUs) per node")
+        g.add_argument("--lr", type=float, default=0.1, help="at batch 256, scaled linearly")
+        g.add_argument("--weight-decay", type=float, default=5e-4)
+        g.add_argument("--label-smoothing", type=float, default=0.0)
+        g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"])
+        g.add_argument("--warmup-epochs", type=int, default=1)
+        g.add_argument("--device", default="auto", help="auto | cpu | cuda")
+        g.add_argument("--name", help="output name under RUN/train (or RUN/experiments)")
+        m = sp.add_argument_group("multi-node (torchrun c10d rendezvous)")
+        m.add_argument("--nnodes", type=int, default=1)
+        m.add_argument("--node-rank", type=int)
+        m.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous")
+        m.add_argument("--rdzv-id", help="job id shared by all nodes")
+
+    sp = add("retrain", cmd_retrain, "train with DDP on a subset of a run (torchrun)")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--subset", default="filtered", choices=["filtered", "full", "random"])
+    sp.add_argument("--batch-size", type=int, default=256, help="global batch")
+    sp.add_argument("--seed", type=int, default=0)
+    train_args(sp)
+
+    sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--subsets", default="full,filtered,random")
+    sp.add_argument("--batch-sizes", default="256,1024,4096")
+    sp.add_argument("--seeds", type=int, default=3)
+    train_args(sp)
 
     sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
     sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .pipeline.embedding import EmbeddingOptions
 from .pipeline.errors import InputError
@@ -27,6 +27,9 @@ from .pipeline.jobstore import FINAL, JobStore
 from .pipeline.progress import Cancelled, ProgressFn
 from .pipeline.rundir import RunDir
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .train.launch import TrainConfig
 
 QUEUES = {"extract": "gpu", "finetune": "gpu", "train": "gpu", "embed": "cpu", "export": "cpu",
           "pipeline": "gpu"}
@@ -109,8 +112,31 @@ def _do_pipeline(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     return {**out, "embedding": run.embedding.name, "kept": int(decisions.kept.sum())}
 
 
+def train_config(params: dict) -> TrainConfig:
+    """A :class:`~worker.train.launch.TrainConfig` from JSON params (unknown keys refused)."""
+    from .train.launch import TrainConfig
+
+    known = {f.name for f in fields(TrainConfig)}
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise InputError(f"unknown training settings: {', '.join(unknown)}")
+    try:
+        return TrainConfig(**params)
+    except TypeError as exc:
+        raise InputError(f"bad training settings: {exc}") from None
+
+
 def _do_train(run: RunDir, params: dict, progress: ProgressFn) -> dict:
-    raise InputError("training is not available yet (it arrives with the retraining issue)")
+    """DDP training under torchrun; a re-delivered job resumes from its checkpoint."""
+    from .train.launch import launch
+
+    cfg = train_config(params)
+    # Numbers typed into a form arrive as floats or strings: coerce the integer fields.
+    for name in ("epochs", "batch_size", "nproc", "warmup_epochs", "seed", "nnodes"):
+        setattr(cfg, name, int(getattr(cfg, name)))
+    summary = launch(run.require(), cfg, progress)
+    return {k: v for k, v in summary.items() if k != "config"} | {
+        "train_dir": f"train/{summary['config']['name']}"}
 
 
 HANDLERS: dict[str, Callable[[RunDir, dict, ProgressFn], dict]] = {

@@ -104,7 +104,8 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
     return html.Div([
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
-                  html.Span(id=STATUS, className="text-muted small")],
+                  html.Span(id=STATUS, className="text-muted small me-3"),
+                  dcc.Link("results →", href=f"/results/{run_id}", className="small ms-auto")],
                  className="d-flex align-items-baseline mb-2"),
         html.Div(id=ALERT),
         dbc.Row([

@@ -100,7 +100,12 @@ def test_overrides_win_and_rules_differ():
 
 def test_knn_agreement_on_real_digits(digits_run):
     s = digits_run.read_samples()
-    agree = knn_agreement(np.load(digits_run.features), s.labels)
+    from worker.pipeline.clustering import feature_neighbours
+
+    nn = feature_neighbours(np.load(digits_run.features))
+    assert nn.shape == (1797, 10) and not (nn == np.arange(1797)[:, None]).any()
+    assert np.array_equal(nn, np.load(digits_run.path / "neighbours.npy"))
+    agree = knn_agreement(nn, s.labels)
     noisy = s.labels != s.true_labels
     assert agree[noisy].mean() < 0.3 < 0.8 < agree[~noisy].mean()
 

@@ -83,25 +83,36 @@ def auto_params(embedding: np.ndarray, labels: np.ndarray, n_classes: int,
     return {c: (e if e is not None else fallback, min_samples) for c, e in found.items()}
 
 
-def knn_agreement(features: np.ndarray, labels: np.ndarray, k: int = K_AGREE) -> np.ndarray:
-    """Fraction of each sample's k nearest neighbours (feature space, PCA-50) sharing its label.
+def feature_neighbours(features: np.ndarray, k: int = K_AGREE) -> np.ndarray:
+    """Each sample's k nearest other samples in feature space (PCA-50), nearest first.
 
     Returns
     -------
-    ndarray of float32, shape (N,), in [0, 1]
+    ndarray of int64, shape (N, min(k, N-1))
     """
     from sklearn.neighbors import NearestNeighbors
 
     from .embedding import pca_reduce
 
-    n = len(labels)
+    n = len(features)
     k = min(k, n - 1)
     if k < 1:
-        return np.ones(n, dtype=np.float32)
+        return np.empty((n, 0), dtype=np.int64)
     x = pca_reduce(features, 50)
     _, nn = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(x)
     # Drop self: the first neighbour is the point itself unless there are exact duplicates.
-    neighbours = np.where(nn[:, :1] == np.arange(n)[:, None], nn[:, 1:], nn[:, :k])
+    return np.where(nn[:, :1] == np.arange(n)[:, None], nn[:, 1:], nn[:, :k]).astype(np.int64)
+
+
+def knn_agreement(neighbours: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Fraction of each sample's neighbours (shape (N, k)) that share its label.
+
+    Returns
+    -------
+    ndarray of float32, shape (N,), in [0, 1]; 1 where there are no neighbours.
+    """
+    if neighbours.shape[1] == 0:
+        return np.ones(len(labels), dtype=np.float32)
     return (labels[neighbours] == labels[:, None]).mean(axis=1).astype(np.float32)
 
 

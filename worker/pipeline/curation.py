@@ -18,6 +18,7 @@ from .clustering import (
     check_rule,
     cluster_all,
     decide,
+    feature_neighbours,
     knn_agreement,
 )
 from .datasets import SampleTable
@@ -32,6 +33,10 @@ def open_store(run: RunDir) -> CurationStore:
 
 def agreement_path(run: RunDir) -> Path:
     return run.path / "knn_agreement.npy"
+
+
+def neighbours_path(run: RunDir) -> Path:
+    return run.path / "neighbours.npy"
 
 
 def class_code(samples: SampleTable, name: str) -> int:
@@ -75,8 +80,10 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
                     else stored[c][0]
             new[c] = (e, ms)
         store.set_class_params(new, "cluster: set parameters")
-    if not agreement_path(run).is_file():
-        save_npy(agreement_path(run), knn_agreement(run.load_features(), samples.labels))
+    if not agreement_path(run).is_file() or not neighbours_path(run).is_file():
+        neighbours = feature_neighbours(run.load_features())
+        save_npy(neighbours_path(run), neighbours)
+        save_npy(agreement_path(run), knn_agreement(neighbours, samples.labels))
     _, decisions, params = current_decisions(run)
     save_npy(run.path / "clusters.npy", decisions.clusters)
     run.mark_step("cluster", rule=store.setting("rule", DEFAULT_RULE),

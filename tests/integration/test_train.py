@@ -1,0 +1,93 @@
+"""DDP retraining on CPU (gloo) with real torchrun subprocesses on the digits run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+
+import pytest
+
+from tests.integration.conftest import CURATOR
+from worker.pipeline.errors import InputError
+from worker.pipeline.progress import Cancelled
+from worker.pipeline.store import CurationStore
+from worker.train.launch import TrainConfig, launch, read_metrics, validate
+
+pytestmark = pytest.mark.slow
+
+
+def test_two_process_gloo_training(fresh_run):
+    seen = []
+    summary = launch(fresh_run, TrainConfig(subset="filtered", epochs=3, batch_size=64,
+                                            nproc=2, name="ddp"),
+                     lambda d, t, m: seen.append((d, t, m)) and False)
+    out = fresh_run.path / "train" / "ddp"
+    assert summary["status"] == "completed" and summary["world_size"] == 2
+    assert summary["final_test_acc"] > 0.5  # chance is 0.1
+    a, b = (out / "rank0.checksum").read_text(), (out / "rank1.checksum").read_text()
+    assert a == b and len(a.strip()) == 64  # the replicas agree
+    rows = read_metrics(out)
+    assert [r["epoch"] for r in rows] == [0, 1, 2]
+    assert set(rows[0]) == {"epoch", "loss", "train_acc", "test_acc", "lr", "epoch_seconds",
+                            "images_per_s"}
+    assert json.loads((out / "summary.json").read_text())["epochs_done"] == 3
+    assert seen[-1][0] == seen[-1][1] == 3
+
+
+def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
+    cfg = TrainConfig(subset="full", epochs=3, batch_size=64, nproc=1, name="resume")
+    with pytest.raises(Cancelled):
+        launch(fresh_run, cfg, lambda done, total, msg: done >= 1)  # stop after epoch 1
+    out = fresh_run.path / "train" / "resume"
+    import torch
+
+    ckpt = torch.load(out / "checkpoint.pt", weights_only=False)
+    first = read_metrics(out)
+    assert ckpt["epoch"] == first[-1]["epoch"] and len(first) < 3
+    assert not (out / "summary.json").is_file() or \
+        json.loads((out / "summary.json").read_text())["status"] == "stopped"
+    summary = launch(fresh_run, cfg)
+    rows = read_metrics(out)
+    assert [r["epoch"] for r in rows] == [0, 1, 2]  # each epoch once, resumed at the right one
+    assert rows[0] == first[0]
+    assert summary["status"] == "completed"
+
+
+@pytest.mark.parametrize("cfg, message", [
+    (TrainConfig(model="vgg16"), "unknown model"),
+    (TrainConfig(batch_size=0), "must be positive"),
+    (TrainConfig(batch_size=1, nproc=2), "smaller than the 2 processes"),
+    (TrainConfig(nproc=64), "cannot run 64 processes"),
+    (TrainConfig(subset="best"), "unknown subset"),
+])
+def test_invalid_settings(cfg, message):
+    with pytest.raises(InputError, match=message):
+        validate(cfg)
+
+
+def test_cli_errors_and_empty_subset(fresh_run):
+    CurationStore(fresh_run.store).set_overrides(range(1797), "drop")
+    for args, message in ((["--subset", "filtered"], "filtered subset is empty"),
+                          (["--model", "vgg16"], "unknown model"),
+                          (["--batch-size", "0"], "must be positive"),
+                          (["--nproc", "64"], "cannot run 64 processes")):
+        r = subprocess.run([CURATOR, "retrain", str(fresh_run.path), *args],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.startswith("error:") and message in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_experiment_table_and_plot(fresh_run):
+    r = subprocess.run([CURATOR, "experiment", str(fresh_run.path), "--subsets",
+                        "full,filtered,random", "--batch-sizes", "64,128", "--seeds", "1",
+                        "--epochs", "1", "--name", "tiny"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    out = fresh_run.path / "experiments" / "tiny"
+    rows = list(csv.DictReader(open(out / "results.csv")))
+    assert len(rows) == 6 and {r["subset"] for r in rows} == {"full", "filtered", "random"}
+    sizes = {r["subset"]: int(r["train_size"]) for r in rows}
+    assert sizes["random"] == sizes["filtered"] < sizes["full"]
+    assert (out / "accuracy_vs_batch.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(list(csv.DictReader(open(out / "summary.csv")))) == 6

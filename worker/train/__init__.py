@@ -1,0 +1,1 @@
+"""Retraining with PyTorch DDP: the torchrun entry point and its launcher."""

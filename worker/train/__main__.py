@@ -1,0 +1,7 @@
+"""``torchrun --nproc_per_node=N -m worker.train --out DIR``."""
+
+import sys
+
+from .loop import main
+
+sys.exit(main())

@@ -1,0 +1,149 @@
+"""Training data of a run: the subset to train on and a test set that never trains.
+
+Subsets (indices into the run's samples):
+
+- ``full``: every training sample;
+- ``filtered``: the samples the curation keeps (DBSCAN + rule + overrides), snapshotted
+  when the job starts, so later edits do not change a running job;
+- ``random``: a seeded random subset of ``full`` with the size and the class proportions of
+  ``filtered`` (the paper's control).
+
+Test set: the dataset's test split when it has one (CIFAR batches, a folder with
+``train/`` and ``test/``); otherwise a fixed, stratified 20% hold-out of the run's samples
+(seed 0), which is removed from every subset above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from worker.pipeline.errors import InputError
+from worker.pipeline.rundir import RunDir
+
+SUBSETS = ("filtered", "full", "random")
+HOLDOUT_FRACTION = 0.2
+
+
+@dataclass
+class TrainData:
+    """uint8 images (N, 3, S, S) and int64 labels, for training and testing."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    classes: list[str]
+    train_index: np.ndarray  # sample indices of x_train in the run
+    test_source: str  # "test split" or "hold-out"
+
+
+def holdout_mask(labels: np.ndarray, fraction: float = HOLDOUT_FRACTION,
+                 seed: int = 0) -> np.ndarray:
+    """Boolean (N,) mask of a stratified hold-out: ``fraction`` of every class, seeded."""
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(len(labels), dtype=bool)
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        take = int(round(fraction * len(idx)))
+        if len(idx) > 1:
+            take = min(max(take, 1), len(idx) - 1)
+            mask[rng.choice(idx, size=take, replace=False)] = True
+    return mask
+
+
+def random_like(pool: np.ndarray, labels: np.ndarray, reference: np.ndarray,
+                seed: int) -> np.ndarray:
+    """A seeded random subset of ``pool`` with ``reference``'s per-class counts."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for c in np.unique(labels[pool]):
+        members = pool[labels[pool] == c]
+        want = int((labels[reference] == c).sum())
+        out.append(rng.choice(members, size=min(want, len(members)), replace=False))
+    return np.sort(np.concatenate(out)) if out else np.empty(0, dtype=np.int64)
+
+
+def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray] | None:
+    """The dataset's own test split as uint8 (N, 3, S, S), or None when it has none."""
+    from worker.pipeline.datasets import open_dataset
+    from worker.pipeline.ingest import DatasetOptions, _thumbnail
+
+    meta = run.read_meta()
+    opts = DatasetOptions.from_json(meta["dataset"])
+    spec = opts.spec
+    if spec.kind == "digits" or spec.split == "test":
+        return None
+    if spec.kind == "folder" and not all((spec.root / s).is_dir() for s in ("train", "test")):
+        return None
+    from dataclasses import replace
+
+    test = open_dataset(replace(spec, split="test"))
+    size = int(np.load(run.thumbnails, mmap_mode="r").shape[1])
+    names = meta["classes"]
+    codes = {n: k for k, n in enumerate(names)}
+    if [c for c in test.samples.classes if c not in codes]:
+        raise InputError("the test split has classes the training split lacks")
+    images, labels = [], []
+    for i in range(len(test.samples)):
+        try:
+            images.append(_thumbnail(test.load_image(i), size))
+        except Exception:  # noqa: BLE001, S112 - unreadable test images are left out
+            continue
+        labels.append(codes[test.samples.classes[test.samples.labels[i]]])
+    return np.stack(images).transpose(0, 3, 1, 2).copy(), np.asarray(labels, dtype=np.int64)
+
+
+def select_subset(run: RunDir, subset: str, seed: int) -> np.ndarray:
+    """Sample indices of ``subset`` (see module docstring), excluding any hold-out."""
+    from worker.pipeline.curation import current_decisions
+
+    if subset not in SUBSETS:
+        raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
+    samples, decisions, _ = current_decisions(run)
+    pool = np.arange(len(samples))
+    if _has_test_split(run) is False:
+        pool = pool[~holdout_mask(samples.labels)]
+    kept = pool[decisions.kept[pool]]
+    if subset == "full":
+        chosen = pool
+    elif subset == "filtered":
+        chosen = kept
+    else:
+        chosen = random_like(pool, samples.labels, kept, seed)
+    if len(chosen) == 0:
+        raise InputError(f"the {subset} subset is empty: nothing would be trained on")
+    return chosen
+
+
+def _has_test_split(run: RunDir) -> bool:
+    meta = run.read_meta()
+    spec = meta["dataset"]["spec"]
+    if spec == "digits" or meta["dataset"].get("split") == "test":
+        return False
+    if spec.startswith("cifar10:"):
+        return True
+    from pathlib import Path
+
+    root = Path(spec.split(":", 1)[1])
+    return all((root / s).is_dir() for s in ("train", "test"))
+
+
+def load_train_data(run: RunDir, indices: np.ndarray) -> TrainData:
+    """Images from ingest's thumbnails (exact for CIFAR-size data) plus the test set."""
+    samples = run.read_samples()
+    thumbs = np.load(run.thumbnails, mmap_mode="r")
+    x = np.ascontiguousarray(np.asarray(thumbs[indices]).transpose(0, 3, 1, 2))
+    y = samples.labels[indices]
+    test = _test_split_images(run) if _has_test_split(run) else None
+    if test is None:
+        hold = np.flatnonzero(holdout_mask(samples.labels))
+        x_test = np.ascontiguousarray(np.asarray(thumbs[hold]).transpose(0, 3, 1, 2))
+        # Score against the true labels where they are known: that is what "better" means.
+        truth = np.where(samples.true_labels[hold] >= 0, samples.true_labels[hold],
+                         samples.labels[hold])
+        test, source = (x_test, truth), "hold-out"
+    else:
+        source = "test split"
+    return TrainData(x, y, test[0], test[1], samples.classes, indices, source)

@@ -1,0 +1,99 @@
+"""The paper's comparison: filtered vs full vs random, across batch sizes and seeds.
+
+Writes ``<run>/experiments/<name>/``: ``results.csv`` (one row per training),
+``summary.csv`` (mean and standard deviation of the final test accuracy per subset and
+batch size) and ``accuracy_vs_batch.png`` (the paper's Fig. 6–7 style). Trainings that
+already finished are reused, so an interrupted experiment continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+from worker.pipeline.errors import InputError
+from worker.pipeline.export import check_export_name
+from worker.pipeline.progress import ProgressFn
+from worker.pipeline.rundir import RunDir, atomic_path
+
+from .launch import TrainConfig, launch, validate
+
+RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
+                 "train_size", "test_source", "epochs", "seconds", "images_per_s", "train_dir"]
+
+
+def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """Mean ± std of final test accuracy per (subset, batch size)."""
+    groups: dict[tuple[str, int], list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["subset"], int(r["batch_size"])), []).append(
+            float(r["final_test_acc"]))
+    return [{"subset": s, "batch_size": b, "n": len(v), "mean_test_acc": statistics.mean(v),
+             "std_test_acc": statistics.stdev(v) if len(v) > 1 else 0.0}
+            for (s, b), v in sorted(groups.items())]
+
+
+def plot(summary: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for subset in sorted({r["subset"] for r in summary}):
+        pts = sorted((r for r in summary if r["subset"] == subset), key=lambda r: r["batch_size"])
+        ax.errorbar([p["batch_size"] for p in pts], [100 * p["mean_test_acc"] for p in pts],
+                    yerr=[100 * p["std_test_acc"] for p in pts], marker="o", capsize=3,
+                    label=subset)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("global batch size")
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_path(path, ".png") as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+
+
+def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
+                   progress: ProgressFn | None = None) -> Path:
+    """Train every config (named ``<name>-<subset>-b<B>-s<seed>``) and write the results."""
+    check_export_name(run, name)
+    if not configs:
+        raise InputError("nothing to run: give at least one subset, batch size and seed")
+    for cfg in configs:
+        validate(cfg)
+    out = run.path / "experiments" / name
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for cfg in configs:
+        cfg = replace(cfg, name=f"{name}-{cfg.subset}-b{cfg.batch_size}-s{cfg.seed}")
+        done = run.path / "train" / cfg.name / "summary.json"
+        summary = json.loads(done.read_text()) if done.is_file() else None
+        if summary is None or summary["status"] != "completed":
+            summary = launch(run, cfg, progress)
+        rows.append({"subset": cfg.subset, "batch_size": cfg.batch_size, "seed": cfg.seed,
+                     "final_test_acc": summary["final_test_acc"],
+                     "best_test_acc": summary["best_test_acc"],
+                     "train_size": summary["train_size"], "test_source": summary["test_source"],
+                     "epochs": cfg.epochs, "seconds": round(summary["seconds"], 2),
+                     "images_per_s": round(summary["images_per_s"] or 0, 1),
+                     "train_dir": f"train/{cfg.name}"})
+        _write_csv(out / "results.csv", RESULT_FIELDS, rows)
+    summary_rows = summarise(rows)
+    _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)
+    plot(summary_rows, out / "accuracy_vs_batch.png",
+         f"{run.run_id}: {configs[0].model}, {configs[0].epochs} epochs")
+    return out

@@ -1,0 +1,175 @@
+"""Start training under torchrun, follow it, stop it: used by the CLI and the train job.
+
+torchrun runs as a subprocess with an argument list (never a shell), in its own process
+group; its per-epoch metrics are streamed to a progress callback, and a cancel sends it
+SIGTERM, which every rank turns into a clean stop with a usable checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from worker.pipeline.errors import InputError
+from worker.pipeline.models import TORCHVISION_RESNETS
+from worker.pipeline.progress import Cancelled, ProgressFn, report
+from worker.pipeline.rundir import RunDir, save_npy, write_text
+
+from .data import SUBSETS, select_subset
+
+
+@dataclass
+class TrainConfig:
+    """One training run. ``batch_size`` is the global batch across all processes."""
+
+    subset: str = "filtered"
+    model: str = "resnet18"
+    epochs: int = 10
+    batch_size: int = 256
+    nproc: int = 1
+    lr: float = 0.1  # at batch 256; scaled linearly with the global batch
+    weight_decay: float = 5e-4
+    label_smoothing: float = 0.0
+    optimizer: str = "sgd"
+    warmup_epochs: int = 1
+    seed: int = 0
+    device: str = "auto"
+    name: str | None = None
+    # Multi-node: passed straight to torchrun's c10d rendezvous.
+    nnodes: int = 1
+    node_rank: int | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def default_name(self) -> str:
+        return f"{self.subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}"
+
+
+def validate(cfg: TrainConfig) -> None:
+    """One-line errors for arguments that cannot work, before anything starts."""
+    import torch
+
+    if cfg.model not in TORCHVISION_RESNETS:
+        raise InputError(f"unknown model {cfg.model!r}: choose one of "
+                         f"{', '.join(TORCHVISION_RESNETS)}")
+    if cfg.subset not in SUBSETS:
+        raise InputError(f"unknown subset {cfg.subset!r}: use one of {', '.join(SUBSETS)}")
+    if cfg.nproc < 1:
+        raise InputError(f"--nproc must be at least 1, got {cfg.nproc}")
+    if cfg.batch_size <= 0:
+        raise InputError(f"--batch-size must be positive, got {cfg.batch_size}")
+    world = cfg.nproc * cfg.nnodes
+    if cfg.batch_size < world:
+        raise InputError(f"--batch-size {cfg.batch_size} is smaller than the {world} "
+                         "processes: each needs at least one sample per step")
+    if cfg.epochs < 1:
+        raise InputError(f"--epochs must be at least 1, got {cfg.epochs}")
+    use_cuda = torch.cuda.is_available() and cfg.device != "cpu"
+    have = torch.cuda.device_count() if use_cuda else (os.cpu_count() or 1)
+    if cfg.nproc > have:
+        what = "GPUs" if use_cuda else "CPU cores and no GPU"
+        raise InputError(f"cannot run {cfg.nproc} processes on this host: it has {have} {what}")
+    if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("--device cuda requested but CUDA is not available; use cpu")
+    if cfg.optimizer not in ("sgd", "lars"):
+        raise InputError(f"unknown optimizer {cfg.optimizer!r}: use sgd or lars")
+    if not 0 <= cfg.label_smoothing < 1 or cfg.weight_decay < 0 or cfg.lr <= 0:
+        raise InputError("need lr > 0, weight decay ≥ 0 and 0 ≤ label smoothing < 1")
+
+
+def prepare(run: RunDir, cfg: TrainConfig) -> Path:
+    """Create (or reuse, to resume) ``<run>/train/<name>/`` with its config and subset."""
+    validate(cfg)
+    name = cfg.name or cfg.default_name()
+    from worker.pipeline.export import check_export_name
+
+    check_export_name(run, name)  # the same safe-name rule as exports
+    out = run.path / "train" / name
+    config = {**asdict(cfg), "name": name, "run": str(run.path.resolve())}
+    if (out / "config.json").is_file():
+        old = json.loads((out / "config.json").read_text())
+        if {k: v for k, v in old.items() if k != "extra"} != \
+                {k: v for k, v in config.items() if k != "extra"}:
+            raise InputError(f"training {name!r} exists with other settings; pass --name")
+        return out  # resume: same config, same subset snapshot
+    out.mkdir(parents=True, exist_ok=True)
+    save_npy(out / "subset.npy", select_subset(run, cfg.subset, cfg.seed))
+    write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
+    return out
+
+
+def torchrun_argv(cfg: TrainConfig, out: Path) -> list[str]:
+    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(cfg.nproc)]
+    if cfg.nnodes > 1 or cfg.rdzv_endpoint:
+        argv += ["--nnodes", str(cfg.nnodes), "--rdzv_backend", "c10d",
+                 "--rdzv_endpoint", cfg.rdzv_endpoint or "127.0.0.1:29400",
+                 "--rdzv_id", cfg.rdzv_id or out.name]
+        if cfg.node_rank is not None:
+            argv += ["--node_rank", str(cfg.node_rank)]
+    else:
+        argv += ["--standalone"]
+    return argv + ["-m", "worker.train", "--out", str(out)]
+
+
+def read_metrics(out: Path) -> list[dict]:
+    path = out / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
+           log_path: Path | None = None) -> dict:
+    """Train and wait; returns ``summary.json``. A progress callback that asks to stop
+    sends SIGTERM and raises :class:`Cancelled` once the ranks have checkpointed."""
+    out = prepare(run, cfg)
+    log = open(log_path or out / "torchrun.log", "ab")  # noqa: SIM115
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(
+        max(1, (os.cpu_count() or 1) // cfg.nproc)), "CURATOR_DEVICE": cfg.device}
+    proc = subprocess.Popen(torchrun_argv(cfg, out), stdout=log, stderr=subprocess.STDOUT,
+                            env=env, start_new_session=True)
+    cancelled = False
+    try:
+        shown = -1
+        while proc.poll() is None:
+            rows = read_metrics(out)
+            if rows and rows[-1]["epoch"] != shown:
+                last = rows[-1]
+                shown = last["epoch"]
+                msg = (f"train: epoch {last['epoch'] + 1}/{cfg.epochs} loss {last['loss']:.3f} "
+                       f"test acc {last['test_acc']:.3f}")
+            else:
+                msg = f"train: epoch {min(len(rows) + 1, cfg.epochs)}/{cfg.epochs} running"
+            try:
+                report(progress, len(rows), cfg.epochs, msg)
+            except Cancelled:
+                cancelled = True
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(300)
+                break
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+    summary_path = out / "summary.json"
+    if cancelled:
+        raise Cancelled(f"training stopped after {len(read_metrics(out))} epochs; "
+                        f"checkpoint kept in {out}")
+    if proc.returncode != 0 or not summary_path.is_file():
+        tail = (out / "torchrun.log").read_text(errors="replace").strip().splitlines()[-1:] \
+            if (out / "torchrun.log").is_file() else []
+        raise RuntimeError(f"training failed (exit {proc.returncode}): "
+                           f"{tail[0] if tail else 'see torchrun.log'}")
+    summary = json.loads(summary_path.read_text())
+    report(progress, cfg.epochs, cfg.epochs, f"train: done, test acc "
+           f"{summary['final_test_acc']:.3f}")
+    return summary
+
