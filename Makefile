@@ -49,6 +49,7 @@ bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.extract
 	PYTHONPATH=. $(BIN)/python -m bench.detection
 	PYTHONPATH=. $(BIN)/python -m bench.ui_latency
+	PYTHONPATH=. $(BIN)/python -m bench.train
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -27,7 +27,7 @@ from worker.pipeline.store import CurationStore
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
-RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export")
+RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain")
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +180,35 @@ def test_export_produces_the_manifest(driver, server, ui_root):
     assert len(rows) == 1797 and "reason" in rows[0]
     with urllib.request.urlopen(link.get_attribute("href")) as resp:
         assert resp.read().decode().startswith("index,path,label")
+
+
+def _set(driver, element_id: str, value: str) -> None:
+    box = driver.find_element(By.ID, element_id)
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(value)
+
+
+def test_retrain_button_runs_ddp_and_results_show_the_curve(driver, server, ui_root):
+    _open(driver, server, "retrain")
+    tab = driver.find_element(By.LINK_TEXT, "Retrain")
+    driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
+    wait_for(lambda: driver.find_element(By.ID, "train-epochs"))
+    _set(driver, "train-epochs", "2")
+    _set(driver, "train-batch", "64")
+    _set(driver, "train-nproc", "2")
+    driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "train-go"))
+    # Live progress: the job's bar appears while it runs, then the result with a link.
+    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#train-status .progress"),
+             timeout=60)
+    link = wait_for(lambda: driver.find_element(By.ID, "train-results-link"), timeout=300)
+    assert "training finished" in driver.find_element(By.ID, "train-status").text
+    out = next((ui_root / "retrain" / "train").iterdir())
+    assert (out / "rank0.checksum").read_text() == (out / "rank1.checksum").read_text()
+    driver.execute_script("arguments[0].click();", link)
+    names = wait_for(lambda: driver.execute_script(
+        "const gd = document.querySelector('#results-curves .js-plotly-plot');"
+        "return gd && gd.data && gd.data.length ? gd.data.map(t => t.name) : null"), timeout=30)
+    assert out.name in names
 
 
 def test_token_is_required_everywhere(ui_root):
