@@ -216,7 +216,12 @@ def cmd_serve(a: argparse.Namespace) -> None:
     if settings.broker_url:
         from .jobs import check_broker
 
-        check_broker(settings.broker_url)
+        try:
+            check_broker(settings.broker_url)
+        except InputError as exc:
+            # Curation needs no broker: serve anyway; job buttons show this error until
+            # Redis is back.
+            print(f"warning: {exc}", file=sys.stderr)
     from app.server import serve
 
     token = f"?token={settings.auth_token}" if settings.auth_token else ""

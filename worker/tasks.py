@@ -33,31 +33,19 @@ class JobTask(Task):
             raise
 
 
-@app.task(name="curator.extract", bind=True, base=JobTask)
-def extract(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
-    return self.run_kind("extract", run_id, params, job_id)
+def _register(kind: str) -> JobTask:
+    """One task per job kind, named ``curator.<kind>``; routing comes from celery_app."""
+
+    def run(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
+        return self.run_kind(kind, run_id, params, job_id)
+
+    run.__name__ = run.__qualname__ = kind
+    return app.task(name=f"curator.{kind}", bind=True, base=JobTask)(run)
 
 
-@app.task(name="curator.finetune", bind=True, base=JobTask)
-def finetune(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
-    return self.run_kind("finetune", run_id, params, job_id)
-
-
-@app.task(name="curator.embed", bind=True, base=JobTask)
-def embed(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
-    return self.run_kind("embed", run_id, params, job_id)
-
-
-@app.task(name="curator.export", bind=True, base=JobTask)
-def export(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
-    return self.run_kind("export", run_id, params, job_id)
-
-
-@app.task(name="curator.train", bind=True, base=JobTask)
-def train(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
-    return self.run_kind("train", run_id, params, job_id)
-
-
-@app.task(name="curator.pipeline", bind=True, base=JobTask)
-def pipeline(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
-    return self.run_kind("pipeline", run_id, params, job_id)
+extract = _register("extract")
+finetune = _register("finetune")
+embed = _register("embed")
+export = _register("export")
+train = _register("train")
+pipeline = _register("pipeline")

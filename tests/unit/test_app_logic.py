@@ -86,3 +86,19 @@ def test_routes_and_bad_run_ids(root):
     page = client.get("/curate/digits")
     assert page.status_code == 200 and b"_dash-renderer" in page.data or b"dash" in page.data
     assert np.isfinite(run_data(root, "digits").embedding).all()
+
+
+def test_broker_down_is_an_alert_not_a_crash(root):
+    from dash import html
+
+    from app.panels import _submit
+    from app.server import create_app
+    from worker.settings import Settings
+
+    app = create_app(Settings(runs_root=root, broker_url="redis://127.0.0.1:6399/0"))
+    with app.server.test_request_context("/"):
+        job, alert, poll_disabled = _submit("digits", "export", {"format": "csv", "name": "x"})
+    text = str(alert.children if not isinstance(alert, html.Div) else alert)
+    assert "cannot reach the broker" in text and poll_disabled is True
+    # Curation still works without the broker.
+    assert logic.toggle(root, "digits", 4) > 0
