@@ -30,6 +30,11 @@ class EmbeddingOptions:
 # FFT interpolation has a fixed cost per iteration that dominates small maps: on digits
 # (1,797 points, 2 cores) FFT took 17 s and Barnes-Hut 3.7 s. From 10k points FFT wins.
 FFT_MIN_N = 10_000
+# Grid points per unit of embedding span for FFT gradients (openTSNE's default is 1). The
+# grid grows with the map, so late iterations slow down; on 20k CIFAR ResNet-56 features
+# 2 took 23.6 s instead of 57.7 s, with the same 10-NN label agreement in 2-D (0.852 vs
+# 0.851) and a 4% higher final KL (2.61 vs 2.50).
+FFT_INTS_IN_INTERVAL = 2
 
 
 def check_features(features: np.ndarray) -> np.ndarray:
@@ -108,6 +113,7 @@ def tsne_2d(features: np.ndarray, opts: EmbeddingOptions,
         raise InputError(f"unknown t-SNE gradient {opts.gradient!r}: use auto, fft or bh")
     method = opts.gradient if opts.gradient != "auto" else ("fft" if n >= FFT_MIN_N else "bh")
     tsne = TSNE(perplexity=perplexity, n_iter=opts.n_iter, negative_gradient_method=method,
+                ints_in_interval=FFT_INTS_IN_INTERVAL,
                 n_jobs=os.cpu_count() or 1, random_state=opts.seed, callbacks=on_iter,
                 callbacks_every_iters=25, verbose=False)
     emb = np.asarray(tsne.fit(x), dtype=np.float32)
