@@ -125,13 +125,13 @@ def refresh(_n):
 def new_run_params(name, spec, split, labels, column, true_column, noise, model, weights,
                    finetune, perplexity) -> tuple[str, dict]:
     """Validate the form; returns (run id, pipeline job params)."""
+    import re
     from pathlib import Path
 
     name = (name or "").strip()
-    root = settings().runs_root
-    run = resolve_run(root, name) if name else None
-    if run is None or "/" in name:
-        raise InputError("give the run a name (letters, digits, '-', '_')")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name) or ".." in name:
+        raise InputError("give the run a name of letters, digits, '.', '_' or '-'")
+    run = resolve_run(settings().runs_root, name)
     if run.exists():
         raise InputError(f"a run named {name!r} exists already; choose another name")
     opts = DatasetOptions(parse_spec((spec or "").strip(), split or "train"),

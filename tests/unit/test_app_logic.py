@@ -102,3 +102,23 @@ def test_broker_down_is_an_alert_not_a_crash(root):
     assert "cannot reach the broker" in text and poll_disabled is True
     # Curation still works without the broker.
     assert logic.toggle(root, "digits", 4) > 0
+
+
+def test_new_run_form_validation(root):
+    from app.pages.runs import new_run_params
+    from app.server import create_app
+    from worker.settings import Settings
+
+    app = create_app(Settings(runs_root=root))
+    with app.server.test_request_context("/"):
+        for name in ("", "../x", "a/b", "digits"):
+            with pytest.raises(InputError):
+                new_run_params(name, "digits", "train", None, "label", None, 0, "pixels",
+                               None, 0, 30)
+        with pytest.raises(InputError, match="unknown dataset spec"):
+            new_run_params("new", "imagenet", "train", None, "label", None, 0, "pixels",
+                           None, 0, 30)
+        run_id, params = new_run_params("new", "digits", "train", None, "label", None, 0.1,
+                                        "pixels", None, 0, 25)
+    assert run_id == "new" and params["dataset"]["inject_noise"] == 0.1
+    assert params["embedding"] == {"perplexity": 25.0}
