@@ -211,6 +211,22 @@ def test_retrain_button_runs_ddp_and_results_show_the_curve(driver, server, ui_r
     assert out.name in names
 
 
+def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_root):
+    driver.get(server.url + "/")
+    wait_for(lambda: driver.find_element(By.ID, "new-name"))
+    _set(driver, "new-name", "fromform")
+    _set(driver, "new-noise", "0.1")
+    driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "new-go"))
+    wait_for(lambda: "started" in driver.find_element(By.ID, "runs-alert").text)
+    # The run appears at once with its job's progress, and becomes curatable when done.
+    wait_for(lambda: "fromform" in driver.find_element(By.ID, "runs-table").text)
+    link = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, "a[href='/curate/fromform']"),
+                    timeout=180)
+    assert (ui_root / "fromform" / "embedding.npy").is_file()
+    driver.execute_script("arguments[0].click();", link)
+    wait_for(lambda: trace_markers(driver))
+
+
 def test_token_is_required_everywhere(ui_root):
     srv = Server(ui_root, env={"CURATOR_AUTH_TOKEN": "s3cret"})
     try:
