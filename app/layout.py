@@ -30,3 +30,9 @@ def error_alert(message: str) -> dbc.Alert:
 def info_alert(message, color: str = "success") -> dbc.Alert:
     return dbc.Alert(message, color=color, dismissable=True, duration=8000,
                      class_name="py-2 my-2")
+
+
+def live_table(headers: tuple[str, ...], body_id: str) -> dbc.Table:
+    """A compact table whose body a polling callback fills (Runs and Jobs pages)."""
+    return dbc.Table([html.Thead(html.Tr([html.Th(h) for h in headers])),
+                      html.Tbody(id=body_id)], size="sm", hover=True, class_name="align-middle")

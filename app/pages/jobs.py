@@ -6,7 +6,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
 
-from app.layout import error_alert, info_alert
+from app.layout import error_alert, info_alert, live_table
 from app.panels import job_progress
 from app.server import dispatcher, settings
 from worker.pipeline.errors import InputError
@@ -34,9 +34,7 @@ def all_jobs(limit: int = 200) -> list[dict]:
 def layout(**_query) -> html.Div:
     return html.Div([
         html.H4("Jobs"), html.Div(id=ALERT), dcc.Interval(id=POLL, interval=1000),
-        dbc.Table([html.Thead(html.Tr([html.Th(h) for h in
-                                       ("created", "run", "kind", "progress", "worker", "")])),
-                   html.Tbody(id=TABLE)], size="sm", hover=True, class_name="align-middle"),
+        live_table(("created", "run", "kind", "progress", "worker", ""), TABLE),
     ])
 
 

@@ -8,7 +8,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
-from app.layout import error_alert
+from app.layout import error_alert, live_table
 from app.panels import job_progress
 from app.server import dispatcher, settings
 from worker.jobs import feature_params, resolve_run
@@ -106,9 +106,7 @@ def layout(**_query) -> html.Div:
     return html.Div([
         html.H4("Runs"), html.Div(id=ALERT), _form(),
         dcc.Interval(id=POLL, interval=1000),
-        dbc.Table([html.Thead(html.Tr([html.Th(h) for h in
-                                       ("run", "dataset", "model", "samples", "steps", "")])),
-                   html.Tbody(id=TABLE)], size="sm", hover=True, class_name="align-middle"),
+        live_table(("run", "dataset", "model", "samples", "steps", ""), TABLE),
     ])
 
 

@@ -72,7 +72,7 @@ def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
     return ds
 
 
-def _thumbnail(img: Image.Image, size: int) -> np.ndarray:
+def thumbnail(img: Image.Image, size: int) -> np.ndarray:
     """Fit ``img`` into a size×size RGB square (aspect kept, black padding)."""
     img = img.convert("RGB")
     if img.size != (size, size):
@@ -87,7 +87,7 @@ def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool] | st
     """(thumbnail, longer side, thumbnail is exact) of sample i, or the error text."""
     try:
         img = ds.load_image(i)
-        return _thumbnail(img, size), max(img.size), img.size == (size, size)
+        return thumbnail(img, size), max(img.size), img.size == (size, size)
     except Exception as exc:  # noqa: BLE001 - any decoder failure means "skip this file"
         return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
 

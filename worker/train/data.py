@@ -68,7 +68,7 @@ def random_like(pool: np.ndarray, labels: np.ndarray, reference: np.ndarray,
 def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray] | None:
     """The dataset's own test split as uint8 (N, 3, S, S), or None when it has none."""
     from worker.pipeline.datasets import open_dataset
-    from worker.pipeline.ingest import DatasetOptions, _thumbnail
+    from worker.pipeline.ingest import DatasetOptions, thumbnail
 
     meta = run.read_meta()
     opts = DatasetOptions.from_json(meta["dataset"])
@@ -88,7 +88,7 @@ def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray] | None:
     images, labels = [], []
     for i in range(len(test.samples)):
         try:
-            images.append(_thumbnail(test.load_image(i), size))
+            images.append(thumbnail(test.load_image(i), size))
         except Exception:  # noqa: BLE001, S112 - unreadable test images are left out
             continue
         labels.append(codes[test.samples.classes[test.samples.labels[i]]])
