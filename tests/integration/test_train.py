@@ -91,3 +91,33 @@ def test_experiment_table_and_plot(fresh_run):
     assert sizes["random"] == sizes["filtered"] < sizes["full"]
     assert (out / "accuracy_vs_batch.png").read_bytes()[:4] == b"\x89PNG"
     assert len(list(csv.DictReader(open(out / "summary.csv")))) == 6
+
+
+def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
+    """80 px images: thumbnails (64 px) are not the images, so DataLoader workers with a
+    DistributedSampler read the files; the dataset's own test split is the test set."""
+    from PIL import Image
+
+    from worker.pipeline.datasets import parse_spec
+    from worker.pipeline.embedding import EmbeddingOptions
+    from worker.pipeline.features import FeatureOptions
+    from worker.pipeline.ingest import DatasetOptions
+    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.runner import run_pipeline
+
+    root = tmp_path / "big"
+    for split, n in (("train", 40), ("test", 10)):
+        for c in ("airplane", "cat", "ship"):
+            (root / split / c).mkdir(parents=True)
+            for f in sorted((cifar_mini / split / c).glob("*.jpg"))[:n]:
+                Image.open(f).resize((80, 80)).save(root / split / c / f.name)
+    run = RunDir(tmp_path / "runs" / "big")
+    run_pipeline(run, DatasetOptions(parse_spec(f"folder:{root}")), FeatureOptions(),
+                 EmbeddingOptions())
+    assert not run.read_meta()["thumbnails_exact"]
+    summary = launch(run, TrainConfig(subset="full", epochs=1, batch_size=16, nproc=2,
+                                      name="stream"))
+    out = run.path / "train" / "stream"
+    assert summary["data"] == "streaming" and summary["test_source"] == "test split"
+    assert summary["test_size"] == 30 and summary["status"] == "completed"
+    assert (out / "rank0.checksum").read_text() == (out / "rank1.checksum").read_text()

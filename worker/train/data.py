@@ -147,3 +147,59 @@ def load_train_data(run: RunDir, indices: np.ndarray) -> TrainData:
     else:
         source = "test split"
     return TrainData(x, y, test[0], test[1], samples.classes, indices, source)
+
+
+# --------------------------------------------------------------------------- streaming
+# Datasets whose thumbnails are not the images themselves (larger or non-square images)
+# are read from their files by DataLoader workers, one shard per rank.
+
+
+def in_memory(run: RunDir) -> bool:
+    """True when ingest's thumbnails are exact copies: train from a tensor on the device."""
+    return bool(run.read_meta().get("thumbnails_exact"))
+
+
+def stream_size(run: RunDir) -> int:
+    """Training side for streamed images: the dataset's median side, clamped to [32, 224]."""
+    return int(min(224, max(32, run.read_meta().get("native_size", 224))))
+
+
+class FileImages:
+    """(uint8 (3, S, S) tensor, label) for chosen samples of a dataset, decoded on demand."""
+
+    def __init__(self, ds, indices: np.ndarray, labels: np.ndarray, size: int) -> None:
+        self.ds, self.indices, self.labels, self.size = ds, indices, labels, size
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __getitem__(self, k: int):  # noqa: ANN204 - (tensor, int) for the DataLoader
+        import torch
+        from PIL import Image
+
+        img = self.ds.load_image(int(self.indices[k]))
+        img = img.resize((self.size, self.size), Image.Resampling.BILINEAR)
+        x = torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1)
+        return x, int(self.labels[k])
+
+
+def streaming_sets(run: RunDir, indices: np.ndarray) -> tuple[FileImages, FileImages, str]:
+    """(train set, test set, test source) read from the image files."""
+    from dataclasses import replace
+
+    from worker.pipeline.datasets import open_dataset
+    from worker.pipeline.ingest import DatasetOptions, open_run_dataset
+
+    size = stream_size(run)
+    ds = open_run_dataset(run)
+    train = FileImages(ds, indices, ds.samples.labels[indices], size)
+    if _has_test_split(run):
+        spec = DatasetOptions.from_json(run.read_meta()["dataset"]).spec
+        test_ds = open_dataset(replace(spec, split="test"))
+        codes = {n: k for k, n in enumerate(ds.samples.classes)}
+        labels = np.array([codes[test_ds.samples.classes[c]] for c in test_ds.samples.labels])
+        return train, FileImages(test_ds, np.arange(len(labels)), labels, size), "test split"
+    s = ds.samples
+    hold = np.flatnonzero(holdout_mask(s.labels))
+    truth = np.where(s.true_labels[hold] >= 0, s.true_labels[hold], s.labels[hold])
+    return train, FileImages(ds, hold, truth, size), "hold-out"

@@ -29,7 +29,7 @@ from torch import nn
 
 from worker.pipeline.rundir import RunDir, atomic_path, write_text
 
-from .data import load_train_data
+from .data import FileImages, in_memory, load_train_data, streaming_sets
 from .model import build_model, lr_at, make_optimizer, scaled_lr
 
 
@@ -95,6 +95,78 @@ def _checksum(model: nn.Module) -> str:
     return h.hexdigest()
 
 
+class _InMemory:
+    """The whole subset as a uint8 tensor on the device; each rank takes its slice of one
+    shared permutation per epoch."""
+
+    kind = "in-memory"
+
+    def __init__(self, data, device: torch.device, rank: int, world: int,
+                 per_rank: int) -> None:
+        self.x = torch.from_numpy(data.x_train).to(device)
+        self.y = torch.from_numpy(data.y_train).to(device)
+        self.x_test = torch.from_numpy(data.x_test).to(device)
+        self.y_test = torch.from_numpy(data.y_test).to(device)
+        self.rank, self.world, self.per_rank, self.device = rank, world, per_rank, device
+        self.mean = self.x.float().mean(dim=(0, 2, 3), keepdim=True) / 255.0
+        self.std = self.x.float().std(dim=(0, 2, 3), keepdim=True).clamp_min(1.0) / 255.0
+        self.n_classes, self.image_size = len(data.classes), int(self.x.shape[-1])
+        self.train_size, self.test_size = len(self.x), len(self.x_test)
+        self.test_source = data.test_source
+        self.steps_per_epoch = max(1, (len(self.x) // world) // per_rank)
+
+    def train_batches(self, epoch: int, gen: torch.Generator):
+        perm = torch.randperm(len(self.x), generator=gen, device=self.device)
+        mine = perm[self.rank::self.world]
+        for k in range(self.steps_per_epoch):
+            idx = mine[k * self.per_rank:(k + 1) * self.per_rank]
+            yield self.x[idx], self.y[idx]
+
+    def test_batches(self):
+        shard = torch.arange(self.rank, len(self.x_test), self.world, device=self.device)
+        for s in range(0, len(shard), 1024):
+            part = shard[s:s + 1024]
+            yield self.x_test[part], self.y_test[part]
+
+
+class _Streaming:
+    """Images decoded from their files by DataLoader workers; DistributedSampler shards."""
+
+    kind = "streaming"
+
+    def __init__(self, train: FileImages, test: FileImages, test_source: str,
+                 device: torch.device, rank: int, world: int, per_rank: int,
+                 seed: int) -> None:
+        from torch.utils.data import DataLoader, Subset
+        from torch.utils.data.distributed import DistributedSampler
+
+        workers = max(0, min(4, (os.cpu_count() or 1) // world - 1))
+        self.sampler = DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True,
+                                          seed=seed, drop_last=True)
+        self.loader = DataLoader(train, batch_size=per_rank, sampler=self.sampler,
+                                 num_workers=workers, drop_last=True,
+                                 pin_memory=device.type == "cuda")
+        self.test_loader = DataLoader(Subset(test, range(rank, len(test), world)),
+                                      batch_size=256, num_workers=workers)
+        self.device = device
+        # ImageNet statistics: streaming never holds the whole set to measure its own.
+        self.mean = torch.tensor([0.485, 0.456, 0.406], device=device).view(1, 3, 1, 1)
+        self.std = torch.tensor([0.229, 0.224, 0.225], device=device).view(1, 3, 1, 1)
+        self.n_classes = len(train.ds.samples.classes)
+        self.image_size = train.size
+        self.train_size, self.test_size, self.test_source = len(train), len(test), test_source
+        self.steps_per_epoch = max(1, len(self.loader))
+
+    def train_batches(self, epoch: int, gen: torch.Generator):
+        self.sampler.set_epoch(epoch)
+        for x, y in self.loader:
+            yield x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+
+    def test_batches(self):
+        for x, y in self.test_loader:
+            yield x.to(self.device), y.to(self.device)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m worker.train")
     ap.add_argument("--out", type=Path, required=True)
@@ -105,24 +177,25 @@ def main(argv: list[str] | None = None) -> int:
     cuda = device.type == "cuda"
     torch.manual_seed(cfg["seed"])
 
-    data = load_train_data(RunDir(cfg["run"]), np.load(out / "subset.npy"))
-    x_train = torch.from_numpy(data.x_train).to(device)
-    y_train = torch.from_numpy(data.y_train).to(device)
-    x_test = torch.from_numpy(data.x_test).to(device)
-    y_test = torch.from_numpy(data.y_test).to(device)
-    mean = x_train.float().mean(dim=(0, 2, 3), keepdim=True) / 255.0
-    std = x_train.float().std(dim=(0, 2, 3), keepdim=True).clamp_min(1.0) / 255.0
+    run = RunDir(cfg["run"])
+    subset = np.load(out / "subset.npy")
+    per_rank = cfg["batch_size"] // world
+    if in_memory(run):
+        source = _InMemory(load_train_data(run, subset), device, rank, world, per_rank)
+    else:
+        source = _Streaming(*streaming_sets(run, subset), device, rank, world, per_rank,
+                            cfg["seed"])
+    mean, std = source.mean, source.std
 
     def prep(batch: torch.Tensor) -> torch.Tensor:
         x = (batch.float() / 255.0 - mean) / std
         return x.contiguous(memory_format=torch.channels_last) if cuda else x
 
-    model = build_model(cfg["model"], len(data.classes), int(x_train.shape[-1])).to(device)
+    model = build_model(cfg["model"], source.n_classes, source.image_size).to(device)
     if cuda:
         model = model.to(memory_format=torch.channels_last)
     ddp = nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    per_rank = cfg["batch_size"] // world
-    steps_per_epoch = max(1, (len(x_train) // world) // per_rank)
+    steps_per_epoch = source.steps_per_epoch
     total_steps = steps_per_epoch * cfg["epochs"]
     peak = scaled_lr(cfg["lr"], per_rank * world)
     optim = make_optimizer(model, cfg["optimizer"], peak, cfg["weight_decay"])
@@ -154,17 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     for epoch in range(start_epoch, cfg["epochs"]):
         ddp.train()
         gen = torch.Generator(device=device).manual_seed(cfg["seed"] * 100_003 + epoch)
-        perm = torch.randperm(len(x_train), generator=gen, device=device)
-        mine = perm[rank::world][: steps_per_epoch * per_rank]
         t0 = time.perf_counter()
         loss_sum = correct = seen = 0.0
-        for k in range(steps_per_epoch):
+        for raw, y in source.train_batches(epoch, gen):
             stop = _all_sum([float(_Stop.requested)], device, world)[0] > 0
             if stop:
                 stopped = True
                 break
-            idx = mine[k * per_rank:(k + 1) * per_rank]
-            x, y = prep(_augment(x_train[idx], gen)), y_train[idx]
+            x = prep(_augment(raw, gen))
             for group in optim.param_groups:
                 group["lr"] = lr_at(step, total_steps, warmup, peak)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
@@ -185,11 +255,9 @@ def main(argv: list[str] | None = None) -> int:
         test_correct = test_seen = 0.0
         with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
                                                     enabled=cuda):
-            shard = torch.arange(rank, len(x_test), world, device=device)
-            for s in range(0, len(shard), 1024):
-                part = shard[s:s + 1024]
-                test_correct += (model(prep(x_test[part])).argmax(1) == y_test[part]).sum().item()
-                test_seen += len(part)
+            for raw, y in source.test_batches():
+                test_correct += (model(prep(raw)).argmax(1) == y).sum().item()
+                test_seen += len(y)
         loss_sum, correct, seen, test_correct, test_seen = _all_sum(
             [loss_sum, correct, seen, test_correct, test_seen], device, world)
         images_seen += seen
@@ -210,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             "status": "stopped" if stopped else "completed", "epochs_done": len(rows),
             "final_test_acc": rows[-1]["test_acc"] if rows else None,
             "best_test_acc": max((r["test_acc"] for r in rows), default=None),
-            "train_size": len(x_train), "test_size": len(x_test), "test_source": data.test_source,
+            "train_size": source.train_size, "test_size": source.test_size,
+            "test_source": source.test_source, "data": source.kind,
             "world_size": world, "device": device.type,
             "images_per_s": images_seen / elapsed if elapsed > 0 else None,
             "images_per_s_per_process": (images_seen / elapsed / world) if elapsed > 0 else None,
