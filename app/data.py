@@ -43,6 +43,7 @@ class RunData:
     agreement: np.ndarray | None  # (N,) float32
     neighbours: np.ndarray  # (N, 5) int64, nearest samples in feature space (PCA-50)
     members: tuple[np.ndarray, ...]  # per class code, sample indices (ascending)
+    stamp: tuple[int, ...]  # mtimes of the files above: the key of every derived cache
 
 
 @functools.lru_cache(maxsize=8)
@@ -55,7 +56,7 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
         feature_neighbours(run.load_features())
     agree = np.load(agreement_path(run)) if agreement_path(run).is_file() else None
     members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
-    return RunData(run, samples, emb, agree, nn[:, :5], members)
+    return RunData(run, samples, emb, agree, nn[:, :5], members, stamp)
 
 
 def _stamp(run: RunDir) -> tuple[int, ...]:
@@ -89,7 +90,7 @@ def _labels(path: str, stamp: tuple[int, ...], code: int, eps: float,
 
 def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
     """DBSCAN labels of class ``code``'s points, shape (n_c,), memoized per parameters."""
-    return _labels(str(data.run.path), _stamp(data.run), code, float(eps), int(min_samples))
+    return _labels(str(data.run.path), data.stamp, code, float(eps), int(min_samples))
 
 
 @dataclass

@@ -70,6 +70,11 @@ def _feature_opts(d: dict[str, Any]) -> FeatureOptions:
     return FeatureOptions(**d)
 
 
+def _embedding_opts(d: dict[str, Any]) -> EmbeddingOptions:
+    known = {f.name for f in fields(EmbeddingOptions)}
+    return EmbeddingOptions(**{k: v for k, v in d.items() if k in known})
+
+
 def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.features import extract
     from .pipeline.runner import ensure_ingested
@@ -89,9 +94,7 @@ def _do_finetune(run: RunDir, params: dict, progress: ProgressFn) -> dict:
 def _do_embed(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.runner import ensure_embedded
 
-    known = {f.name for f in fields(EmbeddingOptions)}
-    ensure_embedded(run.require(), EmbeddingOptions(**{k: v for k, v in params.items()
-                                                       if k in known}), progress)
+    ensure_embedded(run.require(), _embedding_opts(params), progress)
     return {"embedding": run.embedding.name}
 
 
@@ -104,12 +107,13 @@ def _do_export(run: RunDir, params: dict, progress: ProgressFn) -> dict:
 
 def _do_pipeline(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     """extract → embed → cluster in one job: what the app's "New run" form starts."""
-    from .pipeline.curation import cluster_step
+    from .pipeline.runner import run_pipeline
 
-    out = _do_extract(run, params, progress)
-    _do_embed(run, params.get("embedding", {}), progress)
-    decisions = cluster_step(run)
-    return {**out, "embedding": run.embedding.name, "kept": int(decisions.kept.sum())}
+    dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
+    decisions = run_pipeline(run, dataset, _feature_opts(params.get("features", {})),
+                             _embedding_opts(params.get("embedding", {})), progress=progress)
+    return {"features": run.features.name, "embedding": run.embedding.name,
+            "kept": int(decisions.kept.sum())}
 
 
 def train_config(params: dict) -> TrainConfig:

@@ -65,33 +65,51 @@ def random_like(pool: np.ndarray, labels: np.ndarray, reference: np.ndarray,
     return np.sort(np.concatenate(out)) if out else np.empty(0, dtype=np.int64)
 
 
-def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray] | None:
-    """The dataset's own test split as uint8 (N, 3, S, S), or None when it has none."""
-    from worker.pipeline.datasets import open_dataset
-    from worker.pipeline.ingest import DatasetOptions, thumbnail
+def _test_spec(run: RunDir):  # noqa: ANN202 - DatasetSpec | None
+    """The dataset's own test split, or None when it has none (digits, a folder without
+    train/ and test/, or a run made from the test split itself)."""
+    from dataclasses import replace
 
-    meta = run.read_meta()
-    opts = DatasetOptions.from_json(meta["dataset"])
-    spec = opts.spec
+    from worker.pipeline.ingest import DatasetOptions
+
+    spec = DatasetOptions.from_json(run.read_meta()["dataset"]).spec
     if spec.kind == "digits" or spec.split == "test":
         return None
     if spec.kind == "folder" and not all((spec.root / s).is_dir() for s in ("train", "test")):
         return None
-    from dataclasses import replace
+    return replace(spec, split="test")
 
-    test = open_dataset(replace(spec, split="test"))
+
+def _has_test_split(run: RunDir) -> bool:
+    return _test_spec(run) is not None
+
+
+def _test_dataset(run: RunDir):  # noqa: ANN202 - (Dataset, ndarray)
+    """The test split and its labels as the run's class codes."""
+    from worker.pipeline.datasets import open_dataset
+
+    test = open_dataset(_test_spec(run))
+    codes = {n: k for k, n in enumerate(run.read_meta()["classes"])}
+    unknown = sorted(set(test.samples.classes) - set(codes))
+    if unknown:
+        raise InputError(f"the test split has classes the training split lacks: {unknown}")
+    names = test.samples.classes
+    return test, np.array([codes[names[c]] for c in test.samples.labels], dtype=np.int64)
+
+
+def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray]:
+    """The dataset's own test split as uint8 (N, 3, S, S) images at thumbnail size."""
+    from worker.pipeline.ingest import thumbnail
+
+    test, codes = _test_dataset(run)
     size = int(np.load(run.thumbnails, mmap_mode="r").shape[1])
-    names = meta["classes"]
-    codes = {n: k for k, n in enumerate(names)}
-    if [c for c in test.samples.classes if c not in codes]:
-        raise InputError("the test split has classes the training split lacks")
     images, labels = [], []
     for i in range(len(test.samples)):
         try:
             images.append(thumbnail(test.load_image(i), size))
         except Exception:  # noqa: BLE001, S112 - unreadable test images are left out
             continue
-        labels.append(codes[test.samples.classes[test.samples.labels[i]]])
+        labels.append(codes[i])
     return np.stack(images).transpose(0, 3, 1, 2).copy(), np.asarray(labels, dtype=np.int64)
 
 
@@ -103,7 +121,7 @@ def select_subset(run: RunDir, subset: str, seed: int) -> np.ndarray:
         raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
     samples, decisions, _ = current_decisions(run)
     pool = np.arange(len(samples))
-    if _has_test_split(run) is False:
+    if not _has_test_split(run):
         pool = pool[~holdout_mask(samples.labels)]
     kept = pool[decisions.kept[pool]]
     if subset == "full":
@@ -115,19 +133,6 @@ def select_subset(run: RunDir, subset: str, seed: int) -> np.ndarray:
     if len(chosen) == 0:
         raise InputError(f"the {subset} subset is empty: nothing would be trained on")
     return chosen
-
-
-def _has_test_split(run: RunDir) -> bool:
-    meta = run.read_meta()
-    spec = meta["dataset"]["spec"]
-    if spec == "digits" or meta["dataset"].get("split") == "test":
-        return False
-    if spec.startswith("cifar10:"):
-        return True
-    from pathlib import Path
-
-    root = Path(spec.split(":", 1)[1])
-    return all((root / s).is_dir() for s in ("train", "test"))
 
 
 def load_train_data(run: RunDir, indices: np.ndarray) -> TrainData:
@@ -185,19 +190,13 @@ class FileImages:
 
 def streaming_sets(run: RunDir, indices: np.ndarray) -> tuple[FileImages, FileImages, str]:
     """(train set, test set, test source) read from the image files."""
-    from dataclasses import replace
-
-    from worker.pipeline.datasets import open_dataset
-    from worker.pipeline.ingest import DatasetOptions, open_run_dataset
+    from worker.pipeline.ingest import open_run_dataset
 
     size = stream_size(run)
     ds = open_run_dataset(run)
     train = FileImages(ds, indices, ds.samples.labels[indices], size)
     if _has_test_split(run):
-        spec = DatasetOptions.from_json(run.read_meta()["dataset"]).spec
-        test_ds = open_dataset(replace(spec, split="test"))
-        codes = {n: k for k, n in enumerate(ds.samples.classes)}
-        labels = np.array([codes[test_ds.samples.classes[c]] for c in test_ds.samples.labels])
+        test_ds, labels = _test_dataset(run)
         return train, FileImages(test_ds, np.arange(len(labels)), labels, size), "test split"
     s = ds.samples
     hold = np.flatnonzero(holdout_mask(s.labels))
