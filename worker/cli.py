@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .pipeline.clustering import RULES
 from .pipeline.errors import InputError
-from .pipeline.models import MODEL_NAMES
+from .pipeline.models import MODEL_NAMES, PRECISIONS
 from .pipeline.progress import Cancelled, TqdmProgress
 from .pipeline.rundir import RunDir
 
@@ -44,6 +44,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=int, default=256)
     g.add_argument("--device", default=None, help="auto | cpu | cuda[:N]")
     g.add_argument("--workers", type=int, default=None, help="DataLoader workers")
+    g.add_argument("--precision", default="auto", choices=PRECISIONS,
+                   help="inference precision; auto = bf16 on CUDA and on CPUs with native "
+                        "bf16, else fp32")
 
 
 def _embed_args(p: argparse.ArgumentParser) -> None:
@@ -80,7 +83,7 @@ def _feature_opts(a: argparse.Namespace):
     return FeatureOptions(model=a.model, weights=a.weights, finetune_epochs=a.finetune,
                           batch_size=a.batch_size, device=a.device or s.device,
                           num_workers=a.workers if a.workers is not None else s.num_workers,
-                          seed=a.seed)
+                          seed=a.seed, precision=a.precision)
 
 
 def _embed_opts(a: argparse.Namespace):

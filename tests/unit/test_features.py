@@ -92,3 +92,32 @@ def test_unknown_model_and_device():
     if not torch.cuda.is_available():
         with pytest.raises(InputError, match="CUDA is not available"):
             pick_device("cuda")
+
+
+def test_precision_choice_and_fallback(monkeypatch):
+    from worker.pipeline import models
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: False)
+    assert models.resolve_precision("auto", cpu) == "fp32"  # emulated bf16 would be slower
+    monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: True)
+    assert models.resolve_precision("auto", cpu) == "bf16"
+    assert models.resolve_precision("fp32", cpu) == "fp32"
+    assert models.resolve_precision("auto", torch.device("cuda")) == "bf16"
+    with pytest.raises(InputError, match="unknown precision 'fp8'"):
+        models.resolve_precision("fp8", cpu)
+
+
+def test_bf16_features_agree_with_fp32_and_are_cached_apart(cifar_mini, tmp_path):
+    weights = shared_file("weights/resnet20-12fca82f.th")
+    run = RunDir(tmp_path / "run")
+    ds = ingest(run, DatasetOptions(parse_spec(f"folder:{cifar_mini}", split="test")))
+    opts = {"model": "cifar-resnet20", "weights": weights, "batch_size": 250}
+    fp32 = extract(run, ds, FeatureOptions(precision="fp32", **opts))
+    assert run.read_meta()["steps"]["extract"]["precision"] == "fp32"
+    bf16 = extract(run, ds, FeatureOptions(precision="bf16", **opts))
+    assert run.read_meta()["steps"]["extract"]["precision"] == "bf16"
+    assert len(list(run.cache.glob("features-*.npy"))) == 2  # one cache entry each
+    assert not np.array_equal(fp32, bf16)
+    cos = (fp32 * bf16).sum(1) / (np.linalg.norm(fp32, axis=1) * np.linalg.norm(bf16, axis=1))
+    assert cos.min() > 0.99

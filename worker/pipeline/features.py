@@ -4,8 +4,9 @@ Images reach the network as uint8 batches (B, 3, S, S) and are normalised on the
 When ingest's thumbnails hold every image at full resolution (CIFAR-size data), they are
 the decoded-image cache and nothing is decoded twice; otherwise a DataLoader with workers
 decodes the files. On CPU, BatchNorm is folded into the convolutions and tensors are
-channels_last (about 1.9× on CIFAR ResNet-56 here); on CUDA, bf16 autocast and
-channels_last.
+channels_last (about 1.9× on CIFAR ResNet-56 here). Inference runs under bf16 autocast
+on CUDA and on CPUs that compute bf16 in hardware (``precision="auto"``; 3× the fp32
+forward on this AVX512-BF16 EPYC, features with cosine ≥ 0.9999 to fp32).
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from torch import nn
 
 from .datasets import Dataset
 from .errors import InputError
-from .models import Backbone, build_backbone, check_model_name, file_sha256, pick_device
+from .models import (
+    Backbone,
+    build_backbone,
+    check_model_name,
+    file_sha256,
+    pick_device,
+    resolve_precision,
+)
 from .progress import ProgressFn, report
 from .rundir import RunDir, save_npy
 
@@ -40,6 +48,7 @@ class FeatureOptions:
     device: str = "auto"
     num_workers: int = 2
     seed: int = 0
+    precision: str = "auto"
 
 
 class _FileImages(torch.utils.data.Dataset):
@@ -183,8 +192,9 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     n = len(ds.samples)
     out = np.empty((n, bb.feature_dim), dtype=np.float32)
     done = 0
+    bf16 = _precision(opts) == "bf16"
     with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
-                                                enabled=device.type == "cuda"):
+                                                enabled=bf16):
         for batch in _batches(ds, thumbs, bb.input_size, opts.batch_size, opts.num_workers):
             feats = net(_normalise(batch, bb, device)).float().cpu().numpy()
             out[done:done + len(feats)] = feats
@@ -193,8 +203,15 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     return out
 
 
+def _precision(opts: FeatureOptions) -> str | None:
+    """The precision the features are computed in; None for ``pixels``."""
+    if opts.model == "pixels":
+        return None
+    return resolve_precision(opts.precision, pick_device(opts.device))
+
+
 def cache_key(run: RunDir, opts: FeatureOptions) -> str:
-    """Hash of the sample list, model, weights content and fine-tune settings."""
+    """Hash of the sample list, model, weights content, fine-tune settings and precision."""
     meta = run.read_meta()
     paths_hash = hashlib.sha256(run.samples_csv.read_bytes()).hexdigest()
     key = {
@@ -202,6 +219,7 @@ def cache_key(run: RunDir, opts: FeatureOptions) -> str:
         "weights": file_sha256(opts.weights) if opts.weights else None,
         "finetune_epochs": opts.finetune_epochs,
         "seed": opts.seed if opts.finetune_epochs else None,
+        "precision": _precision(opts),
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -237,7 +255,7 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
                                      meta.get("native_size", thumbs.shape[1]), progress)
         save_npy(cached, feats)
     save_npy(run.features, feats)
-    run.mark_step("extract", model=opts.model,
+    run.mark_step("extract", model=opts.model, precision=_precision(opts),
                   weights=str(opts.weights.resolve()) if opts.weights else None,
                   finetune_epochs=opts.finetune_epochs, cache_key=key,
                   feature_dim=int(feats.shape[1]))

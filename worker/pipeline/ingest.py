@@ -123,18 +123,24 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
     sides = np.zeros(n, dtype=np.int64)
     exact = np.zeros(n, dtype=bool)
     skipped: list[tuple[str, str]] = []
-    chunk = 512
-    # PIL releases the GIL while decoding, so threads overlap file reads and decodes.
+    chunk, part = 2048, 128
+
+    def decode_part(start: int) -> list[tuple[np.ndarray, int, bool] | str]:
+        return [_decode(ds, j, size) for j in range(start, min(n, start + part))]
+
+    # PIL releases the GIL while decoding, so threads overlap file reads and decodes. Each
+    # task decodes `part` images: one future per tiny image costs more than its decode.
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
         for start in range(0, n, chunk):
-            idx = range(start, min(n, start + chunk))
-            for i, res in zip(idx, pool.map(lambda j: _decode(ds, j, size), idx), strict=True):
+            stop = min(n, start + chunk)
+            results = [r for rs in pool.map(decode_part, range(start, stop, part)) for r in rs]
+            for i, res in zip(range(start, stop), results, strict=True):
                 if isinstance(res, str):
                     ok[i] = False
                     skipped.append((ds.samples.paths[i], res))
                 else:
                     thumbs[i], sides[i], exact[i] = res
-            report(progress, idx[-1] + 1, n, "ingest: decoding images")
+            report(progress, stop, n, "ingest: decoding images")
     if not ok.any():
         raise InputError(f"none of the {n} images in {opts.spec} could be read")
     ds.samples = ds.samples.subset(ok)

@@ -126,6 +126,37 @@ def build_backbone(name: str, weights: Path | None, num_classes: int,
     return Backbone(net=net, head=head, feature_dim=dim, input_size=size)
 
 
+PRECISIONS = ("auto", "fp32", "bf16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX).
+
+    Without it PyTorch emulates bf16 and autocast is slower than fp32, so ``auto`` must
+    not pick it. Linux only; elsewhere the answer is a safe ``False``.
+    """
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """``auto`` → bf16 on CUDA and on CPUs with native bf16, else fp32.
+
+    Raises
+    ------
+    InputError
+        For an unknown name.
+    """
+    if requested not in PRECISIONS:
+        raise InputError(f"unknown precision {requested!r}: use {', '.join(PRECISIONS)}")
+    if requested != "auto":
+        return requested
+    return "bf16" if device.type == "cuda" or cpu_has_native_bf16() else "fp32"
+
+
 def pick_device(requested: str = "auto") -> torch.device:
     """``auto`` → CUDA when present, else CPU; an explicit CUDA request without one fails."""
     if requested == "auto":
