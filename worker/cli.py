@@ -53,7 +53,10 @@ def _embed_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("embedding")
     g.add_argument("--perplexity", type=float, default=30.0)
     g.add_argument("--pca-dims", type=int, default=50)
-    g.add_argument("--n-iter", type=int, default=500)
+    g.add_argument("--n-iter", type=int, default=300,
+                   help="t-SNE iterations after early exaggeration (default 300)")
+    g.add_argument("--exaggeration-iter", type=int, default=150,
+                   help="early-exaggeration iterations (default 150)")
     g.add_argument("--gradient", default="auto", choices=["auto", "fft", "bh"])
 
 
@@ -90,6 +93,7 @@ def _embed_opts(a: argparse.Namespace):
     from .pipeline.embedding import EmbeddingOptions
 
     return EmbeddingOptions(pca_dims=a.pca_dims, perplexity=a.perplexity, n_iter=a.n_iter,
+                            exaggeration_iter=a.exaggeration_iter,
                             seed=getattr(a, "seed", 0), gradient=a.gradient)
 
 
