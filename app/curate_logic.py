@@ -22,6 +22,19 @@ from .data import RunData, RunState, current_state, run_data
 GALLERY_PAGE_SIZE = 24
 
 
+@dataclass(frozen=True)
+class PageView:
+    """What the page shows now (the VIEW_STATE values), so unchanged outputs are skipped."""
+
+    show_background: bool | None = True
+    page: int | None = 1
+    shown: int | str | None = None
+    tab: str | None = "gallery"
+    pages: int | None = None
+    undo_disabled: bool | None = None
+    redo_disabled: bool | None = None
+
+
 def store_for(runs_root: Path, run_id: str) -> CurationStore:
     return CurationStore(run_data(runs_root, run_id).run.store)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dash
 import dash_bootstrap_components as dbc
 import numpy as np
-from dash import ALL, Input, Output, Patch, State, callback, ctx, dcc, html, no_update
+from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
@@ -40,7 +40,8 @@ STATUS = "curate-status"
 SUMMARY = "curate-summary"
 GALLERY = "curate-gallery"
 GALLERY_PAGES = "curate-gallery-pages"
-GALLERY_TOGGLE = "curate-gallery-toggle"
+GALLERY_CLICK = "curate-gallery-click"  # written by assets/gallery.js
+TABS = "curate-tabs"
 
 
 def _controls() -> dbc.Card:
@@ -102,7 +103,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
     options = [{"label": "All classes", "value": "all"}] + [
         {"label": name, "value": code} for code, name in enumerate(data.samples.classes)]
     return html.Div([
-        dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN),
+        dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN), dcc.Store(id=GALLERY_CLICK),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(id=STATUS, className="text-muted small me-3"),
                   dcc.Link("results →", href=f"/results/{run_id}", className="small ms-auto")],
@@ -138,7 +139,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                             tab_id="summary"),
                     dbc.Tab(export_panel(), label="Export", tab_id="export"),
                     dbc.Tab(retrain_panel(), label="Retrain", tab_id="retrain"),
-                ], active_tab="gallery", class_name="mt-3"),
+                ], id=TABS, active_tab="gallery", class_name="mt-3"),
             ], md=9, lg=9),
         ]),
     ])
@@ -147,10 +148,15 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 # --------------------------------------------------------------------------- callbacks
 # Every callback that changes something also repaints, in the same round trip: the view
 # outputs below are shared (the first owner is on_controls, which also runs on load).
+# Outputs whose value the page already shows go back as no_update: each updated component
+# costs the Dash renderer a store update that re-runs every component's selector, which
+# on this page took more time than Plotly's repaint.
 VIEW = [(GRAPH, "figure"), (SHOWN, "data"), (CLASS_PICK, "options"), (SUMMARY, "children"),
         (GALLERY, "children"), (GALLERY_PAGES, "max_value"), (UNDO_BTN, "disabled"),
         (REDO_BTN, "disabled"), (STATUS, "children")]
-VIEW_STATE = [State(BG_SWITCH, "value"), State(GALLERY_PAGES, "active_page"), State(SHOWN, "data")]
+VIEW_STATE = [State(BG_SWITCH, "value"), State(GALLERY_PAGES, "active_page"),
+              State(SHOWN, "data"), State(TABS, "active_tab"), State(GALLERY_PAGES, "max_value"),
+              State(UNDO_BTN, "disabled"), State(REDO_BTN, "disabled")]
 
 
 def _view_outputs(duplicate: bool) -> list[Output]:
@@ -161,6 +167,10 @@ def _code(value) -> int | None:
     return None if value in (None, "all") else int(value)
 
 
+def _changed(new, old):
+    return no_update if new == old else new
+
+
 @callback(
     Output(EPS_SLIDER, "value"), Output(EPS_INPUT, "value"), Output(EPS_SLIDER, "max"),
     Output(EPS_SLIDER, "step"), Output(MS_SLIDER, "value"), Output(MS_INPUT, "value"),
@@ -168,10 +178,10 @@ def _code(value) -> int | None:
     Input(CLASS_PICK, "value"), Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"),
     Input(MS_SLIDER, "value"), Input(MS_INPUT, "value"), Input(AUTO_BTN, "n_clicks"),
     Input(APPLY_ALL_BTN, "n_clicks"), Input(UNDO_BTN, "n_clicks"), Input(REDO_BTN, "n_clicks"),
-    State(EPS_SLIDER, "step"), State(RUN, "data"), *VIEW_STATE,
+    State(EPS_SLIDER, "step"), State(EPS_SLIDER, "max"), State(RUN, "data"), *VIEW_STATE,
 )
 def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, _apply_all,
-                _undo, _redo, eps_step, run_id, show_background, page, shown):
+                _undo, _redo, eps_step, eps_max, run_id, *view_state):
     """Parameter changes, auto eps, apply-to-all, undo/redo, and class switches."""
     root = settings().runs_root
     fired = {t["prop_id"].split(".")[0] for t in ctx.triggered} if ctx.triggered_id else set()
@@ -179,11 +189,12 @@ def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, 
     alert = no_update
     if fired & {EPS_INPUT, MS_INPUT} and None in (eps_input, ms_input):
         raise PreventUpdate  # a field being edited (emptied), not a value yet
+    edited = bool(fired & {EPS_INPUT, MS_INPUT, EPS_SLIDER, MS_SLIDER}) and code is not None
+    typed = bool(fired & {EPS_INPUT, MS_INPUT})
     try:
-        if fired & {EPS_INPUT, MS_INPUT, EPS_SLIDER, MS_SLIDER} and code is not None:
+        if edited:
             # Typed values win over the slider when both fire; a slider that only snapped
             # to its step (not moved by the user) is not a change.
-            typed = bool(fired & {EPS_INPUT, MS_INPUT})
             eps, ms = (eps_input, ms_input) if typed else (eps_slider, ms_slider)
             logic.set_params(root, run_id, code, eps, ms,
                              tolerance=1e-4 if typed else (eps_step or 0) * 0.51)
@@ -199,28 +210,33 @@ def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, 
         alert = error_alert(str(exc))
     data = run_data(root, run_id)
     state = current_state(data)
-    view = _render(run_id, class_value, show_background, page, shown, state=state)
+    view = _render(run_id, class_value, logic.PageView(*view_state), state=state)
     if code is None:
         return (no_update,) * 6 + (alert, *view)
     v = logic.control_values(data, state, code)
-    return (v.eps, v.eps, v.eps_max, v.eps_max / 200, v.min_samples, v.min_samples, alert,
-            *view)
+    controls = [v.eps, v.eps, v.eps_max, v.eps_max / 200, v.min_samples, v.min_samples]
+    if edited and v.eps <= (eps_max or 0):
+        # The control the user moved already shows its value: only its twin follows.
+        controls = [no_update if typed else v.eps, v.eps if typed else no_update,
+                    no_update, no_update, no_update if typed else v.min_samples,
+                    v.min_samples if typed else no_update]
+    return (*controls, alert, *view)
 
 
 @callback(
     Output(ALERT, "children", allow_duplicate=True), *_view_outputs(True),
     Input(GRAPH, "clickData"), Input(KEEP_BTN, "n_clicks"), Input(DROP_BTN, "n_clicks"),
-    Input(CLEAR_BTN, "n_clicks"), Input({"type": GALLERY_TOGGLE, "index": ALL}, "n_clicks"),
+    Input(CLEAR_BTN, "n_clicks"), Input(GALLERY_CLICK, "data"),
     State(GRAPH, "selectedData"), State(RUN, "data"), State(CLASS_PICK, "value"), *VIEW_STATE,
     prevent_initial_call=True,
 )
-def on_edit(click, _keep, _drop, _clear, _gallery, selected, run_id, class_value,
-            show_background, page, shown):
+def on_edit(click, _keep, _drop, _clear, gallery_click, selected, run_id, class_value,
+            *view_state):
     """Overrides: click toggles, lasso/box + buttons act in bulk, gallery toggles."""
     root = settings().runs_root
     trigger = ctx.triggered_id
     if not ctx.triggered or not ctx.triggered[0]["value"]:
-        raise PreventUpdate  # a gallery re-render, not a click
+        raise PreventUpdate
     alert = None
     try:
         if trigger == GRAPH:
@@ -228,8 +244,8 @@ def on_edit(click, _keep, _drop, _clear, _gallery, selected, run_id, class_value
             if point.get("curveNumber") != 1 or point.get("customdata") is None:
                 raise PreventUpdate
             logic.toggle(root, run_id, int(point["customdata"]))
-        elif isinstance(trigger, dict) and trigger.get("type") == GALLERY_TOGGLE:
-            logic.toggle(root, run_id, int(trigger["index"]))
+        elif trigger == GALLERY_CLICK:
+            logic.toggle(root, run_id, int(gallery_click["sample"]))
         else:
             samples = [int(p["customdata"]) for p in (selected or {}).get("points", [])
                        if p.get("customdata") is not None]
@@ -237,34 +253,41 @@ def on_edit(click, _keep, _drop, _clear, _gallery, selected, run_id, class_value
             logic.bulk(root, run_id, samples, decision)
     except InputError as exc:
         alert = error_alert(str(exc))
-    return (alert, *_render(run_id, class_value, show_background, page, shown))
+    return (alert, *_render(run_id, class_value, logic.PageView(*view_state)))
 
 
 @callback(
     *_view_outputs(True),
-    Input(BG_SWITCH, "value"), Input(GALLERY_PAGES, "active_page"),
-    State(RUN, "data"), State(CLASS_PICK, "value"), State(SHOWN, "data"),
+    Input(BG_SWITCH, "value"), Input(GALLERY_PAGES, "active_page"), Input(TABS, "active_tab"),
+    State(RUN, "data"), State(CLASS_PICK, "value"), *VIEW_STATE[2:],
     prevent_initial_call=True,
 )
-def on_view(show_background, page, run_id, class_value, shown):
-    """Background on/off and gallery paging: nothing is written."""
-    return _render(run_id, class_value, show_background, page, shown,
-                   background_changed=ctx.triggered_id == BG_SWITCH)
+def on_view(show_background, page, tab, run_id, class_value, *view_state):
+    """Background on/off, gallery paging and tab switches: nothing is written."""
+    view = logic.PageView(show_background, page, view_state[0], tab, *view_state[2:])
+    return _render(run_id, class_value, view, background_changed=ctx.triggered_id == BG_SWITCH,
+                   tab_changed=ctx.triggered_id == TABS)
 
 
-def _render(run_id, class_value, show_background, page, shown, state=None,
-            background_changed: bool = False) -> tuple:
-    """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch."""
+def _render(run_id, class_value, view: logic.PageView, state=None, background_changed: bool = False,
+            tab_changed: bool = False) -> tuple:
+    """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch.
+
+    The summary and the gallery are only rendered while their tab is open.
+    """
     root = settings().runs_root
     data = run_data(root, run_id)
     state = state or current_state(data)
     code = _code(class_value)
     d = state.decisions
-    if code is None:
+    shown = view.shown
+    if tab_changed:
+        fig = no_update
+    elif code is None:
         fig = overview_figure(data.embedding, data.samples.labels, data.samples.classes, d)
     elif shown in (None, "all"):
         fig = class_figure(data.embedding, data.members[code], d, state.overrides,
-                           f"/background/{run_id}.png", bool(show_background))
+                           f"/background/{run_id}.png", bool(view.show_background))
     else:
         fig = Patch()
         if shown != code:
@@ -275,19 +298,22 @@ def _render(run_id, class_value, show_background, page, shown, state=None,
             fig["data"][1]["marker"]["symbol"] = symbols
             fig["data"][1]["marker"]["size"] = sizes
         if background_changed:  # a layout change costs a full relayout: only when asked
-            fig["layout"]["images"][0]["visible"] = bool(show_background)
+            fig["layout"]["images"][0]["visible"] = bool(view.show_background)
     rows = logic.class_counts(data, state)
     options = [{"label": _class_label("All classes", rows[-1]), "value": "all"}] + [
         {"label": _class_label(r["class"], r), "value": c} for c, r in enumerate(rows[:-1])]
-    gallery, pages = _gallery(data, state, code, page, run_id)
+    summary = _summary_table(rows) if view.tab == "summary" else no_update
+    gallery, pages = (_gallery(data, state, code, view.page, run_id)
+                      if view.tab == "gallery" else (no_update, no_update))
     store = logic.store_for(root, run_id)
     total = rows[-1]
     noise = int((d.clusters == -1).sum())
     status = (f"{total['kept']} of {total['size']} kept · {noise} DBSCAN noise · "
               f"{total['flagged']} flagged · {total['overridden']} overridden · "
               f"rule {state.rule} · revision {state.revision}")
-    return (fig, "all" if code is None else code, options, _summary_table(rows), gallery,
-            pages, not store.can_undo(), not store.can_redo(), status)
+    return (fig, _changed("all" if code is None else code, shown), options, summary, gallery,
+            _changed(pages, view.pages), _changed(not store.can_undo(), view.undo_disabled),
+            _changed(not store.can_redo(), view.redo_disabled), status)
 
 
 def _class_label(name: str, r: dict) -> html.Span:
@@ -317,14 +343,17 @@ def _gallery(data, state, code, page, run_id) -> tuple[list, int]:
     if not items:
         return [html.Div("Nothing flagged in this class at these parameters.",
                          className="text-muted small mt-2")], pages
+    # Plain buttons with a data attribute, clicked through one delegated listener
+    # (assets/gallery.js): pattern-matching ids would make Dash rebuild its callback graph
+    # on every gallery render, which cost ~90 ms per eps change here.
     cards = [html.Div([
         html.Img(src=f"/thumb/{run_id}/{it['index']}.png", className="thumb",
                  title=it["path"]),
         html.Div(f"#{it['index']}", className="small text-muted"),
-        dbc.Button("kept" if it["kept"] else "dropped",
-                   id={"type": GALLERY_TOGGLE, "index": it["index"]}, size="sm",
-                   color="success" if it["kept"] else "danger",
-                   title=f"{it['reason']} · click to toggle", class_name="w-100"),
+        html.Button("kept" if it["kept"] else "dropped", **{"data-sample": str(it["index"])},
+                    className="btn btn-sm w-100 gallery-toggle "
+                              + ("btn-success" if it["kept"] else "btn-danger"),
+                    title=f"{it['reason']} · click to toggle"),
     ], className="gallery-item") for it in items]
     return cards, pages
 

@@ -96,14 +96,25 @@ def wait_for(predicate, timeout: float = 20.0, poll: float = 0.02):
 GRAPH_JS = "return document.querySelector('#curate-graph .js-plotly-plot')"
 
 
-def trace_markers(driver) -> dict:
-    """Current colours/symbols of the class trace (trace 1)."""
-    return driver.execute_script(
+def trace_markers(driver) -> dict | None:
+    """Current colours (hex) and symbols (names) of the class trace (trace 1).
+
+    The page sends colour codes and symbol numbers; they are translated back here.
+    """
+    from app.figures import MARKER_COLOURS, SYMBOLS
+
+    m = driver.execute_script(
         "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
         "if (!gd || !gd._fullData || gd._fullData.length < 2) return null;"
         "const t = gd._fullData[1]; const m = t.marker;"
         "return {color: Array.from(m.color), symbol: Array.from(m.symbol),"
         " customdata: Array.from(t.customdata), n: gd._fullData.length};")
+    if m is None:
+        return None
+    names = {v: k for k, v in SYMBOLS.items()}
+    m["color"] = [MARKER_COLOURS[int(c)] for c in m["color"]]
+    m["symbol"] = [names.get(s, s) for s in m["symbol"]]
+    return m
 
 
 def point_position(driver, sample: int) -> tuple[float, float] | None:

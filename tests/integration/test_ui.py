@@ -27,7 +27,7 @@ from worker.pipeline.store import CurationStore
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
-RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain")
+RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery")
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +102,32 @@ def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
                      and m)
     assert after["customdata"] == before["customdata"]  # same points, only markers changed
     assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
+
+
+def test_gallery_toggle_and_summary_tab(driver, server, ui_root):
+    store = CurationStore(ui_root / "gallery" / "curation.sqlite")
+    _open(driver, server, "gallery")
+    # The native String.prototype.trim is back (assets/native_builtins.js) and works.
+    assert driver.execute_script("return window.__nativeBuiltinsRestored === true && "
+                                 "' a '.trim() === 'a' && parseInt(' 08') === 8")
+    labels = driver.find_elements(By.CSS_SELECTOR, ".class-pick label")
+    for label in labels[1:]:  # the first class with something flagged
+        label.click()
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")
+                 or "Nothing flagged" in driver.page_source)
+        if driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle"):
+            break
+    button = driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")[0]
+    sample, before = int(button.get_attribute("data-sample")), button.text
+    # A DOM click: below the fold of the headless window, a pointer click is intercepted.
+    driver.execute_script("arguments[0].click()", button)
+    wait_for(lambda: sample in store.overrides())
+    wait_for(lambda: driver.find_element(
+        By.CSS_SELECTOR, f".gallery-toggle[data-sample='{sample}']").text != before)
+    tab = driver.find_element(By.LINK_TEXT, "Summary")
+    driver.execute_script("arguments[0].click()", tab)
+    table = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-summary table"))
+    assert "reduction" in table[0].text and "total" in table[0].text
 
 
 def test_hover_shows_the_image(driver, server):
