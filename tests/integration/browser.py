@@ -99,9 +99,9 @@ GRAPH_JS = "return document.querySelector('#curate-graph .js-plotly-plot')"
 def trace_markers(driver) -> dict | None:
     """Current colours (hex) and symbols (names) of the class trace (trace 1).
 
-    The page sends colour codes and symbol numbers; they are translated back here.
+    The page sends symbol numbers; they are translated back to names here.
     """
-    from app.figures import MARKER_COLOURS, SYMBOLS
+    from app.figures import SYMBOLS
 
     m = driver.execute_script(
         "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
@@ -112,7 +112,6 @@ def trace_markers(driver) -> dict | None:
     if m is None:
         return None
     names = {v: k for k, v in SYMBOLS.items()}
-    m["color"] = [MARKER_COLOURS[int(c)] for c in m["color"]]
     m["symbol"] = [names.get(s, s) for s in m["symbol"]]
     return m
 
