@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from html import escape
+from urllib.parse import quote
+
 import dash
 import dash_bootstrap_components as dbc
 import numpy as np
@@ -133,7 +136,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                     dbc.Tab([dbc.Pagination(id=GALLERY_PAGES, max_value=1, active_page=1,
                                             size="sm", class_name="mt-2",
                                             fully_expanded=False),
-                             html.Div(id=GALLERY, className="gallery")],
+                             dcc.Markdown(id=GALLERY, dangerously_allow_html=True)],
                             label="Noise gallery", tab_id="gallery"),
                     dbc.Tab(html.Div(id=SUMMARY, className="mt-2"), label="Summary",
                             tab_id="summary"),
@@ -335,27 +338,34 @@ def _summary_table(rows: list[dict]) -> dbc.Table:
     return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
 
 
-def _gallery(data, state, code, page, run_id) -> tuple[list, int]:
+def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
+    """The noise gallery as one HTML string for a dcc.Markdown, and its page count.
+
+    Void tags must be self-closed (``<img/>``): Dash's Markdown drops the whole block
+    otherwise. One component instead of ~100: every Dash component on the page re-runs its store
+    selector on each of the renderer's dispatches, and as components the gallery cost the
+    eps change more than Plotly's repaint did. Its buttons are clicked through one
+    delegated listener (assets/gallery.js) that writes the sample into GALLERY_CLICK.
+    """
+    def note(text: str) -> str:
+        return f'<div class="text-muted small mt-2">{escape(text)}</div>'
+
     if code is None:
-        return [html.Div("Pick a class to review its flagged points.",
-                         className="text-muted small mt-2")], 1
+        return note("Pick a class to review its flagged points."), 1
     items, pages = logic.gallery_items(data, state, code, page or 1)
     if not items:
-        return [html.Div("Nothing flagged in this class at these parameters.",
-                         className="text-muted small mt-2")], pages
-    # Plain buttons with a data attribute, clicked through one delegated listener
-    # (assets/gallery.js): pattern-matching ids would make Dash rebuild its callback graph
-    # on every gallery render, which cost ~90 ms per eps change here.
-    cards = [html.Div([
-        html.Img(src=f"/thumb/{run_id}/{it['index']}.png", className="thumb",
-                 title=it["path"]),
-        html.Div(f"#{it['index']}", className="small text-muted"),
-        html.Button("kept" if it["kept"] else "dropped", **{"data-sample": str(it["index"])},
-                    className="btn btn-sm w-100 gallery-toggle "
-                              + ("btn-success" if it["kept"] else "btn-danger"),
-                    title=f"{it['reason']} · click to toggle"),
-    ], className="gallery-item") for it in items]
-    return cards, pages
+        return note("Nothing flagged in this class at these parameters."), pages
+    run = quote(run_id, safe="")
+    cards = "".join(
+        f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
+        f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'
+        f'<div class="small text-muted">#{it["index"]}</div>'
+        f'<button type="button" data-sample="{it["index"]}" '
+        f'class="btn btn-sm w-100 gallery-toggle btn-{"success" if it["kept"] else "danger"}" '
+        f'title="{escape(it["reason"])} · click to toggle">'
+        f'{"kept" if it["kept"] else "dropped"}</button></div>'
+        for it in items)
+    return f'<div class="gallery">{cards}</div>', pages
 
 
 @callback(
