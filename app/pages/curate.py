@@ -218,8 +218,9 @@ def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, 
         return (no_update,) * 6 + (alert, *view)
     v = logic.control_values(data, state, code)
     controls = [v.eps, v.eps, v.eps_max, v.eps_max / 200, v.min_samples, v.min_samples]
-    if edited and v.eps <= (eps_max or 0):
-        # The control the user moved already shows its value: only its twin follows.
+    if edited and alert is no_update and v.eps <= (eps_max or 0):
+        # The control the user moved already shows its value: only its twin follows. After
+        # a refused value (an alert) both go back to the stored one.
         controls = [no_update if typed else v.eps, v.eps if typed else no_update,
                     no_update, no_update, no_update if typed else v.min_samples,
                     v.min_samples if typed else no_update]

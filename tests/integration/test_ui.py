@@ -102,6 +102,13 @@ def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
                      and m)
     assert after["customdata"] == before["customdata"]  # same points, only markers changed
     assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
+    # A refused value: an alert in the page, the store unchanged, the box reset.
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("0", Keys.ENTER)
+    alert = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-alert .alert"))
+    assert "eps must be" in alert[0].text
+    wait_for(lambda: box.get_attribute("value") == "0.6")
+    assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
 
 
 def test_gallery_toggle_and_summary_tab(driver, server, ui_root):
