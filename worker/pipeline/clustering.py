@@ -15,6 +15,7 @@ Rules for which points are *flagged* (proposed for removal):
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,13 +123,16 @@ class ClassClusterer:
     def __init__(self, points: np.ndarray, max_eps: float) -> None:
         self.points = points
         self.index = NeighbourIndex(points, max_eps)
+        # The index widens and caches trees in place; the app calls this from threads.
+        self._lock = threading.Lock()
 
     def labels(self, eps: float, min_samples: int) -> np.ndarray:
         """DBSCAN labels of this class's points, shape (n_c,), noise = -1."""
         if len(self.points) == 0:
             check_params(eps, min_samples)
             return np.empty(0, dtype=np.int64)
-        return self.index.dbscan(eps, min_samples)
+        with self._lock:
+            return self.index.dbscan(eps, min_samples)
 
 
 def cluster_all(embedding: np.ndarray, labels: np.ndarray,
