@@ -75,12 +75,11 @@ def run_data(runs_root: Path, run_id: str) -> RunData:
 @functools.lru_cache(maxsize=64)
 def _clusterer(path: str, stamp: tuple[int, ...], code: int) -> ClassClusterer:
     data = _load(path, stamp)
-    # Index radius for the first request; the index widens itself when a larger eps comes,
-    # and serves every smaller one as it is (same labels), so one index per class
-    # suffices. Keying it by eps bucket made the first move below a bucket edge rebuild
-    # it (~130 ms on a 5,314-point class).
-    eps = CurationStore(data.run.store).class_params().get(code, (1.0, 0))[0]
-    return ClassClusterer(data.embedding[data.members[code]], max(2.0 * eps, 1e-6))
+    # Radius 0: the index widens itself to 1.5 × the first eps asked for, and again when a
+    # larger one comes, and serves every smaller eps as it is (same labels), so one index
+    # per class suffices. Keying it by eps bucket made the first move below a bucket edge
+    # rebuild it (~130 ms on a 5,314-point class).
+    return ClassClusterer(data.embedding[data.members[code]], 0.0)
 
 
 @functools.lru_cache(maxsize=512)

@@ -35,7 +35,7 @@ LEGEND = [
 
 
 # Symbols travel as Plotly's symbol numbers and sizes as integers, which cut an eps
-# change's payload on a 5,314-point class from 145 kB to about 75 kB. Colours stay hex
+# change's response on a 5,314-point class from 145 kB to about 90 kB. Colours stay hex
 # strings: integer codes through a colorscale were smaller still (52 kB) but Plotly's
 # colorscale path made each repaint ~20 ms slower in Chromium here.
 UNFLAGGED_NOISE, FLAGGED, KEEP, DROP = range(len(CLUSTER_COLOURS), len(CLUSTER_COLOURS) + 4)

@@ -7,6 +7,7 @@ Nothing is ever downloaded: weights come from a file the user names.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,7 @@ def build_backbone(name: str, weights: Path | None, num_classes: int,
 PRECISIONS = ("auto", "fp32", "bf16")
 
 
+@functools.cache
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bf16 in hardware (AVX512-BF16 or AMX).
 
