@@ -11,15 +11,21 @@ from pathlib import Path
 
 import numpy as np
 
-from worker.pipeline.clustering import auto_eps
+from worker.pipeline.clustering import auto_eps, flag_bits
 from worker.pipeline.curation import summary_rows
-from worker.pipeline.dbscan import check_params
+from worker.pipeline.dbscan import SMALL_N, check_params
 from worker.pipeline.errors import InputError
 from worker.pipeline.store import CurationStore
 
 from .data import RunData, RunState, current_state, run_data
+from .figures import MARKER_STYLE, override_codes, typed_array
 
 GALLERY_PAGE_SIZE = 24
+# Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
+STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} flagged · "
+                   "{overridden} overridden · rule {rule}")
+COUNTS_TEMPLATE = "{size} · {flagged} · {overridden} · {kept}"
+COUNT_KEYS = ("size", "flagged", "overridden", "kept")
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,44 @@ def undo_redo(runs_root: Path, run_id: str, redo: bool) -> tuple[int, str | None
 def class_counts(data: RunData, state: RunState) -> list[dict]:
     """Per-class and total counts (the paper's Table I), for the class list and summary."""
     return summary_rows(data.samples, state.decisions)
+
+
+def noise_per_class(data: RunData, state: RunState) -> list[int]:
+    """DBSCAN noise points in each class (before the rule and overrides)."""
+    noise = state.decisions.clusters == -1
+    return np.bincount(data.samples.labels[noise], minlength=len(data.members)).tolist()
+
+
+def status_text(rows: list[dict], noise: list[int], rule: str) -> str:
+    """The one-line run summary over the page: ``rows`` from :func:`class_counts`."""
+    return STATUS_TEMPLATE.format(noise=sum(noise), rule=rule,
+                                  **{k: rows[-1][k] for k in COUNT_KEYS})
+
+
+def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
+                 noise: list[int]) -> dict:
+    """What the browser needs to re-cluster class ``code`` itself (assets/recluster.js).
+
+    The coordinates are not repeated: the browser reads them from the plotted trace.
+
+    Returns
+    -------
+    dict with the stored ``eps`` and ``ms``, the store ``revision`` it reflects, per-point
+    ``flags`` (:func:`~worker.pipeline.clustering.flag_bits`) and ``overrides``
+    (:func:`~app.figures.override_codes`) as uint8 typed arrays of shape (n_c,), the
+    count ``rows`` and per-class ``noise`` the page shows, and the text templates and
+    marker style. ``exact`` is False for classes small enough that the server hands them
+    to scikit-learn, whose brute-force distances could differ in the last bit.
+    """
+    idx = data.members[code]
+    eps, ms = state.params[code]
+    bits = flag_bits(data.agreement, state.rule, len(data.samples))[idx]
+    return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
+            "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
+            "flags": typed_array(bits, "u1"),
+            "overrides": typed_array(override_codes(idx, state.overrides), "u1"),
+            "rows": [{k: r[k] for k in COUNT_KEYS} for r in rows], "noise": noise,
+            "status": STATUS_TEMPLATE, "counts": COUNTS_TEMPLATE, "style": MARKER_STYLE}
 
 
 def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple[list[dict], int]:

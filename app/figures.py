@@ -42,7 +42,31 @@ UNFLAGGED_NOISE, FLAGGED, KEEP, DROP = range(len(CLUSTER_COLOURS), len(CLUSTER_C
 MARKER_COLOURS = CLUSTER_COLOURS + [UNFLAGGED_NOISE_COLOUR, NOISE_COLOUR, KEEP_COLOUR,
                                     DROP_COLOUR]
 SYMBOLS = {"circle": 0, "diamond": 2, "x": 4, "circle-open": 100}
+SIZES = {"point": 6, "flagged": 8, "override": 10}
 _HEX = np.array(MARKER_COLOURS, dtype=object)
+OVERRIDE_CODES = {"keep": 1, "drop": 2}  # 0: no override
+
+# Everything assets/recluster.js needs to draw markers exactly as marker_style() does.
+MARKER_STYLE = {"colours": MARKER_COLOURS, "n_cluster_colours": len(CLUSTER_COLOURS),
+                "unflagged_noise": UNFLAGGED_NOISE, "flagged": FLAGGED, "keep": KEEP,
+                "drop": DROP, "symbols": SYMBOLS, "sizes": SIZES}
+
+
+def override_codes(idx: np.ndarray, overrides: dict[int, str]) -> np.ndarray:
+    """Each sample of ``idx`` (shape (n,), ascending) as 0 (none) or an OVERRIDE_CODES value.
+
+    Returns
+    -------
+    ndarray of uint8, shape (n,)
+    """
+    codes = np.zeros(len(idx), dtype=np.uint8)
+    if overrides and len(idx):
+        samples = np.fromiter(overrides, dtype=np.int64, count=len(overrides))
+        values = np.array([OVERRIDE_CODES[overrides[int(s)]] for s in samples], np.uint8)
+        pos = np.searchsorted(idx, samples)  # idx is ascending (RunData.members)
+        hit = (pos < len(idx)) & (idx[np.minimum(pos, len(idx) - 1)] == samples)
+        codes[pos[hit]] = values[hit]
+    return codes
 
 
 def marker_style(idx: np.ndarray, d: Decisions,
@@ -54,23 +78,19 @@ def marker_style(idx: np.ndarray, d: Decisions,
     clusters = d.clusters[idx]
     colours = np.maximum(clusters, 0) % len(CLUSTER_COLOURS)
     symbols = np.full(len(idx), SYMBOLS["circle"])
-    sizes = np.full(len(idx), 6)
+    sizes = np.full(len(idx), SIZES["point"])
     noise = clusters == -1
     colours[noise] = UNFLAGGED_NOISE
     symbols[noise] = SYMBOLS["circle-open"]
     flagged = d.flagged[idx]
     colours[flagged] = FLAGGED
     symbols[flagged] = SYMBOLS["x"]
-    sizes[flagged] = 8
-    if overrides and len(idx):
-        samples = np.fromiter(overrides, dtype=np.int64, count=len(overrides))
-        keep = np.array([overrides[int(s)] == "keep" for s in samples], dtype=bool)
-        pos = np.searchsorted(idx, samples)  # idx is ascending (RunData.members)
-        hit = (pos < len(idx)) & (idx[np.minimum(pos, len(idx) - 1)] == samples)
-        pos, keep = pos[hit], keep[hit]
-        colours[pos] = np.where(keep, KEEP, DROP)
-        symbols[pos] = np.where(keep, SYMBOLS["diamond"], SYMBOLS["x"])
-        sizes[pos] = 10
+    sizes[flagged] = SIZES["flagged"]
+    codes = override_codes(idx, overrides)
+    keep, drop = codes == OVERRIDE_CODES["keep"], codes == OVERRIDE_CODES["drop"]
+    colours[keep], colours[drop] = KEEP, DROP
+    symbols[keep], symbols[drop] = SYMBOLS["diamond"], SYMBOLS["x"]
+    sizes[keep | drop] = SIZES["override"]
     return _HEX[colours].tolist(), symbols.tolist(), sizes.tolist()
 
 
@@ -97,13 +117,14 @@ def _points(emb: np.ndarray, idx: np.ndarray, **trace) -> dict:
                 customdata=idx.tolist(), **trace)
 
 
-def typed_array(values: np.ndarray) -> dict:
-    """Plotly.js's typed-array form of a float array (shape (n,)): base64 of float32.
+def typed_array(values: np.ndarray, dtype: str = "f4") -> dict:
+    """Plotly.js's typed-array form of an array (shape (n,)): base64 of little-endian
+    ``dtype`` (``f4``, ``u1``, …).
 
     Smaller than a JSON list and decoded without parsing, as go.Figure would send it.
     """
-    raw = np.ascontiguousarray(values, dtype="<f4").tobytes()
-    return {"dtype": "f4", "bdata": base64.b64encode(raw).decode("ascii")}
+    raw = np.ascontiguousarray(values, dtype="<" + dtype).tobytes()
+    return {"dtype": dtype, "bdata": base64.b64encode(raw).decode("ascii")}
 
 
 # Figures are plain dicts, not go.Figure: Plotly's validators walk every array element,

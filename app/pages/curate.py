@@ -8,7 +8,19 @@ from urllib.parse import quote
 import dash
 import dash_bootstrap_components as dbc
 import numpy as np
-from dash import Input, Output, Patch, State, callback, ctx, dcc, html, no_update
+from dash import (
+    ClientsideFunction,
+    Input,
+    Output,
+    Patch,
+    State,
+    callback,
+    clientside_callback,
+    ctx,
+    dcc,
+    html,
+    no_update,
+)
 from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
@@ -45,6 +57,8 @@ GALLERY = "curate-gallery"
 GALLERY_PAGES = "curate-gallery-pages"
 GALLERY_CLICK = "curate-gallery-click"  # written by assets/gallery.js
 TABS = "curate-tabs"
+MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
+PARAMS = "curate-params"  # an eps / min_samples change, written by assets/recluster.js
 
 
 def _controls() -> dbc.Card:
@@ -107,6 +121,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         {"label": name, "value": code} for code, name in enumerate(data.samples.classes)]
     return html.Div([
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN), dcc.Store(id=GALLERY_CLICK),
+        dcc.Store(id=MODEL), dcc.Store(id=PARAMS),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(id=STATUS, className="text-muted small me-3"),
                   dcc.Link("results →", href=f"/results/{run_id}", className="small ms-auto")],
@@ -156,7 +171,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 # on this page took more time than Plotly's repaint.
 VIEW = [(GRAPH, "figure"), (SHOWN, "data"), (CLASS_PICK, "options"), (SUMMARY, "children"),
         (GALLERY, "children"), (GALLERY_PAGES, "max_value"), (UNDO_BTN, "disabled"),
-        (REDO_BTN, "disabled"), (STATUS, "children")]
+        (REDO_BTN, "disabled"), (STATUS, "children"), (MODEL, "data")]
 VIEW_STATE = [State(BG_SWITCH, "value"), State(GALLERY_PAGES, "active_page"),
               State(SHOWN, "data"), State(TABS, "active_tab"), State(GALLERY_PAGES, "max_value"),
               State(UNDO_BTN, "disabled"), State(REDO_BTN, "disabled")]
@@ -174,33 +189,52 @@ def _changed(new, old):
     return no_update if new == old else new
 
 
+# eps / min_samples changes: assets/recluster.js re-clusters the shown class in the browser
+# and repaints it at once, then writes the change into PARAMS for on_controls to store.
+clientside_callback(
+    ClientsideFunction(namespace="curate", function_name="recluster"),
+    Output(PARAMS, "data"), Output(STATUS, "children", allow_duplicate=True),
+    Output(CLASS_PICK, "options", allow_duplicate=True),
+    Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"), Input(MS_SLIDER, "value"),
+    Input(MS_INPUT, "value"), State(MODEL, "data"), State(CLASS_PICK, "options"),
+    State(EPS_SLIDER, "step"),
+    prevent_initial_call=True,
+)
+
+
 @callback(
     Output(EPS_SLIDER, "value"), Output(EPS_INPUT, "value"), Output(EPS_SLIDER, "max"),
     Output(EPS_SLIDER, "step"), Output(MS_SLIDER, "value"), Output(MS_INPUT, "value"),
     Output(ALERT, "children"), *_view_outputs(False),
-    Input(CLASS_PICK, "value"), Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"),
-    Input(MS_SLIDER, "value"), Input(MS_INPUT, "value"), Input(AUTO_BTN, "n_clicks"),
+    Input(CLASS_PICK, "value"), Input(PARAMS, "data"), Input(AUTO_BTN, "n_clicks"),
     Input(APPLY_ALL_BTN, "n_clicks"), Input(UNDO_BTN, "n_clicks"), Input(REDO_BTN, "n_clicks"),
-    State(EPS_SLIDER, "step"), State(EPS_SLIDER, "max"), State(RUN, "data"), *VIEW_STATE,
+    State(EPS_SLIDER, "max"), State(RUN, "data"), State(EPS_INPUT, "value"),
+    State(MS_INPUT, "value"), *VIEW_STATE,
 )
-def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, _apply_all,
-                _undo, _redo, eps_step, eps_max, run_id, *view_state):
-    """Parameter changes, auto eps, apply-to-all, undo/redo, and class switches."""
+def on_controls(class_value, request, _auto, _apply_all, _undo, _redo, eps_max, run_id,
+                eps_input, ms_input, *view_state):
+    """Parameter changes, auto eps, apply-to-all, undo/redo, and class switches.
+
+    ``request`` comes from assets/recluster.js: the new eps and min_samples, whether they
+    were typed (else slid), and whether the browser already repainted the class from the
+    store revision ``base``. If so, and nothing else was stored since, the plot is left
+    as it is.
+    """
     root = settings().runs_root
     fired = {t["prop_id"].split(".")[0] for t in ctx.triggered} if ctx.triggered_id else set()
     code = _code(class_value)
     alert = no_update
-    if fired & {EPS_INPUT, MS_INPUT} and None in (eps_input, ms_input):
-        raise PreventUpdate  # a field being edited (emptied), not a value yet
-    edited = bool(fired & {EPS_INPUT, MS_INPUT, EPS_SLIDER, MS_SLIDER}) and code is not None
-    typed = bool(fired & {EPS_INPUT, MS_INPUT})
+    edited = PARAMS in fired and bool(request) and code is not None
+    typed = edited and bool(request.get("typed"))
+    painted = False
     try:
         if edited:
-            # Typed values win over the slider when both fire; a slider that only snapped
-            # to its step (not moved by the user) is not a change.
-            eps, ms = (eps_input, ms_input) if typed else (eps_slider, ms_slider)
-            logic.set_params(root, run_id, code, eps, ms,
-                             tolerance=1e-4 if typed else (eps_step or 0) * 0.51)
+            # The class the browser tuned, even if another was picked since.
+            target = int(request.get("class", code))
+            painted = (bool(request.get("painted")) and target == code
+                       and logic.store_for(root, run_id).revision() == request.get("base"))
+            logic.set_params(root, run_id, target, request.get("eps"), request.get("ms"),
+                             tolerance=1e-4 if typed else 0.0)
         elif APPLY_ALL_BTN in fired:
             logic.set_params(root, run_id, code, eps_input, ms_input, all_classes=True)
         elif AUTO_BTN in fired and code is not None:
@@ -213,7 +247,8 @@ def on_controls(class_value, eps_slider, eps_input, ms_slider, ms_input, _auto, 
         alert = error_alert(str(exc))
     data = run_data(root, run_id)
     state = current_state(data)
-    view = _render(run_id, class_value, logic.PageView(*view_state), state=state)
+    view = _render(run_id, class_value, logic.PageView(*view_state), state=state,
+                   figure_current=painted and alert is no_update)
     if code is None:
         return (no_update,) * 6 + (alert, *view)
     v = logic.control_values(data, state, code)
@@ -274,10 +309,11 @@ def on_view(show_background, page, tab, run_id, class_value, *view_state):
 
 
 def _render(run_id, class_value, view: logic.PageView, state=None, background_changed: bool = False,
-            tab_changed: bool = False) -> tuple:
+            tab_changed: bool = False, figure_current: bool = False) -> tuple:
     """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch.
 
     The summary and the gallery are only rendered while their tab is open.
+    ``figure_current``: the browser already drew these markers (assets/recluster.js).
     """
     root = settings().runs_root
     data = run_data(root, run_id)
@@ -285,7 +321,7 @@ def _render(run_id, class_value, view: logic.PageView, state=None, background_ch
     code = _code(class_value)
     d = state.decisions
     shown = view.shown
-    if tab_changed:
+    if tab_changed or figure_current:
         fig = no_update
     elif code is None:
         fig = overview_figure(data.embedding, data.samples.labels, data.samples.classes, d)
@@ -310,14 +346,12 @@ def _render(run_id, class_value, view: logic.PageView, state=None, background_ch
     gallery, pages = (_gallery(data, state, code, view.page, run_id)
                       if view.tab == "gallery" else (no_update, no_update))
     store = logic.store_for(root, run_id)
-    total = rows[-1]
-    noise = int((d.clusters == -1).sum())
-    status = (f"{total['kept']} of {total['size']} kept · {noise} DBSCAN noise · "
-              f"{total['flagged']} flagged · {total['overridden']} overridden · "
-              f"rule {state.rule} · revision {state.revision}")
+    noise = logic.noise_per_class(data, state)
+    model = None if code is None else logic.client_model(data, state, code, rows, noise)
     return (fig, _changed("all" if code is None else code, shown), options, summary, gallery,
             _changed(pages, view.pages), _changed(not store.can_undo(), view.undo_disabled),
-            _changed(not store.can_redo(), view.redo_disabled), status)
+            _changed(not store.can_redo(), view.redo_disabled),
+            logic.status_text(rows, noise, state.rule), model)
 
 
 def _class_label(name: str, r: dict) -> html.Span:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import shutil
+import time
 import urllib.error
 import urllib.request
 
+import numpy as np
 import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
@@ -22,12 +24,14 @@ from tests.integration.browser import (
     trace_markers,
     wait_for,
 )
+from worker.pipeline.dbscan import NeighbourIndex, sklearn_dbscan
 from worker.pipeline.store import CurationStore
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
-RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery")
+RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
+             "parity")
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +113,74 @@ def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
     assert "eps must be" in alert[0].text
     wait_for(lambda: box.get_attribute("value") == "0.6")
     assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
+
+
+def test_browser_dbscan_equals_scikit_learn(driver, server):
+    """assets/recluster.js's DBSCAN on awkward data: points exactly eps apart, duplicates,
+    min_samples 1, an eps wider than every cluster."""
+    _open(driver, server, "load")
+    rng = np.random.default_rng(0)
+    blobs = np.concatenate([rng.normal(c, 0.6, (150, 2)) for c in ((0, 0), (4, 1), (1, 5))]
+                           + [rng.uniform(-3, 8, (60, 2))]).astype(np.float32)
+    grid = np.stack(np.meshgrid(np.arange(12), np.arange(9)), -1).reshape(-1, 2) * 0.5
+    lattice = np.concatenate([grid, grid[:20]]).astype(np.float32)  # 20 duplicates
+    cases = [(blobs, 0.3, 5), (blobs, 0.8, 10), (blobs, 2.5, 3), (blobs, 0.05, 1),
+             (lattice, 0.5, 5), (lattice, 0.5, 6), (lattice, 0.5 * 2 ** 0.5, 9),
+             (lattice, 0.49, 2)]
+    for points, eps, ms in cases:
+        got = driver.execute_script(
+            "return Array.from(window.curateDbscan(arguments[0], arguments[1], arguments[2],"
+            " arguments[3]))", points[:, 0].tolist(), points[:, 1].tolist(), eps, ms)
+        want = sklearn_dbscan(points.astype(np.float64), eps, ms)
+        assert got == want.tolist(), (len(points), eps, ms)
+        assert got == NeighbourIndex(points, eps).dbscan(eps, ms).tolist()
+
+
+def test_browser_recluster_matches_the_server(driver, server, ui_root):
+    """eps and min_samples changes are drawn in the browser before the server answers; the
+    markers and counts must be exactly what the server stores and would draw, and the
+    server must not repaint them a second time."""
+    from app import curate_logic as logic
+    from app.data import current_state, run_data
+    from app.figures import SYMBOLS, marker_style
+
+    store = CurationStore(ui_root / "parity" / "curation.sqlite")
+    _open(driver, server, "parity")
+    markers = trace_markers(driver)
+    sample = markers["customdata"][len(markers["customdata"]) // 3]
+    _click_at(driver, *point_position(driver, sample))  # an override the browser must draw
+    wait_for(lambda: sample in store.overrides())
+    time.sleep(0.5)  # the click's repaint and new model land
+    driver.execute_script(
+        "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+        "window.paints = {restyle: 0, react: 0};"
+        "gd.on('plotly_restyle', () => window.paints.restyle++);"
+        "gd.on('plotly_react', () => window.paints.react++);")
+    base = float(driver.find_element(By.ID, "curate-eps-input").get_attribute("value"))
+    names = {v: k for k, v in SYMBOLS.items()}
+    ms0 = store.class_params()[0][1]
+    low, high = round(base * 0.7, 4), round(base * 1.3, 4)
+    steps = [("curate-eps-input", low, (low, ms0)), ("curate-ms-input", 3, (low, 3)),
+             ("curate-eps-input", high, (high, 3))]
+    for field, value, params in steps:
+        box = driver.find_element(By.ID, field)
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(str(value), Keys.ENTER)
+        wait_for(lambda p=params: store.class_params()[0] == p)
+        time.sleep(0.5)  # the server's answer (counts, model) lands
+        last = driver.execute_script("return window.curateLastRecluster")
+        assert (last["eps"], last["ms"]) == params  # drawn by the browser
+        data = run_data(ui_root, "parity")
+        state = current_state(data)
+        colours, symbols, _ = marker_style(data.members[0], state.decisions, state.overrides)
+        shown = trace_markers(driver)
+        assert shown["color"] == colours
+        assert shown["symbol"] == [names[s] for s in symbols]
+        rows = logic.class_counts(data, state)
+        assert status_text(driver) == logic.status_text(
+            rows, logic.noise_per_class(data, state), state.rule)
+        assert driver.execute_script("return window.paints") == {"restyle": 1, "react": 0}
+        driver.execute_script("window.paints = {restyle: 0, react: 0}")
 
 
 def test_gallery_toggle_and_summary_tab(driver, server, ui_root):

@@ -122,3 +122,35 @@ def test_new_run_form_validation(root):
                                         "pixels", None, 0, 25)
     assert run_id == "new" and params["dataset"]["inject_noise"] == 0.1
     assert params["embedding"] == {"perplexity": 25.0}
+
+
+def test_client_model_carries_what_the_browser_needs(root):
+    import base64
+
+    from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED
+
+    logic.toggle(root, "digits", 0)
+    data = run_data(root, "digits")
+    state = current_state(data)
+    rows = logic.class_counts(data, state)
+    noise = logic.noise_per_class(data, state)
+    code = int(data.samples.labels[0])
+    model = logic.client_model(data, state, code, rows, noise)
+
+    def decoded(spec):
+        return np.frombuffer(base64.b64decode(spec["bdata"]), dtype=np.uint8)
+
+    idx = data.members[code]
+    flags, overrides = decoded(model["flags"]), decoded(model["overrides"])
+    assert len(flags) == len(overrides) == model["n"] == len(idx)
+    # The bits reproduce the server's flags from the DBSCAN labels alone.
+    is_noise = state.decisions.clusters[idx] == -1
+    from_bits = (is_noise & (flags & NOISE_FLAGGED > 0)) | (flags & ALWAYS_FLAGGED > 0)
+    assert (from_bits == state.decisions.flagged[idx]).all()
+    assert overrides[np.searchsorted(idx, 0)] in (1, 2) and overrides.sum() in (1, 2)
+    assert sum(noise) == int(is_noise.sum() + (state.decisions.clusters[
+        np.setdiff1d(np.arange(len(data.samples)), idx)] == -1).sum())
+    assert model["rows"][-1]["kept"] == rows[-1]["kept"]
+    assert (model["eps"], model["ms"]) == state.params[code]
+    text = logic.status_text(rows, noise, state.rule)
+    assert text.startswith(f"{rows[-1]['kept']} of {rows[-1]['size']} kept · {sum(noise)} DBSCAN")

@@ -175,15 +175,40 @@ class Decisions:
     reason: np.ndarray
 
 
+# Bits of flag_bits(): a sample is flagged when it is DBSCAN noise and has NOISE_FLAGGED,
+# or when it has ALWAYS_FLAGGED. The browser re-clusters with the same bits
+# (assets/recluster.js), so the rule lives here only.
+NOISE_FLAGGED, ALWAYS_FLAGGED = 1, 2
+
+
+def flag_bits(agreement: np.ndarray | None, rule: str, n: int) -> np.ndarray:
+    """What the rule makes of each sample apart from its DBSCAN label.
+
+    Parameters
+    ----------
+    agreement : ndarray of float32, shape (n,), or None
+        kNN label agreement (needed by ``dbscan-knn``).
+    rule : str
+    n : int
+
+    Returns
+    -------
+    ndarray of uint8, shape (n,): ``NOISE_FLAGGED | ALWAYS_FLAGGED`` bits.
+    """
+    check_rule(rule)
+    if rule == "dbscan":
+        return np.full(n, NOISE_FLAGGED, dtype=np.uint8)
+    if agreement is None:
+        raise InputError("rule 'dbscan-knn' needs knn agreement; run 'curator cluster'")
+    return ((agreement < AGREE_MIN) * NOISE_FLAGGED
+            + (agreement < AGREE_STRONG) * ALWAYS_FLAGGED).astype(np.uint8)
+
+
 def decide(clusters: np.ndarray, agreement: np.ndarray | None, overrides: dict[int, str],
            rule: str = DEFAULT_RULE) -> Decisions:
     """Combine DBSCAN labels, the flagging rule and overrides (which always win)."""
-    check_rule(rule)
-    flagged = clusters == -1
-    if rule == "dbscan-knn":
-        if agreement is None:
-            raise InputError("rule 'dbscan-knn' needs knn agreement; run 'curator cluster'")
-        flagged = (flagged & (agreement < AGREE_MIN)) | (agreement < AGREE_STRONG)
+    bits = flag_bits(agreement, rule, len(clusters))
+    flagged = ((clusters == -1) & (bits & NOISE_FLAGGED > 0)) | (bits & ALWAYS_FLAGGED > 0)
     kept = ~flagged
     # A fixed-width string array built in place: object arrays and astype(str) cost
     # ~6 ms per call at 50,000 samples, and the app calls this on every edit.
