@@ -163,8 +163,10 @@
                      "class": model["class"], at: Date.now()};
     const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
     const valid = Number.isFinite(eps) && eps > 0 && Number.isInteger(ms) && ms >= 1;
-    // Refused values, tiny classes and a plot not drawn yet go to the server alone.
-    if (!valid || !model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2) {
+    // Refused values, tiny classes and a plot not drawn yet go to the server alone, as does
+    // everything when window.curateServerOnly is set (bench/ui_latency.py's baseline).
+    if (!valid || !model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
+        window.curateServerOnly) {
       return [request, dc.no_update, dc.no_update];
     }
     const xs = decode(gd.data[1].x), ys = decode(gd.data[1].y);

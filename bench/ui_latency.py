@@ -4,7 +4,10 @@ Starts ``curator serve`` on a copy of the run and drives headless Chromium. Ever
 taken inside the page with ``performance.now()``: from the user's input event (Enter in
 the eps box, the mouse reaching a point, the click on a class) to the end of the repaint
 (Plotly's ``plotly_afterplot`` and the counts updated) or, for hover, the tooltip image's
-``load`` event. Prints p50/p95 per action and, last, ``p95_ms=<eps change p95>``.
+``load`` event. The eps change is timed twice: through the server alone (the baseline,
+``window.curateServerOnly``) and as the page does it, re-clustered in the browser
+(assets/recluster.js). Prints p50/p95 per action, their ratio and, last,
+``p95_ms=<eps change p95>``.
 
     python -m bench.ui_latency [--run runs/cifar10n] [--eps-changes 30]
 """
@@ -78,7 +81,8 @@ def main() -> None:
     shutil.copytree(args.run, root / "bench", ignore=shutil.ignore_patterns("cache", "exports"))
     server = Server(root)
     driver = chrome()
-    results: dict[str, list[float]] = {"eps change": [], "hover image": [], "class switch": [],
+    results: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
+                                       "hover image": [], "class switch": [],
                                        "overview (all classes)": []}
     try:
         driver.get(f"{server.url}/curate/bench")
@@ -90,12 +94,24 @@ def main() -> None:
             "return [gd._fullData[0].x.length, gd._fullData[1].x.length]")
         box = driver.find_element("id", "curate-eps-input")
         base = float(box.get_attribute("value"))
-        for k in range(args.eps_changes):
-            from selenium.webdriver.common.keys import Keys
+        # The baseline first: the same changes through the server alone (request, server
+        # re-cluster, Dash renderer, Plotly), as every eps change went before
+        # assets/recluster.js.
+        for name, server_only in (("eps change, server path", True), ("eps change", False)):
+            driver.execute_script(f"window.curateServerOnly = {str(server_only).lower()}")
+            for k in range(args.eps_changes):
+                from selenium.webdriver.common.keys import Keys
 
-            box.send_keys(Keys.CONTROL, "a")
-            box.send_keys(f"{base * (0.6 + 0.8 * (k % 10) / 9):.4f}", Keys.ENTER)
-            results["eps change"].append(repaint_ms(driver))
+                box.send_keys(Keys.CONTROL, "a")
+                box.send_keys(f"{base * (0.6 + 0.8 * (k % 10) / 9) + 1e-3 * server_only:.4f}",
+                              Keys.ENTER)
+                results[name].append(repaint_ms(driver))
+        dbscan_ms = driver.execute_script(
+            "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+            "const x = gd._fullData[1].x, y = gd._fullData[1].y, times = [];"
+            "for (let k = 0; k < 20; k++) { const t = performance.now();"
+            "  window.curateDbscan(x, y, arguments[0], 5); times.push(performance.now() - t); }"
+            "return times.sort((a, b) => a - b)[10];", base)
         ids = trace_markers(driver)["customdata"]
         from selenium.webdriver.common.actions.action_builder import ActionBuilder
 
@@ -129,6 +145,9 @@ def main() -> None:
     for name, values in results.items():
         print(f"{name:<24} n={len(values):>3}  p50 {statistics.median(values):7.1f} ms  "
               f"p95 {pct(values, 0.95):7.1f} ms")
+    print(f"browser DBSCAN of the class (inside the eps change): {dbscan_ms:.1f} ms median")
+    ratio = pct(results["eps change, server path"], 0.95) / pct(results["eps change"], 0.95)
+    print(f"eps change p95, server path / browser path: {ratio:.2f}x")
     print(f"p95_ms={pct(results['eps change'], 0.95):.1f}")
 
 
