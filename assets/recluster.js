@@ -146,36 +146,27 @@
     return Object.assign({}, option, {label});
   }
 
-  // The clientside callback: (params request, status text, class-list options).
-  function recluster(epsSlider, epsInput, msSlider, msInput, model, options, epsStep) {
-    const dc = window.dash_clientside;
-    const fired = dc.callback_context.triggered.map((t) => t.prop_id.split(".")[0]);
-    const typed = fired.includes("curate-eps-input") || fired.includes("curate-ms-input");
-    if (!model) throw dc.PreventUpdate;  // the all-classes overview has no parameters
-    if (typed && (epsInput === null || epsInput === undefined || msInput === null ||
-                  msInput === undefined)) throw dc.PreventUpdate;  // a field being edited
-    // Typed values win over the slider when both fire; a slider that only snapped to its
-    // step, or a control that echoes the stored value, is not a change.
-    const eps = Number(typed ? epsInput : epsSlider), ms = Number(typed ? msInput : msSlider);
-    const tolerance = typed ? 1e-4 : (epsStep || 0) * 0.51;
-    if (ms === model.ms && Math.abs(eps - model.eps) <= tolerance) throw dc.PreventUpdate;
-    const request = {eps, ms, typed, painted: false, base: model.revision,
-                     "class": model["class"], at: Date.now()};
+  // What the plot shows, when the browser drew it over the current model: {key, eps, ms}.
+  // A new model (another class, or any stored change: its revision grows) means the server
+  // drew the plot, at the model's own eps and min_samples.
+  let drawn = null;
+  const modelKey = (m) => [m["class"], m.revision, m.eps, m.ms].join("|");
+  const shownParams = (m) => (drawn && drawn.key === modelKey(m) ? drawn : m);
+
+  // Re-cluster and repaint the class at (eps, ms); returns [status, class-list options],
+  // or null where the server has to draw it (tiny classes, no plot yet, or the baseline
+  // switch window.curateServerOnly that bench/ui_latency.py sets).
+  function redraw(model, options, eps, ms) {
     const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
-    const valid = Number.isFinite(eps) && eps > 0 && Number.isInteger(ms) && ms >= 1;
-    // Refused values, tiny classes and a plot not drawn yet go to the server alone, as does
-    // everything when window.curateServerOnly is set (bench/ui_latency.py's baseline).
-    if (!valid || !model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
-        window.curateServerOnly) {
-      return [request, dc.no_update, dc.no_update];
-    }
+    if (!model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
+        window.curateServerOnly) return null;
     const xs = decode(gd.data[1].x), ys = decode(gd.data[1].y);
-    if (!xs || xs.length !== model.n) return [request, dc.no_update, dc.no_update];
+    if (!xs || xs.length !== model.n) return null;
     const look = paint(model, dbscan(xs, ys, eps, ms));
     window.Plotly.restyle(gd, {"marker.color": [look.color], "marker.symbol": [look.symbol],
                                "marker.size": [look.size]}, [1]);
-    request.painted = true;
-    window.curateLastRecluster = {eps, ms, "class": model["class"], at: request.at};
+    drawn = {key: modelKey(model), eps, ms};
+    window.curateLastRecluster = {eps, ms, "class": model["class"], at: performance.now()};
     const code = model["class"], rows = model.rows.map((r) => Object.assign({}, r));
     const total = rows[rows.length - 1];
     for (const k of ["flagged", "overridden", "kept"]) {
@@ -187,7 +178,54 @@
     const fresh = (options || []).map((o) => (
       o.value === code ? withCounts(o, fill(model.counts, rows[code]))
         : o.value === "all" ? withCounts(o, fill(model.counts, total)) : o));
-    return [request, status, fresh];
+    return [status, fresh];
+  }
+
+  // The clientside callback: (params request for the server, status text, class options).
+  // A slider being dragged (its drag_value) is previewed only; its release, or a typed
+  // value, is stored: the request goes to the server's on_controls.
+  function recluster(epsSlider, epsInput, msSlider, msInput, epsDrag, msDrag, model, options,
+                     epsStep) {
+    const dc = window.dash_clientside, skip = dc.no_update;
+    const fired = dc.callback_context.triggered.map((t) => t.prop_id);
+    if (!model) throw dc.PreventUpdate;  // the all-classes overview has no parameters
+    const shown = shownParams(model);
+    const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
+    const commit = fired.some((id) => !id.endsWith(".drag_value"));
+    if (!commit) {
+      const eps = fired.includes("curate-eps-slider.drag_value") ? Number(epsDrag) : shown.eps;
+      const ms = fired.includes("curate-ms-slider.drag_value") ? Number(msDrag) : shown.ms;
+      if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms)) throw dc.PreventUpdate;
+      const view = redraw(model, options, eps, ms);
+      if (!view) throw dc.PreventUpdate;
+      return [skip, ...view];
+    }
+    const typed = fired.includes("curate-eps-input.value") ||
+      fired.includes("curate-ms-input.value");
+    if (typed && (epsInput === null || epsInput === undefined || msInput === null ||
+                  msInput === undefined)) throw dc.PreventUpdate;  // a field being edited
+    // Typed values win over the slider when both fire. A slider that only snapped to its
+    // step, or a control that echoes the stored value, is not a change (but a preview
+    // left on the plot goes back to the stored value).
+    const eps = Number(typed ? epsInput : epsSlider), ms = Number(typed ? msInput : msSlider);
+    const tolerance = typed ? 1e-4 : (epsStep || 0) * 0.51;
+    const drawnAlready = eps === shown.eps && ms === shown.ms;
+    if (ms === model.ms && Math.abs(eps - model.eps) <= tolerance) {
+      const moved = shown.eps !== model.eps || shown.ms !== model.ms;
+      const back = moved && redraw(model, options, model.eps, model.ms);
+      if (!back) throw dc.PreventUpdate;
+      return [skip, ...back];
+    }
+    const request = {eps, ms, typed, painted: false, base: model.revision,
+                     "class": model["class"], at: Date.now()};
+    if (!valid(eps, ms)) return [request, skip, skip];  // the server explains the refusal
+    if (drawnAlready && !window.curateServerOnly) {
+      request.painted = true;  // the drag preview drew it, counts included
+      return [request, skip, skip];
+    }
+    const view = redraw(model, options, eps, ms);
+    request.painted = view !== null;
+    return view ? [request, ...view] : [request, skip, skip];
   }
 
   window.curateDbscan = dbscan;  // for the browser test that compares it with scikit-learn

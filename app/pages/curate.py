@@ -190,13 +190,15 @@ def _changed(new, old):
 
 
 # eps / min_samples changes: assets/recluster.js re-clusters the shown class in the browser
-# and repaints it at once, then writes the change into PARAMS for on_controls to store.
+# and repaints it at once (live while a slider is dragged), then, for a typed value or a
+# released slider, writes the change into PARAMS for on_controls to store.
 clientside_callback(
     ClientsideFunction(namespace="curate", function_name="recluster"),
     Output(PARAMS, "data"), Output(STATUS, "children", allow_duplicate=True),
     Output(CLASS_PICK, "options", allow_duplicate=True),
     Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"), Input(MS_SLIDER, "value"),
-    Input(MS_INPUT, "value"), State(MODEL, "data"), State(CLASS_PICK, "options"),
+    Input(MS_INPUT, "value"), Input(EPS_SLIDER, "drag_value"), Input(MS_SLIDER, "drag_value"),
+    State(MODEL, "data"), State(CLASS_PICK, "options"),
     State(EPS_SLIDER, "step"),
     prevent_initial_call=True,
 )
@@ -256,9 +258,9 @@ def on_controls(class_value, request, _auto, _apply_all, _undo, _redo, eps_max, 
     if edited and alert is no_update and v.eps <= (eps_max or 0):
         # The control the user moved already shows its value: only its twin follows. After
         # a refused value (an alert) both go back to the stored one.
-        controls = [no_update if typed else v.eps, v.eps if typed else no_update,
-                    no_update, no_update, no_update if typed else v.min_samples,
-                    v.min_samples if typed else no_update]
+        controls = [v.eps if typed else no_update, no_update if typed else v.eps,
+                    no_update, no_update, v.min_samples if typed else no_update,
+                    no_update if typed else v.min_samples]
     return (*controls, alert, *view)
 
 

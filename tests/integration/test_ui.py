@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
-             "parity")
+             "parity", "drag")
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +106,8 @@ def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
                      and m)
     assert after["customdata"] == before["customdata"]  # same points, only markers changed
     assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
+    thumb = driver.find_element(By.CSS_SELECTOR, "#curate-eps-slider [role=slider]")
+    wait_for(lambda: thumb.get_attribute("aria-valuenow") == "0.6")  # the slider follows
     # A refused value: an alert in the page, the store unchanged, the box reset.
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("0", Keys.ENTER)
@@ -181,6 +183,30 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
             rows, logic.noise_per_class(data, state), state.rule)
         assert driver.execute_script("return window.paints") == {"restyle": 1, "react": 0}
         driver.execute_script("window.paints = {restyle: 0, react: 0}")
+
+
+def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_root):
+    store = CurationStore(ui_root / "drag" / "curation.sqlite")
+    _open(driver, server, "drag")
+    stored = store.class_params()[0]
+    revision = store.revision()
+    before = trace_markers(driver)
+    thumb = driver.find_element(By.CSS_SELECTOR, "#curate-eps-slider [role=slider]")
+    hold = ActionChains(driver).click_and_hold(thumb)
+    for _ in range(4):
+        hold.move_by_offset(-12, 0)
+    hold.perform()
+    preview = wait_for(lambda: driver.execute_script("return window.curateLastRecluster"))
+    assert preview["eps"] < stored[0]
+    wait_for(lambda: trace_markers(driver)["symbol"] != before["symbol"])  # drawn live
+    time.sleep(0.3)
+    assert store.class_params()[0] == stored and store.revision() == revision  # not stored
+    ActionChains(driver).release().perform()
+    wait_for(lambda: store.class_params()[0][0] < stored[0])
+    eps = store.class_params()[0][0]
+    assert abs(eps - driver.execute_script("return window.curateLastRecluster")["eps"]) < 1e-9
+    wait_for(lambda: abs(float(driver.find_element(By.ID, "curate-eps-input")
+                               .get_attribute("value")) - eps) < 1e-4)  # the box follows
 
 
 def test_gallery_toggle_and_summary_tab(driver, server, ui_root):
