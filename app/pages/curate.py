@@ -128,7 +128,10 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                  className="d-flex align-items-baseline mb-2"),
         html.Div(id=ALERT),
         dbc.Row([
+            # The parameters first: at 1366×768 they stay in view, and the class list
+            # scrolls inside its card however many classes there are.
             dbc.Col([
+                _controls(),
                 dbc.Card(dbc.CardBody([
                     html.H6("Classes", className="card-title"),
                     html.Div("size · flagged · overridden · kept",
@@ -139,7 +142,6 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                                                     "text-start mb-1",
                                    label_checked_class_name="active"),
                 ]), class_name="mb-3"),
-                _controls(),
             ], md=3, lg=3),
             dbc.Col([
                 _toolbar(),
