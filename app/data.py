@@ -3,7 +3,9 @@
 The caches here hold only data derived from files that never change in place (each is
 replaced by an atomic rename, which changes its mtime), keyed by path and mtime. They are
 safe with several server processes: each process fills its own, and none holds state a
-user can change. Everything a user changes lives in the run's SQLite store.
+user can change. Everything a user changes lives in the run's SQLite store. The arrays
+and indexes are process-local ``lru_cache`` entries (an index holds a lock and is widened
+in place, so it cannot be pickled); computed labels go to Flask-Caching (app/caching.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from worker.pipeline.datasets import SampleTable
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
 from worker.pipeline.store import CurationStore
+
+from .caching import memoized
 
 
 def _mtime(path: Path) -> int:
@@ -82,17 +86,11 @@ def _clusterer(path: str, stamp: tuple[int, ...], code: int) -> ClassClusterer:
     return ClassClusterer(data.embedding[data.members[code]], 0.0)
 
 
-@functools.lru_cache(maxsize=512)
-def _labels(path: str, stamp: tuple[int, ...], code: int, eps: float,
-            min_samples: int) -> np.ndarray:
-    labels = _clusterer(path, stamp, code).labels(eps, min_samples)
-    labels.setflags(write=False)  # shared between requests
-    return labels
-
-
 def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
     """DBSCAN labels of class ``code``'s points, shape (n_c,), memoized per parameters."""
-    return _labels(str(data.run.path), data.stamp, code, float(eps), int(min_samples))
+    path, eps, min_samples = str(data.run.path), float(eps), int(min_samples)
+    return memoized(("labels", path, data.stamp, code, eps, min_samples),
+                    lambda: _clusterer(path, data.stamp, code).labels(eps, min_samples))
 
 
 @dataclass
@@ -107,9 +105,19 @@ class RunState:
 
 
 def current_state(data: RunData) -> RunState:
-    """Decisions for every sample at the stored parameters and overrides."""
+    """Decisions for every sample at the stored parameters and overrides.
+
+    The parameters, overrides and rule are read between two reads of the revision, and
+    read again if a write came in between: figures are cached under that revision.
+    """
     store = CurationStore(data.run.store)
-    params = store.class_params()
+    revision = store.revision()
+    while True:
+        params, overrides = store.class_params(), store.overrides()
+        rule = store.setting("rule", DEFAULT_RULE) or DEFAULT_RULE
+        revision, before = store.revision(), revision
+        if revision == before:
+            break
     missing = [c for c in range(len(data.samples.classes)) if c not in params]
     if missing:
         raise InputError(f"run {data.run.run_id} is not clustered yet: run "
@@ -118,7 +126,14 @@ def current_state(data: RunData) -> RunState:
     for code, idx in enumerate(data.members):
         if len(idx):
             clusters[idx] = class_labels(data, code, *params[code])
-    overrides = store.overrides()
-    rule = store.setting("rule", DEFAULT_RULE) or DEFAULT_RULE
     return RunState(decide(clusters, data.agreement, overrides, rule), params, overrides,
-                    store.revision(), rule)
+                    revision, rule)
+
+
+def cached_figure(data: RunData, state: RunState, what: tuple, build) -> dict:
+    """A figure (or trace) dict for this run and store revision, from Flask-Caching.
+
+    ``what`` names the figure (e.g. ``("class", 3)``); ``build()`` makes it on a miss.
+    """
+    return memoized(("figure", str(data.run.path), data.stamp, state.revision, state.rule,
+                     *what), build)

@@ -129,9 +129,10 @@ def typed_array(values: np.ndarray, dtype: str = "f4") -> dict:
 
 # Figures are plain dicts, not go.Figure: Plotly's validators walk every array element,
 # which took over 100 ms per class view and 160 ms for the 50,000-point overview.
-def class_figure(emb: np.ndarray, idx: np.ndarray, d: Decisions, overrides: dict[int, str],
-                 background_url: str, show_background: bool = True) -> dict:
-    """The class view: every point faint as an image layer, class ``idx`` on top.
+def class_figure(emb: np.ndarray, trace: dict, background_url: str,
+                 show_background: bool = True) -> dict:
+    """The class view: every point faint as an image layer, the class (``trace``, from
+    :func:`class_trace`) on top.
 
     Trace 0 is invisible and only pins the axes to the whole map; trace 1 is the class.
     """
@@ -145,7 +146,7 @@ def class_figure(emb: np.ndarray, idx: np.ndarray, d: Decisions, overrides: dict
                      sizey=y1 - y0, sizing="stretch", layer="below",
                      visible=bool(show_background))],
         xaxis=dict(range=[x0, x1]), yaxis=dict(range=[y0, y1]))
-    return dict(data=[pin, class_trace(emb, idx, d, overrides)], layout=layout)
+    return dict(data=[pin, trace], layout=layout)
 
 
 def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,

@@ -14,16 +14,17 @@ from pathlib import Path
 import dash
 import numpy as np
 from flask import Flask, Response, abort, current_app, request, send_file
-from flask_caching import Cache
 from PIL import Image
 
 from worker.jobs import get_dispatcher, resolve_run
 from worker.pipeline.errors import InputError
 from worker.settings import Settings, load_settings
 
+from . import caching
+from .caching import files
+
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TOKEN_COOKIE = "curator_token"
-cache = Cache()
 
 
 def settings() -> Settings:
@@ -55,7 +56,7 @@ def _remember_token(response: Response) -> Response:
     return response
 
 
-@cache.memoize(timeout=3600)
+@files.memoize(timeout=3600)
 def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
     """PNG bytes of one thumbnail (cached: thumbnails never change for a run)."""
     thumbs = np.load(Path(run_path) / "thumbnails.npy", mmap_mode="r")
@@ -66,7 +67,7 @@ def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
     return buf.getvalue()
 
 
-@cache.memoize(timeout=3600)
+@files.memoize(timeout=3600)
 def background_png(run_path: str, mtime: int) -> bytes:
     """The class view's backdrop of every point (cached per embedding file)."""
     from .background import render_png
@@ -136,7 +137,7 @@ def create_app(config: Settings | None = None) -> dash.Dash:
     config.runs_root.mkdir(parents=True, exist_ok=True)
     server = Flask(__name__)
     server.config.update(CURATOR_SETTINGS=config, CURATOR_DISPATCHER=get_dispatcher(config))
-    cache.init_app(server, config={"CACHE_TYPE": "SimpleCache", "CACHE_THRESHOLD": 20000})
+    caching.init_app(server)
     server.before_request(lambda: _check_token(server))
     server.after_request(_remember_token)
     _register_routes(server)

@@ -24,8 +24,8 @@ from dash import (
 from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
-from app.data import current_state, run_data
-from app.figures import LEGEND, class_figure, class_trace, marker_style, overview_figure
+from app.data import cached_figure, current_state, run_data
+from app.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.layout import error_alert
 from app.panels import export_panel, retrain_panel
 from app.server import settings
@@ -325,22 +325,26 @@ def _render(run_id, class_value, view: logic.PageView, state=None, background_ch
     code = _code(class_value)
     d = state.decisions
     shown = view.shown
+    def trace() -> dict:
+        return cached_figure(data, state, ("class", code), lambda: class_trace(
+            data.embedding, data.members[code], d, state.overrides))
+
     if tab_changed or figure_current:
         fig = no_update
     elif code is None:
-        fig = overview_figure(data.embedding, data.samples.labels, data.samples.classes, d)
+        fig = cached_figure(data, state, ("overview",), lambda: overview_figure(
+            data.embedding, data.samples.labels, data.samples.classes, d))
     elif shown in (None, "all"):
-        fig = class_figure(data.embedding, data.members[code], d, state.overrides,
-                           f"/background/{run_id}.png", bool(view.show_background))
+        fig = class_figure(data.embedding, trace(), f"/background/{run_id}.png",
+                           bool(view.show_background))
     else:
         fig = Patch()
         if shown != code:
-            fig["data"][1] = class_trace(data.embedding, data.members[code], d, state.overrides)
+            fig["data"][1] = trace()
         else:
-            colours, symbols, sizes = marker_style(data.members[code], d, state.overrides)
-            fig["data"][1]["marker"]["color"] = colours
-            fig["data"][1]["marker"]["symbol"] = symbols
-            fig["data"][1]["marker"]["size"] = sizes
+            marker = trace()["marker"]
+            for key in ("color", "symbol", "size"):
+                fig["data"][1]["marker"][key] = marker[key]
         if background_changed:  # a layout change costs a full relayout: only when asked
             fig["layout"]["images"][0]["visible"] = bool(view.show_background)
     rows = logic.class_counts(data, state)

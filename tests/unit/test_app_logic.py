@@ -154,3 +154,38 @@ def test_client_model_carries_what_the_browser_needs(root):
     assert (model["eps"], model["ms"]) == state.params[code]
     text = logic.status_text(rows, noise, state.rule)
     assert text.startswith(f"{rows[-1]['kept']} of {rows[-1]['size']} kept · {sum(noise)} DBSCAN")
+
+
+def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
+    from app import caching
+    from app.data import cached_figure
+    from app.server import create_app
+    from worker.settings import Settings
+
+    app = create_app(Settings(runs_root=root))
+    built = []
+
+    def build(state):
+        built.append(state.revision)
+        return {"revision": state.revision}
+
+    with app.server.app_context():
+        caching.derived.clear()
+        data = run_data(root, "digits")
+        first = current_state(data)  # fills the labels of every class
+        labels = caching.derived.cache._cache.keys()
+        assert sum("'labels'" in k for k in labels) == len(data.members)
+        # A second read computes no DBSCAN: the labels come from Flask-Caching.
+        from worker.pipeline.clustering import ClassClusterer
+
+        monkeypatch.setattr(ClassClusterer, "labels", lambda *a: pytest.fail("recomputed"))
+        again = current_state(data)
+        assert (again.decisions.clusters == first.decisions.clusters).all()
+        monkeypatch.undo()
+        assert cached_figure(data, again, ("class", 0), lambda: build(again)) == \
+            cached_figure(data, again, ("class", 0), lambda: build(again))
+        assert built == [first.revision]  # built once for this revision
+        logic.toggle(root, "digits", 3)  # an override: a new revision, a new figure
+        later = current_state(data)
+        cached_figure(data, later, ("class", 0), lambda: build(later))
+        assert built == [first.revision, later.revision] and later.revision > first.revision

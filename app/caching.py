@@ -1,0 +1,45 @@
+"""Flask-Caching for the app: thumbnails, and the clusterings and figures derived from runs.
+
+Every key names all that its value depends on: the run directory and the mtimes of its
+files (``RunData.stamp``; files are replaced by atomic renames), the class, and the DBSCAN
+parameters or the store revision, which grows with every parameter change, override and
+undo. A stale entry can therefore never be served, only evicted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import TypeVar
+
+from flask import Flask, has_app_context
+from flask_caching import Cache
+
+T = TypeVar("T")
+
+# Thumbnail and backdrop PNGs: a few kB each, immutable per file mtime.
+files = Cache()
+# Clusterings and figures: up to ~1 MB each (the 50,000-point overview), one set per
+# store revision, so this one keeps few entries.
+derived = Cache()
+
+
+def init_app(server: Flask) -> None:
+    files.init_app(server, config={"CACHE_TYPE": "SimpleCache", "CACHE_THRESHOLD": 20000,
+                                   "CACHE_DEFAULT_TIMEOUT": 3600})
+    derived.init_app(server, config={"CACHE_TYPE": "SimpleCache", "CACHE_THRESHOLD": 256,
+                                     "CACHE_DEFAULT_TIMEOUT": 3600})
+
+
+def memoized(key: tuple[Hashable, ...], compute: Callable[[], T]) -> T:
+    """``compute()``, kept in the ``derived`` cache under ``key``.
+
+    Outside a Flask app (unit tests, scripts) there is no cache: it is computed each time.
+    """
+    if not has_app_context():
+        return compute()
+    name = repr(key)
+    value = derived.get(name)
+    if value is None:
+        value = compute()
+        derived.set(name, value)
+    return value
