@@ -18,17 +18,20 @@ import numpy as np
 
 from worker.jobs import resolve_run
 from worker.pipeline.clustering import (
-    DEFAULT_RULE,
     ClassClusterer,
     Decisions,
     decide,
     feature_neighbours,
 )
-from worker.pipeline.curation import agreement_path, neighbours_path
+from worker.pipeline.curation import (
+    agreement_path,
+    load_agreement,
+    neighbours_path,
+    read_curation,
+)
 from worker.pipeline.datasets import SampleTable
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
-from worker.pipeline.store import CurationStore
 
 from .caching import memoized
 
@@ -58,7 +61,7 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     # The cluster step saves feature-space neighbours; older runs get them computed here.
     nn = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else \
         feature_neighbours(run.load_features())
-    agree = np.load(agreement_path(run)) if agreement_path(run).is_file() else None
+    agree = load_agreement(run)
     members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
     return RunData(run, samples, emb, agree, nn[:, :5], members, stamp)
 
@@ -105,29 +108,14 @@ class RunState:
 
 
 def current_state(data: RunData) -> RunState:
-    """Decisions for every sample at the stored parameters and overrides.
-
-    The parameters, overrides and rule are read between two reads of the revision, and
-    read again if a write came in between: figures are cached under that revision.
-    """
-    store = CurationStore(data.run.store)
-    revision = store.revision()
-    while True:
-        params, overrides = store.class_params(), store.overrides()
-        rule = store.setting("rule", DEFAULT_RULE) or DEFAULT_RULE
-        revision, before = store.revision(), revision
-        if revision == before:
-            break
-    missing = [c for c in range(len(data.samples.classes)) if c not in params]
-    if missing:
-        raise InputError(f"run {data.run.run_id} is not clustered yet: run "
-                         f"'curator cluster {data.run.path}'")
+    """Decisions for every sample at the stored parameters and overrides."""
+    stored = read_curation(data.run, len(data.samples.classes))
     clusters = np.full(len(data.samples), -1, dtype=np.int64)
     for code, idx in enumerate(data.members):
         if len(idx):
-            clusters[idx] = class_labels(data, code, *params[code])
-    return RunState(decide(clusters, data.agreement, overrides, rule), params, overrides,
-                    revision, rule)
+            clusters[idx] = class_labels(data, code, *stored.params[code])
+    return RunState(decide(clusters, data.agreement, stored.overrides, stored.rule),
+                    stored.params, stored.overrides, stored.revision, stored.rule)
 
 
 def cached_figure(data: RunData, state: RunState, what: tuple, build) -> dict:

@@ -1,11 +1,13 @@
 """A run's curation state: store parameters + embedding + overrides → decisions.
 
 This is the one place that turns what is stored into what each sample's fate is; the CLI,
-export, evaluation and the app all call :func:`current_decisions`.
+export and evaluation call :func:`current_decisions`; the app (app/data.py) reads the same
+store through :func:`read_curation` and clusters with its cached per-class indexes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -91,17 +93,48 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
     return decisions
 
 
+@dataclass(frozen=True)
+class StoredCuration:
+    """What the store says now: per-class parameters, overrides, rule, and the revision
+    all of them belong to."""
+
+    params: dict[int, tuple[float, int]]
+    overrides: dict[int, str]
+    rule: str
+    revision: int
+
+
+def read_curation(run: RunDir, n_classes: int) -> StoredCuration:
+    """Read the store consistently: between two equal reads of the revision (re-read if a
+    write came in between), so the app can cache figures under that revision.
+
+    Raises :class:`InputError` when some class has no parameters yet.
+    """
+    store = open_store(run)
+    revision = store.revision()
+    while True:
+        params, overrides = store.class_params(), store.overrides()
+        rule = store.setting("rule", DEFAULT_RULE) or DEFAULT_RULE
+        revision, before = store.revision(), revision
+        if revision == before:
+            break
+    if any(c not in params for c in range(n_classes)):
+        raise InputError(f"{run.path} has no clustering yet: run 'curator cluster {run.path}'")
+    return StoredCuration(params, overrides, rule, revision)
+
+
+def load_agreement(run: RunDir) -> np.ndarray | None:
+    """kNN label agreement, shape (N,) float32, or None for runs clustered before it."""
+    return np.load(agreement_path(run)) if agreement_path(run).is_file() else None
+
+
 def current_decisions(run: RunDir) -> tuple[SampleTable, Decisions, dict[int, tuple[float, int]]]:
     """The samples, what happens to each, and the per-class parameters, as stored now."""
     samples = run.read_samples()
-    store = open_store(run)
-    params = store.class_params()
-    if len(params) < len(samples.classes):
-        raise InputError(f"{run.path} has no clustering yet: run 'curator cluster {run.path}'")
-    rule = store.setting("rule", DEFAULT_RULE) or DEFAULT_RULE
-    agreement = np.load(agreement_path(run)) if agreement_path(run).is_file() else None
-    clusters = cluster_all(run.load_embedding(), samples.labels, params)
-    return samples, decide(clusters, agreement, store.overrides(), rule), params
+    stored = read_curation(run, len(samples.classes))
+    clusters = cluster_all(run.load_embedding(), samples.labels, stored.params)
+    decisions = decide(clusters, load_agreement(run), stored.overrides, stored.rule)
+    return samples, decisions, stored.params
 
 
 def summary_rows(samples: SampleTable, decisions: Decisions) -> list[dict]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .clustering import DEFAULT_RULE, RULES, decide
-from .curation import agreement_path, current_decisions, open_store
+from .curation import current_decisions, load_agreement, open_store
 from .errors import InputError
 from .rundir import RunDir
 
@@ -86,7 +86,7 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
                          f"{len(samples)} samples; give a true label for every sample")
     noisy = samples.true_labels != samples.labels
     out["current"] = detection_scores(~decisions.kept, noisy)
-    agreement = np.load(agreement_path(run)) if agreement_path(run).is_file() else None
+    agreement = load_agreement(run)
     out["rules"] = {rule: detection_scores(decide(decisions.clusters, agreement, {}, rule).flagged,
                                            noisy) for rule in RULES}
     if with_cleanlab:
