@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
-             "parity", "drag")
+             "parity", "drag", "tabs")
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +207,51 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     assert abs(eps - driver.execute_script("return window.curateLastRecluster")["eps"]) < 1e-9
     wait_for(lambda: abs(float(driver.find_element(By.ID, "curate-eps-input")
                                .get_attribute("value")) - eps) < 1e-4)  # the box follows
+
+
+def test_two_tabs_keep_each_others_changes(driver, server, ui_root):
+    """Tab B re-clusters in the browser from a model that predates tab A's override: the
+    server sees the store moved on and repaints B with A's override; both changes stay."""
+    store = CurationStore(ui_root / "tabs" / "curation.sqlite")
+    first = driver.current_window_handle
+    _open(driver, server, "tabs")
+    driver.switch_to.new_window("tab")
+    second = driver.current_window_handle
+    _open(driver, server, "tabs")
+
+    def marker_of(sample):
+        m = trace_markers(driver)
+        k = m["customdata"].index(sample)
+        return m["symbol"][k], m["color"][k]
+
+    try:
+        ids = trace_markers(driver)["customdata"]
+        a, b = ids[len(ids) // 4], ids[3 * len(ids) // 4]
+        driver.switch_to.window(first)
+        _click_at(driver, *point_position(driver, a))
+        wait_for(lambda: a in store.overrides())
+        decision_a = store.overrides()[a]
+        want_a = ("diamond", "#1a9e3a") if decision_a == "keep" else ("x", "#d62728")
+        driver.switch_to.window(second)  # still shows the store before A's click
+        assert marker_of(a) != want_a
+        box = driver.find_element(By.ID, "curate-eps-input")
+        eps = round(float(box.get_attribute("value")) * 0.8, 4)
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(str(eps), Keys.ENTER)
+        wait_for(lambda: store.class_params()[0][0] == eps)
+        wait_for(lambda: marker_of(a) == want_a)  # the server repainted B
+        _click_at(driver, *point_position(driver, b))
+        wait_for(lambda: b in store.overrides())
+        assert set(store.overrides()) == {a, b} and store.class_params()[0][0] == eps
+        driver.switch_to.window(first)
+        driver.refresh()
+        _open(driver, server, "tabs")
+        assert marker_of(a) == want_a and marker_of(b)[0] in ("diamond", "x")
+        assert driver.find_element(By.ID, "curate-eps-input").get_attribute("value") == str(eps)
+    finally:
+        driver.switch_to.window(second)
+        driver.close()
+        driver.switch_to.window(first)
 
 
 def test_gallery_toggle_and_summary_tab(driver, server, ui_root):
