@@ -4,10 +4,11 @@ Starts ``curator serve`` on a copy of the run and drives headless Chromium. Ever
 taken inside the page with ``performance.now()``: from the user's input event (Enter in
 the eps box, the mouse reaching a point, the click on a class) to the end of the repaint
 (Plotly's ``plotly_afterplot`` and the counts updated) or, for hover, the tooltip image's
-``load`` event. The eps change is timed twice: through the server alone (the baseline,
-``window.curateServerOnly``) and as the page does it, re-clustered in the browser
-(assets/recluster.js). Prints p50/p95 per action, their ratio and, last,
-``p95_ms=<eps change p95>``.
+``load`` event; "eps change, stored" is when the server's answer to the browser's
+re-cluster has arrived (the change is in the store). The eps change is timed twice:
+through the server alone (the baseline, ``window.curateServerOnly``) and as the page does
+it, re-clustered in the browser (assets/recluster.js). Prints p50/p95 per action, their
+ratio and, last, ``p95_ms=<eps change p95>``.
 
     python -m bench.ui_latency [--run runs/cifar10n] [--eps-changes 30]
 """
@@ -26,7 +27,17 @@ from tests.integration.browser import Server, chrome, point_position, trace_mark
 
 HOOKS = """
 const gd = document.querySelector('#curate-graph .js-plotly-plot');
-window.bench = {plot: 0, status: 0, img: 0, t0: 0};
+window.bench = {plot: 0, status: 0, img: 0, t0: 0, answered: 0};
+// When the server's answer to a callback has arrived (for an eps change: stored).
+const fetch0 = window.fetch;
+window.fetch = function (...args) {
+  return fetch0.apply(this, args).then((r) => {
+    if (String(args[0]).includes('_dash-update-component')) {
+      r.clone().text().then(() => { window.bench.answered = performance.now(); });
+    }
+    return r;
+  });
+};
 gd.on('plotly_afterplot', () => { window.bench.plot = performance.now(); });
 new MutationObserver(() => { window.bench.status = performance.now(); })
   .observe(document.getElementById('curate-status'), {childList: true, subtree: true,
@@ -82,6 +93,7 @@ def main() -> None:
     server = Server(root)
     driver = chrome()
     results: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
+                                       "eps change, stored": [],
                                        "hover image": [], "class switch": [],
                                        "overview (all classes)": []}
     try:
@@ -106,6 +118,10 @@ def main() -> None:
                 box.send_keys(f"{base * (0.6 + 0.8 * (k % 10) / 9) + 1e-3 * server_only:.4f}",
                               Keys.ENTER)
                 results[name].append(repaint_ms(driver))
+                if not server_only:
+                    b = driver.execute_script("return window.bench")
+                    if b["answered"] > b["t0"]:
+                        results["eps change, stored"].append(b["answered"] - b["t0"])
         dbscan_ms = driver.execute_script(
             "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
             "const x = gd._fullData[1].x, y = gd._fullData[1].y, times = [];"
