@@ -234,7 +234,7 @@ def on_controls(class_value, request, _auto, _apply_all, _undo, _redo, eps_max, 
     try:
         if edited:
             # The class the browser tuned, even if another was picked since.
-            target = int(request.get("class", code))
+            target = request.get("class", code)
             painted = (bool(request.get("painted")) and target == code
                        and logic.store_for(root, run_id).revision() == request.get("base"))
             logic.set_params(root, run_id, target, request.get("eps"), request.get("ms"),
@@ -325,6 +325,7 @@ def _render(run_id, class_value, view: logic.PageView, state=None, background_ch
     code = _code(class_value)
     d = state.decisions
     shown = view.shown
+
     def trace() -> dict:
         return cached_figure(data, state, ("class", code), lambda: class_trace(
             data.embedding, data.members[code], d, state.overrides))

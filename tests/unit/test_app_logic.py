@@ -30,6 +30,15 @@ def test_set_params_ignores_echoes_and_records_changes(root):
         logic.set_params(root, "digits", 0, -1, 5)
     with pytest.raises(InputError, match="min_samples"):
         logic.set_params(root, "digits", 0, 1.0, 0)
+    # What the browser sends is checked like any other input.
+    with pytest.raises(InputError, match="must be numbers"):
+        logic.set_params(root, "digits", 0, "wide", 5)
+    with pytest.raises(InputError, match="min_samples"):
+        logic.set_params(root, "digits", 0, 1.0, float("nan"))
+    for code in (99, -1, "all", None):
+        with pytest.raises(InputError, match="no class"):
+            logic.set_params(root, "digits", code, 1.0, 5)
+    assert set(store.class_params().values()) == {(1.1, 6)}  # the refusals stored nothing
 
 
 def test_toggle_bulk_undo(root):

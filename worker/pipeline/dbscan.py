@@ -33,7 +33,7 @@ def check_params(eps: float, min_samples: int) -> None:
     """Raise a one-line :class:`InputError` for eps ≤ 0 or min_samples < 1."""
     if not np.isfinite(eps) or eps <= 0:
         raise InputError(f"eps must be a positive number, got {eps}")
-    if int(min_samples) != min_samples or min_samples < 1:
+    if not np.isfinite(min_samples) or int(min_samples) != min_samples or min_samples < 1:
         raise InputError(f"min_samples must be an integer of at least 1, got {min_samples}")
 
 
