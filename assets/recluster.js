@@ -147,8 +147,9 @@
   }
 
   // What the plot shows, when the browser drew it over the current model: {key, eps, ms}.
-  // A new model (another class, or any stored change: its revision grows) means the server
-  // drew the plot, at the model's own eps and min_samples.
+  // A new model (another class, or any stored change: its revision grows) or a figure from
+  // the server (dcc.Graph applies it with Plotly.react) means the server drew the plot, at
+  // the model's own eps and min_samples.
   let drawn = null;
   const modelKey = (m) => [m["class"], m.revision, m.eps, m.ms].join("|");
   const shownParams = (m) => (drawn && drawn.key === modelKey(m) ? drawn : m);
@@ -162,6 +163,10 @@
         window.curateServerOnly) return null;
     const xs = decode(gd.data[1].x), ys = decode(gd.data[1].y);
     if (!xs || xs.length !== model.n) return null;
+    if (!gd.curateHooked) {
+      gd.on("plotly_react", () => { drawn = null; });
+      gd.curateHooked = true;
+    }
     const look = paint(model, dbscan(xs, ys, eps, ms));
     window.Plotly.restyle(gd, {"marker.color": [look.color], "marker.symbol": [look.symbol],
                                "marker.size": [look.size]}, [1]);

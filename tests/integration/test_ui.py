@@ -207,6 +207,18 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     assert abs(eps - driver.execute_script("return window.curateLastRecluster")["eps"]) < 1e-9
     wait_for(lambda: abs(float(driver.find_element(By.ID, "curate-eps-input")
                                .get_attribute("value")) - eps) < 1e-4)  # the box follows
+    # Dragged to 0 and released: refused, and the plot goes back to the stored eps.
+    hold = ActionChains(driver).click_and_hold(thumb).move_by_offset(-40, 0)
+    hold.release().perform()
+    alert = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-alert .alert"))
+    assert "eps must be" in alert[0].text and store.class_params()[0][0] == eps
+    from app.data import current_state, run_data
+    from app.figures import marker_style
+
+    data = run_data(ui_root, "drag")
+    state = current_state(data)
+    colours, _, _ = marker_style(data.members[0], state.decisions, state.overrides)
+    wait_for(lambda: trace_markers(driver)["color"] == colours)
 
 
 def test_two_tabs_keep_each_others_changes(driver, server, ui_root):
