@@ -219,6 +219,22 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     state = current_state(data)
     colours, _, _ = marker_style(data.members[0], state.decisions, state.overrides)
     wait_for(lambda: trace_markers(driver)["color"] == colours)
+    # Again from there: a preview P, then 0 (refused; the server repaints the stored eps
+    # under the same model). Dragging back to P must draw P again.
+    last = driver.execute_script("return window.curateLastRecluster")
+    to_left_edge = -(thumb.location["x"] + 30)  # from P to below 0
+    (ActionChains(driver).click_and_hold(thumb).move_by_offset(30, 0).pause(0.5)
+     .move_by_offset(to_left_edge, 0).pause(0.3).release().perform())
+    preview = driver.execute_script("return window.curateLastRecluster")  # P; 0 is not drawn
+    assert preview["at"] > last["at"] and 0 < preview["eps"] != eps
+    wait_for(lambda: trace_markers(driver)["color"] == colours)
+    assert store.class_params()[0][0] == eps
+    ActionChains(driver).click_and_hold(thumb).move_by_offset(30, 0).perform()
+    again = wait_for(lambda: (v := driver.execute_script(
+        "return window.curateLastRecluster"))["at"] > preview["at"] and v)
+    assert again["eps"] == preview["eps"]
+    ActionChains(driver).release().perform()
+    wait_for(lambda: store.class_params()[0][0] == preview["eps"])
 
 
 def test_two_tabs_keep_each_others_changes(driver, server, ui_root):
