@@ -173,7 +173,8 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
     """
     idx = data.members[code]
     eps, ms = state.params[code]
-    bits = flag_bits(data.agreement, state.rule, len(data.samples))[idx]
+    agreement = None if data.agreement is None else data.agreement[idx]
+    bits = flag_bits(agreement, state.rule, len(idx))
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "flags": typed_array(bits, "u1"),

@@ -61,3 +61,13 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path):
     assert len(store.overrides()) == 300
     assert len(store.history(limit=1000)) == 300
     assert store.revision() == 300
+
+
+def test_snapshot_reads_everything_at_one_revision(tmp_path):
+    store = CurationStore(tmp_path / "c.sqlite")
+    store.set_class_params({0: (1.0, 5)})
+    store.set_overrides([3], "drop")
+    store.set_setting("rule", "dbscan")
+    params, overrides, settings, revision = store.snapshot()
+    assert params == {0: (1.0, 5)} and overrides == {3: "drop"}
+    assert settings["rule"] == "dbscan" and revision == store.revision() == 3

@@ -105,22 +105,15 @@ class StoredCuration:
 
 
 def read_curation(run: RunDir, n_classes: int) -> StoredCuration:
-    """Read the store consistently: between two equal reads of the revision (re-read if a
-    write came in between), so the app can cache figures under that revision.
+    """Read the store in one transaction (:meth:`CurationStore.snapshot`), so the app can
+    cache figures under the revision it read.
 
     Raises :class:`InputError` when some class has no parameters yet.
     """
-    store = open_store(run)
-    revision = store.revision()
-    while True:
-        params, overrides = store.class_params(), store.overrides()
-        rule = store.setting("rule", DEFAULT_RULE) or DEFAULT_RULE
-        revision, before = store.revision(), revision
-        if revision == before:
-            break
+    params, overrides, settings, revision = open_store(run).snapshot()
     if any(c not in params for c in range(n_classes)):
         raise InputError(f"{run.path} has no clustering yet: run 'curator cluster {run.path}'")
-    return StoredCuration(params, overrides, rule, revision)
+    return StoredCuration(params, overrides, settings.get("rule") or DEFAULT_RULE, revision)
 
 
 def load_agreement(run: RunDir) -> np.ndarray | None:

@@ -103,6 +103,22 @@ class CurationStore:
             row = db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
         return row[0] if row else default
 
+    def snapshot(self) -> tuple[dict[int, tuple[float, int]], dict[int, str],
+                                dict[str, str], int]:
+        """(class params, overrides, settings, revision), all read in one transaction, so
+        they belong together (WAL readers see one committed state for a whole transaction).
+        """
+        with self._connect() as db:
+            db.execute("BEGIN")
+            try:
+                params = {lab: (eps, ms) for lab, eps, ms in
+                          db.execute("SELECT label, eps, min_samples FROM class_params")}
+                overrides = dict(db.execute("SELECT sample, decision FROM overrides"))
+                settings = dict(db.execute("SELECT key, value FROM settings"))
+            finally:
+                db.execute("COMMIT")
+        return params, overrides, settings, int(settings["revision"])
+
     def history(self, limit: int = 50) -> list[dict[str, Any]]:
         """Newest first: id, description, undone, created_at, number of changes."""
         with self._connect() as db:
