@@ -3,18 +3,28 @@
 ``curator serve`` calls :func:`serve`. The app binds to 127.0.0.1 unless told otherwise.
 With ``CURATOR_AUTH_TOKEN`` set, every route needs the token: as ``?token=`` once (it is
 then kept in an HTTP-only cookie), or as an ``Authorization: Bearer`` header.
+
+Every request is checked before Dash sees it: its ``Host`` must be a loopback name, the
+bound address or one of ``CURATOR_ALLOWED_HOSTS`` (so a web page cannot reach the server
+by DNS rebinding), its body may not exceed ``CURATOR_MAX_BODY_BYTES``, and a callback
+request whose JSON is not the shape Dash sends is a 400, as is any callback that fails on
+the values it was sent. The token never reaches the access log.
 """
 
 from __future__ import annotations
 
 import hmac
 import io
+import logging
+import re
 from pathlib import Path
 
 import dash
 import numpy as np
+from dash.exceptions import DashException
 from flask import Flask, Response, abort, current_app, request, send_file
 from PIL import Image
+from werkzeug.exceptions import HTTPException
 
 from worker.jobs import get_dispatcher, resolve_run
 from worker.pipeline.errors import InputError
@@ -37,16 +47,99 @@ def dispatcher():
     return current_app.config["CURATOR_DISPATCHER"]
 
 
-def _check_token(app: Flask) -> Response | None:
-    token = app.config["CURATOR_SETTINGS"].auth_token
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+DASH_UPDATE = "/_dash-update-component"
+
+
+def _text(status: int, message: str) -> Response:
+    return Response(f"{status}: {message}\n", status=status, mimetype="text/plain")
+
+
+def host_allowed(host_header: str, config: Settings) -> bool:
+    """Whether ``host_header`` (``name[:port]``) names this server."""
+    name = host_header.strip().lower()
+    if name.startswith("["):  # [::1]:8050
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    allowed = {*LOOPBACK_HOSTS, *config.allowed_hosts}
+    if config.host not in ("0.0.0.0", "::", ""):
+        allowed.add(config.host.lower())
+    return bool(name) and name in allowed
+
+
+def _callback_shape_ok(body: object) -> bool:
+    """The outline of what Dash's renderer posts to ``/_dash-update-component``."""
+    if not isinstance(body, dict) or not isinstance(body.get("output"), str):
+        return False
+    for key in ("inputs", "changedPropIds"):
+        if not isinstance(body.get(key), list):
+            return False
+    return isinstance(body.get("state", []), list)
+
+
+def _guard(app: Flask) -> Response | None:
+    """Host, body size, token and callback shape, before any route runs."""
+    config: Settings = app.config["CURATOR_SETTINGS"]
+    if not host_allowed(request.host or "", config):
+        return _text(403, "this server answers only to its own host names "
+                          "(set CURATOR_ALLOWED_HOSTS to add one)")
+    if (request.content_length or 0) > config.max_body_bytes:
+        return _text(413, f"request body over {config.max_body_bytes} bytes")
+    denied = _check_token(config.auth_token)
+    if denied is not None:
+        return denied
+    if request.path == DASH_UPDATE and request.method == "POST":
+        if not _callback_shape_ok(request.get_json(silent=True)):
+            return _text(400, "malformed callback request")
+    return None
+
+
+def _check_token(token: str) -> Response | None:
     if not token or request.path == "/healthz":
         return None
     given = (request.args.get("token") or request.cookies.get(TOKEN_COOKIE)
              or request.headers.get("Authorization", "").removeprefix("Bearer ").strip())
-    if given and hmac.compare_digest(given, token):
+    # Compare bytes: compare_digest refuses str with non-ASCII characters (a 500 before).
+    if given and hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode()):
         return None
-    return Response("401: this tsne-curator needs its access token (open the URL with "
-                    "?token=...)\n", status=401, mimetype="text/plain")
+    return _text(401, "this tsne-curator needs its access token (open the URL with ?token=...)")
+
+
+def check_token_setting(token: str) -> None:
+    """Refuse a token that cannot travel in a URL and a cookie unchanged."""
+    if token and not (token.isascii() and token.isprintable() and " " not in token):
+        raise InputError("CURATOR_AUTH_TOKEN must be printable ASCII without spaces")
+
+
+class _RedactToken(logging.Filter):
+    """Keep ``token=...`` out of the access log (werkzeug logs every request line)."""
+
+    PATTERN = re.compile(r"(token=)[^&\s\"]+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            record.args = tuple(self.PATTERN.sub(r"\1***", a) if isinstance(a, str) else a
+                                for a in record.args)
+        record.msg = self.PATTERN.sub(r"\1***", str(record.msg))
+        return True
+
+
+def _on_error(exc: Exception):
+    """HTTP errors pass through; a callback that fails on the values it was sent answers
+    400 (an :class:`InputError` with its one line, anything else without Python's text);
+    a bad component-suite path is a 404; the rest is a logged 500."""
+    if isinstance(exc, HTTPException):
+        return exc
+    if request.path == DASH_UPDATE and isinstance(
+            exc, InputError | DashException | TypeError | KeyError | ValueError | AttributeError
+            | IndexError | ArithmeticError):
+        first = str(exc).splitlines()[0][:200] if isinstance(exc, InputError) else ""
+        return _text(400, first or "callback values of the wrong type or shape")
+    if request.path.startswith("/_dash-component-suites/"):
+        return _text(404, "no such file")
+    current_app.logger.exception("unhandled error on %s", request.path)
+    return _text(500, "internal error (logged on the server)")
 
 
 def _remember_token(response: Response) -> Response:
@@ -135,11 +228,15 @@ def create_app(config: Settings | None = None) -> dash.Dash:
     """Build the Dash app for ``config`` (default: from the environment)."""
     config = config or load_settings()
     config.runs_root.mkdir(parents=True, exist_ok=True)
+    check_token_setting(config.auth_token)
     server = Flask(__name__)
-    server.config.update(CURATOR_SETTINGS=config, CURATOR_DISPATCHER=get_dispatcher(config))
+    server.config.update(CURATOR_SETTINGS=config, CURATOR_DISPATCHER=get_dispatcher(config),
+                         MAX_CONTENT_LENGTH=config.max_body_bytes)
     caching.init_app(server)
-    server.before_request(lambda: _check_token(server))
+    server.before_request(lambda: _guard(server))
     server.after_request(_remember_token)
+    server.register_error_handler(Exception, _on_error)
+    logging.getLogger("werkzeug").addFilter(_RedactToken())
     _register_routes(server)
     app = dash.Dash(
         __name__, server=server, use_pages=True,

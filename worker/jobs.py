@@ -26,6 +26,8 @@ from .pipeline.ingest import DatasetOptions
 from .pipeline.jobstore import FINAL, JobStore
 from .pipeline.progress import Cancelled, ProgressFn
 from .pipeline.rundir import RunDir
+from .pipeline.runlock import PIPELINE_LOCK, check_out_dir, run_lock
+from .runs import list_runs, resolve_run, run_id_for  # noqa: F401 - re-exported
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -34,25 +36,22 @@ if TYPE_CHECKING:
 QUEUES = {"extract": "gpu", "finetune": "gpu", "train": "gpu", "embed": "cpu", "export": "cpu",
           "pipeline": "gpu"}
 HEARTBEAT_S = 10.0
+# How long a step waits for another writer of its run (runlock.run_lock) before failing.
+STEP_WAIT_S = 600.0
 
 
-# --------------------------------------------------------------------------- run ids
-def resolve_run(runs_root: Path, run_id: str) -> RunDir:
-    """The run folder for ``run_id`` (a path relative to the runs root), never outside it."""
-    root = Path(runs_root).resolve()
-    path = (root / run_id).resolve()
-    if not run_id or Path(run_id).is_absolute() or not path.is_relative_to(root) or path == root:
-        raise InputError(f"invalid run id {run_id!r}: give a folder inside the runs root {root}")
-    return RunDir(path)
+def heartbeat_interval(settings: Settings) -> float:
+    """Seconds between heartbeats: at least three fit in the stale window, so a live job is
+    never taken for a dead one."""
+    return min(HEARTBEAT_S, settings.stale_after_s / 3)
 
 
-def run_id_for(runs_root: Path, path: Path) -> str:
-    """The run id of ``path``; it must lie inside the runs root that workers share."""
-    root, target = Path(runs_root).resolve(), Path(path).resolve()
-    if not target.is_relative_to(root) or target == root:
-        raise InputError(f"{path} is outside the runs root {root}; with a broker, runs must "
-                         "live under CURATOR_RUNS_ROOT so every worker can reach them")
-    return target.relative_to(root).as_posix()
+def stale_cutoff(settings: Settings) -> str:
+    """ISO time before which a running job's last heartbeat means its worker is gone."""
+    from datetime import UTC, datetime, timedelta
+
+    return (datetime.now(UTC) - timedelta(seconds=settings.stale_after_s)).isoformat(
+        timespec="seconds")
 
 
 # --------------------------------------------------------------------------- parameters
@@ -80,8 +79,10 @@ def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.runner import ensure_ingested
 
     dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
-    ds = ensure_ingested(run, dataset, progress)
-    feats = extract(run, ds, _feature_opts(params.get("features", {})), progress)
+    check_out_dir(run.path, dataset.spec.root if dataset else None)
+    with run_lock(run, "an extract job", wait=STEP_WAIT_S):
+        ds = ensure_ingested(run, dataset, progress)
+        feats = extract(run, ds, _feature_opts(params.get("features", {})), progress)
     return {"features": run.features.name, "shape": list(feats.shape)}
 
 
@@ -94,7 +95,8 @@ def _do_finetune(run: RunDir, params: dict, progress: ProgressFn) -> dict:
 def _do_embed(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.runner import ensure_embedded
 
-    ensure_embedded(run.require(), _embedding_opts(params), progress)
+    with run_lock(run.require(), "an embed job", wait=STEP_WAIT_S):
+        ensure_embedded(run, _embedding_opts(params), progress)
     return {"embedding": run.embedding.name}
 
 
@@ -110,8 +112,10 @@ def _do_pipeline(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.runner import run_pipeline
 
     dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
-    decisions = run_pipeline(run, dataset, _feature_opts(params.get("features", {})),
-                             _embedding_opts(params.get("embedding", {})), progress=progress)
+    with run_lock(run, "a pipeline job", PIPELINE_LOCK):
+        decisions = run_pipeline(run, dataset, _feature_opts(params.get("features", {})),
+                                 _embedding_opts(params.get("embedding", {})),
+                                 progress=progress)
     return {"features": run.features.name, "embedding": run.embedding.name,
             "kept": int(decisions.kept.sum())}
 
@@ -168,8 +172,8 @@ class _Progress:
     """Progress callback writing to the job record (at most every 0.5 s) and a heartbeat
     thread, so a job whose worker died can be told apart from a slow one."""
 
-    def __init__(self, jobs: JobStore, job_id: str) -> None:
-        self.jobs, self.job_id = jobs, job_id
+    def __init__(self, jobs: JobStore, job_id: str, beat_s: float) -> None:
+        self.jobs, self.job_id, self.beat_s = jobs, job_id, beat_s
         self.last = 0.0
         self.cancel = False
         self.state = (0, 0, "starting")
@@ -186,7 +190,7 @@ class _Progress:
         return self.cancel
 
     def _heartbeat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
+        while not self._stop.wait(self.beat_s):
             try:
                 self.cancel = self.jobs.progress(self.job_id, *self.state) or self.cancel
             except sqlite3.Error:
@@ -214,7 +218,9 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
         return record["result"]  # a re-delivered message for a job that already ended
     if not jobs.start(job_id, worker_name()):
         return None
-    progress = _Progress(jobs, job_id)
+    from .settings import load_settings
+
+    progress = _Progress(jobs, job_id, heartbeat_interval(load_settings()))
     try:
         result = HANDLERS[kind](run, params, progress)
     except Cancelled:
@@ -262,7 +268,8 @@ class EmbeddedDispatcher:
             record_failure(self.settings.runs_root, run_id, job_id, exc)
 
     def cancel(self, run_id: str, job_id: str) -> str | None:
-        return JobStore(resolve_run(self.settings.runs_root, run_id).store).request_cancel(job_id)
+        return JobStore(resolve_run(self.settings.runs_root, run_id).store).request_cancel(
+            job_id, stale_cutoff(self.settings))
 
 
 class CeleryDispatcher:
@@ -277,6 +284,14 @@ class CeleryDispatcher:
     def check_broker(self) -> None:
         """Fail fast, in one line, when the broker cannot be reached."""
         check_broker(self.settings.broker_url)
+
+    def consumers(self, queue: str) -> list[str]:
+        """Names of the live workers that consume ``queue`` (asks them, ~1 s)."""
+        try:
+            active = self.app.control.inspect(timeout=1.0).active_queues() or {}
+        except Exception:  # noqa: BLE001 - an unreachable broker: nobody consumes
+            return []
+        return [w for w, qs in active.items() if any(q.get("name") == queue for q in qs)]
 
     def submit(self, run_id: str, kind: str, params: dict[str, Any]) -> str:
         self.check_broker()
@@ -293,7 +308,8 @@ class CeleryDispatcher:
         return job_id
 
     def cancel(self, run_id: str, job_id: str) -> str | None:
-        status = JobStore(resolve_run(self.settings.runs_root, run_id).store).request_cancel(job_id)
+        status = JobStore(resolve_run(self.settings.runs_root, run_id).store).request_cancel(
+            job_id, stale_cutoff(self.settings))
         if status == "cancelled":
             try:
                 self.app.control.revoke(job_id)
@@ -320,12 +336,19 @@ def get_dispatcher(settings: Settings) -> EmbeddedDispatcher | CeleryDispatcher:
 
 
 def wait_for(run: RunDir, job_id: str, on_progress: ProgressFn | None = None,
-             poll_s: float = 0.3) -> dict[str, Any]:
-    """Poll a job record until it ends; returns the final record."""
+             poll_s: float = 0.3,
+             on_wait: Callable[[dict[str, Any], float], None] | None = None) -> dict[str, Any]:
+    """Poll a job record until it ends; returns the final record. ``on_wait(job, waited
+    seconds)`` is called about every 2 s while it has not ended."""
     jobs = JobStore(run.store)
     last = None
+    start = checked = time.monotonic()
     while True:
         job = jobs.get(job_id)
+        if on_wait is not None and job is not None and job["status"] not in FINAL \
+                and time.monotonic() - checked >= 2:
+            checked = time.monotonic()
+            on_wait(job, checked - start)
         if job is None:
             raise InputError(f"job {job_id} not found in {run.path}")
         state = (job["done"], job["total"], job["message"])
@@ -338,44 +361,92 @@ def wait_for(run: RunDir, job_id: str, on_progress: ProgressFn | None = None,
 
 
 def find_job(runs_root: Path, job_id: str) -> tuple[str, dict[str, Any]]:
-    """Search every run under the runs root for ``job_id``; returns (run id, record)."""
-    root = Path(runs_root).resolve()
-    for store in sorted(root.rglob("curation.sqlite")):
-        job = JobStore(store).get(job_id)
-        if job is not None:
-            return store.parent.relative_to(root).as_posix(), job
-    raise InputError(f"no job {job_id} under {root}")
+    """Search every readable run under the runs root for ``job_id``; returns (run id,
+    record)."""
+    for entry in list_runs(runs_root):
+        if entry.error is None and entry.store.is_file():
+            job = JobStore(entry.store).get(job_id)
+            if job is not None:
+                return entry.id, job
+    raise InputError(f"no job {job_id} under {Path(runs_root).resolve()}")
 
 
 def recover_stale_jobs(settings: Settings) -> list[str]:
     """Re-queue jobs left ``running`` by a worker that died (no heartbeat for
-    ``stale_after_s``). Run when a worker starts; returns one line per recovered job.
+    ``stale_after_s``); returns one line per recovered job.
 
-    A pool process killed mid-job is handed back by Celery at once
-    (``task_reject_on_worker_lost``); this covers a whole worker killed, whose message
-    Redis would only re-deliver after the visibility timeout.
+    Every worker runs this when it starts and then every few seconds
+    (:func:`watch_stale_jobs`), so a job whose worker died is re-queued within about
+    ``stale_after_s`` plus one check whenever any worker is alive, even one started the
+    moment after the crash. Of several workers that notice it, one re-queues it
+    (:meth:`JobStore.requeue`). A pool process killed mid-job is handed back by Celery at
+    once (``task_reject_on_worker_lost``); this covers a whole worker killed, whose
+    message Redis would only re-deliver after the visibility timeout.
     """
-    from datetime import UTC, datetime
-
-    root = Path(settings.runs_root).resolve()
-    if not root.is_dir():
-        return []
     dispatcher = CeleryDispatcher(settings)
-    now = datetime.now(UTC)
+    cutoff = stale_cutoff(settings)
     lines = []
-    for store in sorted(root.rglob("curation.sqlite")):
-        jobs = JobStore(store)
+    for entry in list_runs(settings.runs_root):
+        if entry.error is not None or not entry.store.is_file():
+            continue
+        jobs = JobStore(entry.store)
         for job in jobs.list():
             beat = job["heartbeat_at"] or job["started_at"]
-            if job["status"] != "running" or not beat:
+            if job["status"] != "running" or not beat or beat >= cutoff:
                 continue
-            if (now - datetime.fromisoformat(beat)).total_seconds() < settings.stale_after_s:
-                continue
-            run_id = store.parent.relative_to(root).as_posix()
-            jobs.requeue(job["id"])
+            if not jobs.requeue(job["id"], job["heartbeat_at"]):
+                continue  # another worker got there first, or it came back to life
             dispatcher.app.send_task(f"curator.{job['kind']}",
-                                     args=[run_id, job["params"], job["id"]],
+                                     args=[entry.id, job["params"], job["id"]],
                                      queue=QUEUES[job["kind"]])
-            lines.append(f"re-queued job {job['id']} ({job['kind']} of {run_id}): its worker "
+            lines.append(f"re-queued job {job['id']} ({job['kind']} of {entry.id}): its worker "
                          f"{job['worker']} stopped answering")
     return lines
+
+
+def watch_stale_jobs(settings: Settings, report: Callable[[str], None]) -> threading.Thread:
+    """A daemon thread running :func:`recover_stale_jobs` every half stale window."""
+    def loop() -> None:
+        while True:
+            time.sleep(max(1.0, min(5.0, settings.stale_after_s / 2)))
+            try:
+                for line in recover_stale_jobs(settings):
+                    report(line)
+            except Exception as exc:  # noqa: BLE001 - a broker or disk hiccup; try again
+                report(f"stale-job check failed, will retry: {str(exc).splitlines()[0][:200]}")
+
+    thread = threading.Thread(target=loop, name="curator-stale-jobs", daemon=True)
+    thread.start()
+    return thread
+
+
+def fail_dead_jobs(settings: Settings, run: RunDir | None = None) -> list[str]:
+    """Without a broker, a running job with a stale heartbeat belonged to a process that
+    died (jobs run on that process's threads): mark it failed, in ``run`` or in every run
+    under the runs root. Returns their ids."""
+    if settings.broker_url:
+        return []
+    cutoff = stale_cutoff(settings)
+    stores = [run.store] if run is not None else [
+        e.store for e in list_runs(settings.runs_root) if e.error is None]
+    return [job for store in stores if store.is_file()
+            for job in JobStore(store).fail_stale(cutoff)]
+
+
+def waiting_notice(settings: Settings, job: dict[str, Any], waited_s: float) -> str | None:
+    """What a client waiting on ``job`` should be told, if anything: no worker consumes
+    its queue, or the worker running it stopped answering."""
+    if settings.broker_url and job["status"] == "queued" and waited_s >= 3:
+        queue = QUEUES.get(job["kind"], "gpu")
+        if not CeleryDispatcher(settings).consumers(queue):
+            return (f"no worker is consuming the '{queue}' queue yet: start one with "
+                    f"'curator worker --queues {queue}' (still waiting)")
+    beat = job["heartbeat_at"] or job["started_at"]
+    if job["status"] == "running" and beat and beat < stale_cutoff(settings):
+        return (f"the worker running this job ({job['worker']}) stopped answering; "
+                + ("a live worker will re-queue it" if settings.broker_url
+                   else "the job is lost: run the command again"))
+    if job["status"] == "queued" and (job["message"] or "").startswith("re-queued"):
+        return (f"the worker running this job ({job['worker']}) stopped answering; the job "
+                "was re-queued and will start again on a live worker")
+    return None

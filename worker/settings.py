@@ -14,6 +14,17 @@ def _env(name: str, default: str) -> str:
     return os.environ.get(f"CURATOR_{name}", default)
 
 
+def _int_env(name: str, default: int) -> int:
+    """An integer setting, or one clear line naming the variable."""
+    from .pipeline.errors import InputError
+
+    text = _env(name, str(default))
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"CURATOR_{name} must be a whole number, got {text!r}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     """Process-wide settings; build with :func:`load_settings`."""
@@ -23,15 +34,31 @@ class Settings:
     broker_url: str = ""
     result_backend: str = ""
     # Seconds before Redis re-delivers a message whose worker vanished without acking it.
-    # It must exceed the longest job; jobs of a dead worker are also recovered sooner by
-    # the heartbeat check when a worker starts (see docs/jobs.md).
+    # It must exceed the longest job; jobs of a dead worker are recovered much sooner by
+    # every live worker's periodic heartbeat check (see docs/jobs.md).
     visibility_timeout: int = 6 * 3600
-    stale_after_s: int = 60
+    # A running job whose heartbeat is older than this is taken for dead. Jobs beat at
+    # least three times per window (worker.jobs.heartbeat_interval).
+    stale_after_s: int = 20
     host: str = "127.0.0.1"
     port: int = 8050
     auth_token: str = ""
     device: str = "auto"
     num_workers: int = 2
+    # Folders the app's New-run form may read datasets, labels and weights from; empty means
+    # the default, DEFAULT_DATA_ROOTS (see data_roots_of).
+    data_roots: tuple[Path, ...] = ()
+    # Host names the server answers to besides the loopback ones (DNS rebinding defence).
+    allowed_hosts: tuple[str, ...] = ()
+    # Largest request body the server reads; Dash callbacks send a few kB.
+    max_body_bytes: int = 16 * 1024 * 1024
+
+
+def data_roots_of(s: Settings) -> tuple[Path, ...]:
+    """Where the app may read user files: ``CURATOR_DATA_ROOTS`` (``:``-separated), or by
+    default the ``data/`` folder beside the runs root and ``CURATOR_DATA_ROOT``."""
+    roots = s.data_roots or (Path(s.runs_root).resolve().parent / "data", Path(s.data_root))
+    return tuple(Path(r).resolve() for r in roots)
 
 
 def load_settings() -> Settings:
@@ -39,13 +66,17 @@ def load_settings() -> Settings:
     return Settings(
         runs_root=Path(_env("RUNS_ROOT", "runs")),
         data_root=Path(_env("DATA_ROOT", "../shared/data")),
+        data_roots=tuple(Path(p) for p in _env("DATA_ROOTS", "").split(os.pathsep) if p),
         broker_url=_env("BROKER_URL", ""),
         result_backend=_env("RESULT_BACKEND", ""),
-        visibility_timeout=int(_env("VISIBILITY_TIMEOUT", str(6 * 3600))),
-        stale_after_s=int(_env("STALE_AFTER", "60")),
+        visibility_timeout=_int_env("VISIBILITY_TIMEOUT", 6 * 3600),
+        stale_after_s=_int_env("STALE_AFTER", 20),
         host=_env("HOST", "127.0.0.1"),
-        port=int(_env("PORT", "8050")),
+        port=_int_env("PORT", 8050),
         auth_token=_env("AUTH_TOKEN", ""),
         device=_env("DEVICE", "auto"),
-        num_workers=int(_env("NUM_WORKERS", str(min(4, os.cpu_count() or 1)))),
+        num_workers=_int_env("NUM_WORKERS", min(4, os.cpu_count() or 1)),
+        allowed_hosts=tuple(h.strip().lower() for h in _env("ALLOWED_HOSTS", "").split(",")
+                            if h.strip()),
+        max_body_bytes=_int_env("MAX_BODY_BYTES", 16 * 1024 * 1024),
     )

@@ -9,8 +9,10 @@ from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
 from app.layout import error_alert, info_alert, live_table
 from app.panels import job_progress
 from app.server import dispatcher, settings
+from worker.jobs import fail_dead_jobs
 from worker.pipeline.errors import InputError
 from worker.pipeline.jobstore import FINAL, JobStore
+from worker.runs import list_runs
 
 dash.register_page(__name__, path="/jobs", title="Jobs · tsne-curator")
 
@@ -21,12 +23,14 @@ CANCEL = "jobs-cancel"
 
 
 def all_jobs(limit: int = 200) -> list[dict]:
-    """Jobs of every run under the runs root, newest first."""
-    root = settings().runs_root.resolve()
+    """Jobs of every readable run under the runs root (worker.runs.list_runs), newest
+    first; runs that cannot be read are shown on the Runs page with the reason."""
+    if not settings().broker_url:
+        fail_dead_jobs(settings())  # jobs of a process that died show as failed, not running
     jobs = []
-    for store in root.glob("*/curation.sqlite"):
-        for job in JobStore(store).list():
-            jobs.append({**job, "run": store.parent.name})
+    for entry in list_runs(settings().runs_root):
+        if entry.error is None and entry.store.is_file():
+            jobs.extend({**job, "run": entry.id} for job in JobStore(entry.store).list())
     jobs.sort(key=lambda j: j["created_at"], reverse=True)
     return jobs[:limit]
 

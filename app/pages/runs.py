@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import dash
 import dash_bootstrap_components as dbc
@@ -11,13 +11,15 @@ from dash import Input, Output, State, callback, dcc, html
 from app.layout import error_alert, live_table
 from app.panels import job_progress
 from app.server import dispatcher, settings
-from worker.jobs import feature_params, resolve_run
+from worker.jobs import feature_params
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.errors import InputError
 from worker.pipeline.features import FeatureOptions
 from worker.pipeline.ingest import DatasetOptions
 from worker.pipeline.jobstore import FINAL, JobStore
 from worker.pipeline.models import MODEL_NAMES
+from worker.runs import list_runs, resolve_run
+from worker.settings import data_roots_of
 
 dash.register_page(__name__, path="/", title="Runs · tsne-curator")
 
@@ -32,29 +34,28 @@ F_NOISE, F_GO = "new-noise", "new-go"
 STEPS = ("ingest", "extract", "embed", "cluster")
 
 
-def list_runs() -> list[dict]:
-    """Runs directly under the runs root, newest first, with their step states."""
-    root = settings().runs_root
+def run_rows() -> list[dict]:
+    """Every run under the runs root (worker.runs.list_runs), newest first, with its step
+    states; a run that cannot be read keeps its row, with the reason."""
     out = []
-    # A run appears once it has a run.json, or a job store (queued, not ingested yet).
-    folders = {p.parent for p in [*root.glob("*/run.json"), *root.glob("*/curation.sqlite")]}
-    for folder in sorted(folders, key=lambda p: -p.stat().st_mtime):
-        try:
-            meta = json.loads((folder / "run.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            meta = {}
-        steps = meta.get("steps", {})
-        out.append({"id": folder.name, "dataset": meta.get("dataset", {}).get("spec"),
+    for entry in list_runs(settings().runs_root):
+        steps = entry.meta.get("steps", {})
+        dataset = entry.meta.get("dataset", {})
+        out.append({"id": entry.id, "error": entry.error, "store": entry.store,
+                    "dataset": dataset.get("spec") if isinstance(dataset, dict) else None,
                     "model": steps.get("extract", {}).get("model", "-"),
-                    "n": meta.get("n_samples", 0), "skipped": meta.get("n_skipped", 0),
+                    "n": entry.meta.get("n_samples", 0),
                     "steps": {s: steps.get(s, {}).get("status") == "done" for s in STEPS}})
     return out
 
 
 def _row(r: dict) -> html.Tr:
+    if r["error"]:
+        return html.Tr([html.Td(r["id"]), html.Td(dbc.Badge("cannot be read", color="danger"),
+                                                  className="small"),
+                        html.Td(r["error"], colSpan=4, className="small text-danger")])
     ready = r["steps"]["cluster"]
-    store = resolve_run(settings().runs_root, r["id"]).store
-    recent = JobStore(store).list()[:3] if store.is_file() else []
+    recent = JobStore(r["store"]).list()[:3] if r["store"].is_file() else []
     jobs = [j for j in recent if j["status"] not in FINAL or j["status"] == "failed"][:2]
     return html.Tr([
         html.Td(dcc.Link(r["id"], href=f"/curate/{r['id']}") if ready else r["id"]),
@@ -112,7 +113,7 @@ def layout(**_query) -> html.Div:
 
 @callback(Output(TABLE, "children"), Input(POLL, "n_intervals"))
 def refresh(_n):
-    runs = list_runs()
+    runs = run_rows()
     if not runs:
         return html.Tr(html.Td("No runs yet: start one above, or run "
                                "'curator pipeline --dataset digits --out runs/demo'.",
@@ -120,11 +121,21 @@ def refresh(_n):
     return [_row(r) for r in runs]
 
 
+def inside_data_roots(what: str, path: Path) -> Path:
+    """``path`` resolved, if it lies under one of the data roots (a browser may name only
+    files there); otherwise an error that names the roots, not the file's contents."""
+    roots = data_roots_of(settings())
+    target = path.expanduser().resolve()
+    if not any(target.is_relative_to(r) for r in roots):
+        raise InputError(f"the {what} must be under a data root ({', '.join(map(str, roots))}); "
+                         "set CURATOR_DATA_ROOTS to allow another folder")
+    return target
+
+
 def new_run_params(name, spec, split, labels, column, true_column, noise, model, weights,
                    finetune, perplexity) -> tuple[str, dict]:
     """Validate the form; returns (run id, pipeline job params)."""
     import re
-    from pathlib import Path
 
     name = (name or "").strip()
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name) or ".." in name:
@@ -132,7 +143,11 @@ def new_run_params(name, spec, split, labels, column, true_column, noise, model,
     run = resolve_run(settings().runs_root, name)
     if run.exists():
         raise InputError(f"a run named {name!r} exists already; choose another name")
-    opts = DatasetOptions(parse_spec((spec or "").strip(), split or "train"),
+    parsed = parse_spec((spec or "").strip(), split or "train")
+    for what, path in (("dataset", parsed.root), ("labels CSV", labels), ("weights", weights)):
+        if path:
+            inside_data_roots(what, Path(path))
+    opts = DatasetOptions(parsed,
                           Path(labels) if labels else None, column or "label",
                           true_column or None, float(noise or 0), 0)
     feats = FeatureOptions(model=model, weights=Path(weights) if weights else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import signal
 import subprocess
@@ -82,13 +83,58 @@ def test_whole_worker_killed_then_new_worker_finishes(start_worker, broker_env, 
     store = out / "curation.sqlite"
     job = _wait_job(store, "extract", lambda j: j["status"] == "running" and j["done"] > 0)
     first.kill_all()
-    time.sleep(4)  # longer than CURATOR_STALE_AFTER=3: the job's heartbeat is now stale
+    # The replacement starts at once, as a process supervisor would: the heartbeat is not
+    # stale yet, so only the worker's periodic check can re-queue the job.
     second = start_worker("w2")
-    assert any("re-queued job" in ln for ln in second.log)
+    requeued = _wait_job(store, "extract", lambda j: j["attempts"] >= 2, timeout=60)
+    assert requeued["id"] == job["id"]
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
+    assert any("re-queued job" in ln for ln in second.log)
+    assert "stopped answering" in stderr  # the waiting client said so
     assert JobStore(store).get(job["id"])["status"] == "succeeded"
     assert np.load(out / "features.npy").shape == (2000, 512)
+
+
+def test_a_client_is_told_when_no_worker_consumes_its_queue(broker_env, runs_root):
+    """No worker at all: the client says so within seconds instead of sitting silent."""
+    proc = _pipeline(broker_env, runs_root / "lonely", "--dataset", "digits")
+    time.sleep(10)  # the notice comes after 3 s of waiting, plus a check of the workers
+    proc.terminate()
+    _, stderr = proc.communicate(timeout=30)
+    assert "no worker is consuming the 'gpu' queue" in stderr
+
+
+def test_without_a_broker_a_dead_job_fails_and_cancel_ends_it(runs_root, fresh_run, cifar_mini):
+    """The process running an embedded job is SIGKILLed: the job is reported failed (its
+    heartbeat stopped), and cancelling a dead job ends it at once."""
+    env = {**os.environ, "CURATOR_BROKER_URL": "", "CURATOR_STALE_AFTER": "3"}
+    out = runs_root / "embedded"
+    proc = subprocess.Popen([CURATOR, "pipeline", "--out", str(out),
+                             *_slow_extract_args(cifar_mini)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job = _wait_job(out / "curation.sqlite", "extract",
+                    lambda j: j["status"] == "running" and j["done"] > 0)
+    proc.kill()
+    proc.communicate(timeout=30)
+    time.sleep(4)
+    r = subprocess.run([CURATOR, "jobs", str(out)], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "failed" in r.stdout and "no heartbeat" in r.stdout
+    assert JobStore(out / "curation.sqlite").get(job["id"])["status"] == "failed"
+    # A running job whose worker is gone: cancel ends it now, not "at its next step".
+    jobs = JobStore(fresh_run.store)
+    dead = jobs.create("export", {"format": "csv", "name": "x"})
+    jobs.start(dead, "gone-host:1")
+    with jobs._connect() as db:
+        db.execute("UPDATE jobs SET heartbeat_at='2000-01-01T00:00:00+00:00' WHERE id=?",
+                   (dead,))
+    r = subprocess.run([CURATOR, "cancel", dead, "--run", str(fresh_run.path)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and f"job {dead}: cancelled" in r.stdout, r.stderr
+    r = subprocess.run([CURATOR, "cancel", "x", "--run", str(runs_root / "nope")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and not (runs_root / "nope").exists()
 
 
 def test_cancel_stops_a_running_job(start_worker, broker_env, runs_root, cifar_mini):
@@ -147,8 +193,9 @@ def test_redis_stopped_then_restarted(tmp_path, runs_root, fresh_run, broker_env
         r = subprocess.run([CURATOR, "export", str(run), "--dest", "after-outage"], env=env,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
-        manifest = (run / "exports" / "after-outage" / "manifest.csv").read_text().splitlines()
-        assert manifest[2].endswith("override_drop") and manifest[3].endswith("override_drop")
+        with open(run / "exports" / "after-outage" / "manifest.csv") as fh:
+            reasons = [row["reason"] for row in csv.DictReader(fh)]
+        assert reasons[1] == reasons[2] == "override_drop"
         subprocess.run(start, check=True, capture_output=True)
         for _ in range(100):
             if redis_alive(url):

@@ -9,7 +9,7 @@ import pytest
 
 from worker.pipeline.datasets import (
     apply_labels_csv,
-    inject_symmetric_noise,
+    inject_noise,
     open_dataset,
     parse_spec,
 )
@@ -112,13 +112,13 @@ def test_cifar10n_labels_on_the_shared_csv(cifar_mini, tmp_path):
 
 def test_injected_noise_is_exact_and_seeded():
     ds = open_dataset(parse_spec("digits"))
-    a = inject_symmetric_noise(ds.samples, 0.1, seed=3)
-    b = inject_symmetric_noise(ds.samples, 0.1, seed=3)
+    a = inject_noise(ds.samples, 0.1, seed=3)
+    b = inject_noise(ds.samples, 0.1, seed=3)
     assert (a.labels == b.labels).all()
     assert (a.labels != a.true_labels).sum() == round(0.1 * 1797)
     assert (a.true_labels == ds.samples.labels).all()
     with pytest.raises(InputError, match="inject-noise"):
-        inject_symmetric_noise(ds.samples, 1.5, seed=0)
+        inject_noise(ds.samples, 1.5, seed=0)
 
 
 def test_corrupt_jpeg_is_skipped_and_listed(small_folder, tmp_path, capsys):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import pickle
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,9 @@ def parse_spec(text: str, split: str = "train") -> DatasetSpec:
     """
     if split not in SPLITS:
         raise InputError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
+    if "\x00" in text:
+        raise InputError("dataset spec has a NUL character: give 'digits', 'cifar10:DIR' or "
+                         "'folder:DIR'")
     kind, _, rest = text.partition(":")
     if kind == "digits" and not rest:
         return DatasetSpec("digits", None, split)
@@ -184,19 +188,52 @@ def _list_folder(root: Path, split: str) -> tuple[list[str], np.ndarray, list[st
 # --------------------------------------------------------------------------- labels
 
 
+_COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ .-]{0,39}")
+
+
 def read_label_csv(csv_path: Path, column: str) -> dict[str, str]:
-    """Map ``path`` → label from a CSV with a ``path`` column and ``column``."""
+    """Map ``path`` → label from a CSV with a ``path`` column and ``column``.
+
+    UTF-8 with or without a byte-order mark (Excel writes one). A row without a path or a
+    label, or two rows giving one path different labels, is an error naming the lines;
+    rows that repeat a path with the same label are fine. Messages never quote the file
+    beyond column names and paths.
+    """
     if not csv_path.is_file():
         raise InputError(f"labels CSV not found: {csv_path}")
-    with open(csv_path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        fields = reader.fieldnames or []
-        if "path" not in fields or column not in fields:
-            raise InputError(
-                f"labels CSV {csv_path.name} needs columns 'path' and {column!r}; "
-                f"it has {', '.join(fields) or 'none'} (pick one with --label-column)"
-            )
-        return {row["path"].strip(): row[column].strip() for row in reader}
+    out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            fields = [f.strip() for f in reader.fieldnames or []]
+            reader.fieldnames = fields
+            if "path" not in fields or column not in fields:
+                # Name the columns only when they look like column names: a file that is
+                # not a labels CSV must not have its first line echoed into an error.
+                names = ", ".join(fields) if fields and len(fields) <= 20 and all(
+                    _COLUMN_NAME.fullmatch(f) for f in fields) else f"{len(fields)} unnamed"
+                raise InputError(f"labels CSV {csv_path.name} needs columns 'path' and "
+                                 f"{column!r}; it has {names or 'none'} "
+                                 "(pick one with --label-column)")
+            for row in reader:
+                line = reader.line_num
+                path, label = (row.get("path") or "").strip(), (row.get(column) or "").strip()
+                if not path or not label:
+                    raise InputError(f"labels CSV {csv_path.name} line {line} has no "
+                                     f"{'path' if not path else repr(column)} value")
+                if path in out and out[path] != label:
+                    raise InputError(f"labels CSV {csv_path.name} gives {path!r} two labels, "
+                                     f"on lines {first_line[path]} and {line}: keep one")
+                out[path] = label
+                first_line.setdefault(path, line)
+    except UnicodeDecodeError:
+        raise InputError(f"labels CSV {csv_path.name} is not UTF-8 text: save it as UTF-8 "
+                         "(CSV UTF-8 in Excel)") from None
+    except csv.Error as exc:
+        raise InputError(f"labels CSV {csv_path.name} is not a valid CSV file "
+                         f"({str(exc).split(':')[0]})") from None
+    return out
 
 
 def _apply_label_map(samples: SampleTable, mapping: dict[str, str], csv_name: str,
@@ -238,13 +275,45 @@ def apply_labels_csv(samples: SampleTable, csv_path: Path, label_column: str = "
     return SampleTable(samples.paths, new_labels, true, samples.classes)
 
 
-def inject_symmetric_noise(samples: SampleTable, rate: float, seed: int) -> SampleTable:
-    """Flip ``round(rate·N)`` labels to a different class chosen uniformly, seeded.
+NOISE_KINDS = ("symmetric", "pairs")
+# Pairs that people confuse, for datasets with these class names (CIFAR-10): each class
+# flips to its partner. Other datasets pair classes in code order (0↔1, 2↔3, …).
+HUMAN_PAIRS = (("cat", "dog"), ("automobile", "truck"), ("airplane", "ship"),
+               ("deer", "horse"), ("bird", "frog"))
 
+
+def noise_partners(classes: list[str]) -> np.ndarray:
+    """The one class each class flips to under ``pairs`` noise, shape (C,).
+
+    Classes named in ``HUMAN_PAIRS`` swap with their partner; the rest are paired in code
+    order; with an odd count the last one left flips to the class before it.
+    """
+    partner = np.full(len(classes), -1, dtype=np.int64)
+    for a, b in HUMAN_PAIRS:
+        if a in classes and b in classes:
+            partner[classes.index(a)], partner[classes.index(b)] = (classes.index(b),
+                                                                    classes.index(a))
+    rest = np.flatnonzero(partner < 0)
+    for a, b in zip(rest[::2], rest[1::2], strict=False):
+        partner[a], partner[b] = b, a
+    if len(rest) % 2:
+        last = rest[-1]
+        partner[last] = last - 1 if last > 0 else 1
+    return partner
+
+
+def inject_noise(samples: SampleTable, rate: float, seed: int,
+                 kind: str = "symmetric") -> SampleTable:
+    """Flip ``round(rate·N)`` labels, chosen at random (seeded), to another class.
+
+    ``symmetric``: the new class is uniform over the others. ``pairs``: each class flips to
+    one fixed partner (:func:`noise_partners`), the way people confuse cats and dogs.
     True labels become the labels before flipping, unless true labels were already known.
     """
-    if not 0.0 <= rate < 1.0:
+    if not (isinstance(rate, (int, float)) and 0.0 <= rate < 1.0):
         raise InputError(f"--inject-noise must be in [0, 1), got {rate}")
+    if kind not in NOISE_KINDS:
+        raise InputError(f"unknown --noise-kind {kind!r}: use one of {', '.join(NOISE_KINDS)}")
     n_classes = len(samples.classes)
     if n_classes < 2:
         raise InputError("label noise needs at least two classes")
@@ -252,8 +321,11 @@ def inject_symmetric_noise(samples: SampleTable, rate: float, seed: int) -> Samp
     n_flip = int(round(rate * len(samples)))
     flip = rng.choice(len(samples), size=n_flip, replace=False)
     labels = samples.labels.copy()
-    offsets = rng.integers(1, n_classes, size=n_flip)
-    labels[flip] = (labels[flip] + offsets) % n_classes
+    if kind == "pairs":
+        labels[flip] = noise_partners(samples.classes)[labels[flip]]
+    else:
+        offsets = rng.integers(1, n_classes, size=n_flip)
+        labels[flip] = (labels[flip] + offsets) % n_classes
     true = samples.true_labels if samples.has_truth else samples.labels.copy()
     return SampleTable(samples.paths, labels, true, samples.classes)
 

@@ -15,11 +15,11 @@ import contextlib
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .rundir import now_iso
+from .store import connect
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINAL = ("succeeded", "failed", "cancelled")
@@ -44,15 +44,8 @@ class JobStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        try:
-            db.execute("PRAGMA busy_timeout=30000")
-            yield db
-        finally:
-            db.close()
+    def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return connect(self.path, sqlite3.Row)
 
     def create(self, kind: str, params: dict[str, Any], job_id: str | None = None) -> str:
         """Record a new queued job and return its id."""
@@ -108,24 +101,51 @@ class JobStore:
                        (status, error, json.dumps(result) if result is not None else None,
                         now_iso(), job_id))
 
-    def requeue(self, job_id: str) -> None:
-        """Put a job whose worker died back to ``queued`` (it keeps its attempt count)."""
-        with self._connect() as db:
-            db.execute("UPDATE jobs SET status='queued', message='re-queued: worker lost' "
-                       "WHERE id=? AND status='running'", (job_id,))
+    def requeue(self, job_id: str, heartbeat_at: str | None) -> bool:
+        """Put a job whose worker died back to ``queued`` (it keeps its attempt count).
 
-    def request_cancel(self, job_id: str) -> str | None:
-        """Ask a job to stop; a queued one is cancelled at once. Returns the new status."""
+        Only if it is still ``running`` with the heartbeat the caller saw as stale, so of
+        several workers that notice the same dead job, exactly one re-queues it (True).
+        """
+        with self._connect() as db:
+            cur = db.execute("UPDATE jobs SET status='queued', message='re-queued: worker lost' "
+                             "WHERE id=? AND status='running' AND heartbeat_at IS ?",
+                             (job_id, heartbeat_at))
+            return cur.rowcount == 1
+
+    def fail_stale(self, before: str) -> list[str]:
+        """Mark ``failed`` every running job whose last heartbeat is older than ``before``
+        (an ISO time): without a broker nobody else can re-run it, its process is gone.
+        Returns their ids."""
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT status FROM jobs WHERE id=?", (job_id,)).fetchone()
+            ids = [r["id"] for r in db.execute(
+                "SELECT id FROM jobs WHERE status='running' AND "
+                "COALESCE(heartbeat_at, started_at) < ?", (before,))]
+            for job_id in ids:
+                db.execute("UPDATE jobs SET status='failed', finished_at=?, error=? WHERE id=?",
+                           (now_iso(), "its process stopped (no heartbeat): run it again",
+                            job_id))
+            db.execute("COMMIT")
+        return ids
+
+    def request_cancel(self, job_id: str, stale_before: str | None = None) -> str | None:
+        """Ask a job to stop; a queued one, or a running one whose last heartbeat is older
+        than ``stale_before`` (its worker is gone), is cancelled at once. Returns the new
+        status."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute("SELECT status, COALESCE(heartbeat_at, started_at) AS beat "
+                             "FROM jobs WHERE id=?", (job_id,)).fetchone()
             if row is None:
                 db.execute("COMMIT")
                 return None
             status = row["status"]
+            dead = status == "running" and stale_before is not None and row["beat"] is not None \
+                and row["beat"] < stale_before
             if status not in FINAL:
                 db.execute("UPDATE jobs SET cancel_requested=1 WHERE id=?", (job_id,))
-                if status == "queued":
+                if status == "queued" or dead:
                     db.execute("UPDATE jobs SET status='cancelled', finished_at=? WHERE id=?",
                                (now_iso(), job_id))
                     status = "cancelled"

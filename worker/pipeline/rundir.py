@@ -140,6 +140,12 @@ class RunDir:
                              "'curator extract --dataset SPEC --out DIR'")
         return self
 
+    def require_jobs(self) -> RunDir:
+        """Like :meth:`require`, but a folder whose pipeline has started and not finished
+        ingesting (a job store, no ``run.json`` yet) also counts: its jobs can be listed
+        and cancelled."""
+        return self if self.store.is_file() else self.require()
+
     def read_meta(self) -> dict[str, Any]:
         return json.loads(self.require().run_json.read_text())
 

@@ -24,6 +24,37 @@ from .rundir import now_iso
 
 DECISIONS = ("keep", "drop")
 
+def damaged(path: Path, exc: sqlite3.DatabaseError) -> InputError | None:
+    """An :class:`InputError` for a store file that is not a usable database, or None for
+    transient errors (a locked or busy database), which callers may retry."""
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return None
+    return InputError(f"{path} cannot be read ({text.splitlines()[0][:80]}): restore it from a "
+                      "backup, or move it away and run 'curator cluster' on the run again")
+
+
+@contextlib.contextmanager
+def connect(path: Path, row_factory: Any = None) -> Iterator[sqlite3.Connection]:
+    """One short-lived connection per operation (safe across threads, processes and
+    forks); a damaged file becomes one clear :class:`InputError`."""
+    try:
+        db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    except sqlite3.DatabaseError as exc:
+        raise (damaged(path, exc) or exc) from None
+    db.row_factory = row_factory
+    try:
+        db.execute("PRAGMA busy_timeout=30000")
+        yield db
+    except sqlite3.DatabaseError as exc:
+        error = damaged(path, exc)
+        if error is None:
+            raise
+        raise error from None
+    finally:
+        db.close()
+
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS class_params (
@@ -55,15 +86,8 @@ class CurationStore:
             db.executescript(SCHEMA)
             db.execute("INSERT OR IGNORE INTO settings VALUES ('revision', '0')")
 
-    @contextlib.contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        # One short-lived connection per operation: safe across threads, processes and forks.
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
-            db.execute("PRAGMA busy_timeout=30000")
-            yield db
-        finally:
-            db.close()
+    def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return connect(self.path)
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -141,8 +165,10 @@ class CurationStore:
             db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, value))
 
     def set_overrides(self, samples: Iterable[int], decision: str | None,
-                      description: str = "") -> int:
+                      description: str = "", n_samples: int | None = None) -> int:
         """Force ``samples`` to ``decision`` ("keep"/"drop"), or clear them with None.
+
+        ``n_samples``, when given, is the run's sample count: indices must be below it.
 
         Returns
         -------
@@ -152,8 +178,12 @@ class CurationStore:
         if decision is not None and decision not in DECISIONS:
             raise InputError(f"override must be 'keep', 'drop' or cleared, got {decision!r}")
         samples = sorted({int(s) for s in samples})
-        if any(s < 0 for s in samples):
-            raise InputError("sample indices must be non-negative")
+        top = n_samples if n_samples is not None else 2**63
+        bad = [s for s in samples if not 0 <= s < top]
+        if bad:
+            where = f"this run has {n_samples} samples (0 to {n_samples - 1})" \
+                if n_samples is not None else "indices must be non-negative"
+            raise InputError(f"sample index {bad[0]} is out of range: {where}")
         with self._write() as db:
             changes = []
             for s in samples:

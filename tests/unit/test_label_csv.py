@@ -1,0 +1,134 @@
+"""The labels-CSV parser: encodings, BOMs, missing cells, disagreeing duplicates, and a
+property test that any bytes give either a mapping or one clear InputError."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.pipeline.datasets import read_label_csv
+from worker.pipeline.errors import InputError
+
+
+def _write(path, text: str | bytes):
+    if isinstance(text, str):
+        text = text.encode()
+    path.write_bytes(text)
+    return path
+
+
+def test_bom_and_whitespace_are_accepted(tmp_path):
+    p = _write(tmp_path / "l.csv", "\ufeffpath , label\nа/1.jpg, cat \nb/2.jpg,dog\n")
+    assert read_label_csv(p, "label") == {"а/1.jpg": "cat", "b/2.jpg": "dog"}
+
+
+def test_agreeing_duplicates_are_fine_disagreeing_ones_name_the_lines(tmp_path):
+    p = _write(tmp_path / "l.csv", "path,label\na.jpg,cat\na.jpg,cat\nb.jpg,dog\n")
+    assert read_label_csv(p, "label") == {"a.jpg": "cat", "b.jpg": "dog"}
+    p = _write(tmp_path / "l.csv", "path,label\na.jpg,cat\nb.jpg,dog\na.jpg,dog\n")
+    with pytest.raises(InputError, match=r"'a.jpg' two labels, on lines 2 and 4"):
+        read_label_csv(p, "label")
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"path,label\na.jpg,\xff\xfecat\n", "not UTF-8"),
+    ("path,label\na.jpg\n", "line 2 has no 'label' value"),
+    ("path,label\n,cat\n", "line 2 has no path value"),
+    ("path,label\na.jpg,   \n", "line 2 has no 'label' value"),
+    ("name,label\na.jpg,cat\n", "needs columns 'path' and 'label'; it has name, label"),
+    ("root:x:0:0:root:/root:/bin/bash\n", "it has 1 unnamed"),
+])
+def test_bad_files_give_one_line(tmp_path, text, message):
+    with pytest.raises(InputError, match=message) as err:
+        read_label_csv(_write(tmp_path / "l.csv", text), "label")
+    assert "\n" not in str(err.value) and "/bin/bash" not in str(err.value)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+def test_any_bytes_parse_or_fail_cleanly(tmp_path_factory, data):
+    path = tmp_path_factory.mktemp("csv") / "l.csv"
+    path.write_bytes(data)
+    try:
+        out = read_label_csv(path, "label")
+    except InputError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert all(k and v and k == k.strip() and v == v.strip() for k, v in out.items())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=12), st.sampled_from(["cat", "dog"])),
+                max_size=12))
+def test_written_rows_read_back(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("csv") / "l.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["path", "label"])
+        w.writerows(rows)
+    expected: dict[str, str] = {}
+    conflict = False
+    for p, label in rows:
+        p = p.strip()
+        if not p or "\n" in p or "\r" in p or "\x00" in p:
+            return  # a blank or multi-line path is a different, tested case
+        conflict |= expected.setdefault(p, label) != label
+    if conflict:
+        with pytest.raises(InputError, match="two labels"):
+            read_label_csv(path, "label")
+    else:
+        assert read_label_csv(path, "label") == expected
+
+
+def test_override_indices_must_be_in_range(fresh_run):
+    import subprocess
+
+    from tests.unit.test_cli import CURATOR
+
+    for bad in ("99999999", str(10**20), "-1"):
+        r = subprocess.run([CURATOR, "override", str(fresh_run.path), "drop", "5", bad],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "out of range" in r.stderr or "invalid" in r.stderr, r.stderr
+    from worker.pipeline.curation import open_store
+
+    assert open_store(fresh_run).overrides() == {}  # nothing half-applied
+
+
+def test_wrong_architecture_weights_are_one_short_line(small_folder, tmp_path):
+    from tests.conftest import shared_file
+    from tests.unit.test_cli import curator
+
+    weights = shared_file("weights/resnet56-4bfd9763.th")
+    r = curator("pipeline", "--dataset", f"folder:{small_folder}", "--model", "cifar-resnet20",
+                "--weights", str(weights), "--out", str(tmp_path / "w"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    line = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")][0]
+    assert "does not fit" in line and len(line) < 400
+
+
+def test_a_deleted_store_is_an_error_not_a_silent_fresh_one(fresh_run):
+    from tests.unit.test_cli import curator
+
+    fresh_run.store.unlink()
+    for args in (["evaluate", str(fresh_run.path)], ["export", str(fresh_run.path), "--dest", "x"]):
+        r = curator(*args)
+        assert r.returncode == 2 and "is missing" in r.stderr, r.stderr
+    assert not fresh_run.store.exists()
+    assert curator("cluster", str(fresh_run.path)).returncode == 0  # starts a new one
+    assert fresh_run.store.is_file()
+
+
+def test_a_non_numeric_setting_is_one_line():
+    import os
+    import subprocess
+
+    from tests.unit.test_cli import CURATOR
+
+    r = subprocess.run([CURATOR, "serve"], env={**os.environ, "CURATOR_PORT": "abc"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == \
+        "error: CURATOR_PORT must be a whole number, got 'abc'"

@@ -1,0 +1,72 @@
+"""One writer per run, and where a run may be created: real CLI subprocesses."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from tests.unit.test_cli import CURATOR, curator
+from worker.pipeline.errors import InputError
+from worker.pipeline.rundir import RunDir
+from worker.pipeline.runlock import PIPELINE_LOCK, check_out_dir, run_lock
+
+
+def test_out_dir_rules(tmp_path, digits_run):
+    check_out_dir(tmp_path / "new")  # missing: fine
+    (tmp_path / "empty").mkdir()
+    check_out_dir(tmp_path / "empty")
+    check_out_dir(digits_run.path)  # an existing run: fine
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="is a file"):
+        check_out_dir(tmp_path / "file")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not a run"):
+        check_out_dir(tmp_path / "busy")
+    with pytest.raises(InputError, match="inside the dataset folder"):
+        check_out_dir(tmp_path / "data" / "runs" / "r1", tmp_path / "data")
+
+
+def test_a_held_lock_refuses_a_second_writer_and_frees_on_exit(tmp_path):
+    run = RunDir(tmp_path / "r")
+    with run_lock(run, "test one"):
+        with pytest.raises(InputError, match="busy: test one"):
+            with run_lock(run, "test two"):
+                pass
+    with run_lock(run, "test three"):  # released: taken again
+        pass
+
+
+@pytest.mark.slow
+def test_two_pipelines_on_one_out_the_second_is_refused(tmp_path):
+    out = tmp_path / "race"
+    first = subprocess.Popen([CURATOR, "pipeline", "--dataset", "digits", "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lock = out / PIPELINE_LOCK
+        deadline = time.monotonic() + 60
+        while not (lock.is_file() and lock.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = curator("pipeline", "--dataset", "digits", "--inject-noise", "0.2",
+                         "--out", str(out))
+        assert second.returncode == 2 and "is busy" in second.stderr, second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    assert RunDir(out).read_meta()["dataset"]["inject_noise"] == 0.0  # the first one's
+
+
+def test_out_mistakes_via_the_cli(tmp_path, small_folder):
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    for out, message in ((tmp_path / "f", "is a file"),
+                         (tmp_path / "notes", "not a run"),
+                         (small_folder / "runs" / "x", "inside the dataset folder")):
+        r = curator("pipeline", "--dataset", f"folder:{small_folder}", "--out", str(out))
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+    assert not (small_folder / "runs").exists()

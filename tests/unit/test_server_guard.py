@@ -1,0 +1,117 @@
+"""What the server refuses before Dash sees it: foreign Host headers (DNS rebinding), large
+bodies, malformed callback payloads, bad tokens; and what never reaches its log."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from worker.pipeline.errors import InputError
+from worker.settings import Settings
+
+
+@pytest.fixture
+def root(fresh_run):
+    return fresh_run.path.parent
+
+
+@pytest.fixture
+def client(root):
+    from app.server import create_app
+
+    return create_app(Settings(runs_root=root, max_body_bytes=64_000)).server.test_client()
+
+
+def _hover_request(client, hover, run_id) -> dict:
+    """A request for the Curate page's hover callback, as the renderer sends it."""
+    deps = client.get("/_dash-dependencies").get_json()
+    keys = [d["output"] for d in deps if "curate-tooltip.show" in d["output"]]
+    assert keys, "the hover callback is registered"
+    outputs = [dict(zip(("id", "property"), part.split("."), strict=True))
+               for part in keys[0].strip(".").split("...")]
+    return {"output": keys[0], "outputs": outputs, "changedPropIds": ["curate-graph.hoverData"],
+            "inputs": [{"id": "curate-graph", "property": "hoverData", "value": hover}],
+            "state": [{"id": "curate-run", "property": "data", "value": run_id}]}
+
+
+def test_foreign_host_headers_are_refused(root, client):
+    from app.server import create_app
+
+    for host in ("localhost", "localhost:8050", "127.0.0.1:8050", "[::1]:8050"):
+        assert client.get("/healthz", headers={"Host": host}).status_code == 200, host
+    for host in ("evil.example", "evil.example:8050", "127.0.0.1.evil.example", ""):
+        r = client.get("/healthz", headers={"Host": host})
+        assert r.status_code == 403 and b"CURATOR_ALLOWED_HOSTS" in r.data, host
+    allowed = create_app(Settings(runs_root=root, allowed_hosts=("gpu-box.lan",)))
+    c2 = allowed.server.test_client()
+    assert c2.get("/healthz", headers={"Host": "gpu-box.lan:8050"}).status_code == 200
+
+
+def test_large_bodies_are_refused_unread(client):
+    r = client.post("/_dash-update-component", data=b"x" * 100_000,
+                    content_type="application/json")
+    assert r.status_code == 413
+
+
+@pytest.mark.parametrize("body", ["null", "[]", "{}", '"x"', "not json",
+                                  '{"output": 3, "inputs": [], "changedPropIds": []}',
+                                  '{"output": "a.b", "inputs": {}, "changedPropIds": []}'])
+def test_malformed_callback_payloads_are_400(client, body):
+    r = client.post("/_dash-update-component", data=body, content_type="application/json")
+    assert r.status_code == 400 and b"Traceback" not in r.data
+
+
+def test_a_tampered_run_id_or_value_is_400_not_500(client):
+    ok = client.post("/_dash-update-component", content_type="application/json", data=json.dumps(
+        _hover_request(client, {"points": [{"customdata": [3], "bbox": {}}]}, "digits")))
+    assert ok.status_code == 200 and b"hover-card" in ok.data
+    for run_id, hover in (("../../etc", {"points": [{"customdata": [3]}]}),
+                          ("digits", {"points": [{"customdata": ["x"]}]}),
+                          ("digits", {"points": [{"customdata": [10**20]}]}),
+                          ("digits", {"points": "nope"}),
+                          ({"a": 1}, {"points": [{"customdata": [3]}]})):
+        r = client.post("/_dash-update-component", content_type="application/json",
+                        data=json.dumps(_hover_request(client, hover, run_id)))
+        assert r.status_code in (200, 204, 400), (run_id, hover, r.status_code)
+        assert b"Traceback" not in r.data and b"Error:" not in r.data
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                          lambda c: st.lists(c, max_size=3)
+                          | st.dictionaries(st.text(max_size=5), c, max_size=3), max_leaves=8))
+def test_any_json_value_in_a_callback_is_never_a_500(client, value):
+    r = client.post("/_dash-update-component", content_type="application/json",
+                    data=json.dumps(_hover_request(client, value, "digits")))
+    assert r.status_code < 500
+
+
+def test_component_suite_traversal_is_404(client):
+    for path in ("/_dash-component-suites/..%2f..%2fetc/passwd",
+                 "/_dash-component-suites/dash/..%2f..%2f..%2fsetup.py"):
+        assert client.get(path).status_code == 404, path
+
+
+def test_tokens(root):
+    from app.server import create_app
+
+    with pytest.raises(InputError, match="printable ASCII"):
+        create_app(Settings(runs_root=root, auth_token="pässwort"))
+    c = create_app(Settings(runs_root=root, auth_token="s3cret")).server.test_client()
+    assert c.get("/curate/digits").status_code == 401
+    assert c.get("/curate/digits?token=w%C3%A4hrung").status_code == 401  # not a 500
+    assert c.get("/curate/digits", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_the_token_never_reaches_the_access_log(caplog):
+    from app.server import _RedactToken
+
+    record = logging.LogRecord("werkzeug", logging.INFO, "", 0, '%s - "%s" %s',
+                               ("127.0.0.1", "GET /?token=s3cret&x=1 HTTP/1.1", "200"), None)
+    assert _RedactToken().filter(record)
+    assert "s3cret" not in record.getMessage() and "token=***" in record.getMessage()
