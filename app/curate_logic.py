@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from worker.pipeline.clustering import auto_eps, flag_bits
-from worker.pipeline.curation import summary_rows
+from worker.pipeline.curation import open_store, summary_rows
 from worker.pipeline.dbscan import SMALL_N, check_params
 from worker.pipeline.errors import InputError
 from worker.pipeline.store import CurationStore
@@ -42,7 +42,7 @@ class PageView:
 
 
 def store_for(runs_root: Path, run_id: str) -> CurationStore:
-    return CurationStore(run_data(runs_root, run_id).run.store)
+    return open_store(run_data(runs_root, run_id).run)
 
 
 @dataclass
@@ -75,7 +75,7 @@ def set_params(runs_root: Path, run_id: str, code: int | None, eps: float | None
     the same) is left alone: controls echo rounded values, which are not user changes.
     """
     data = run_data(runs_root, run_id)
-    store = CurationStore(data.run.store)
+    store = open_store(data.run)
     params = store.class_params()
     if eps is None or min_samples is None:
         raise InputError("give both eps and min_samples")
@@ -118,7 +118,7 @@ def toggle(runs_root: Path, run_id: str, sample: int) -> int:
     if not 0 <= sample < len(data.samples):
         raise InputError(f"no sample {sample} in this run")
     kept = bool(current_state(data).decisions.kept[sample])
-    store = CurationStore(data.run.store)
+    store = open_store(data.run)
     store.set_overrides([sample], "drop" if kept else "keep",
                         f"{'drop' if kept else 'keep'} sample {sample}")
     return store.revision()
@@ -126,10 +126,12 @@ def toggle(runs_root: Path, run_id: str, sample: int) -> int:
 
 def bulk(runs_root: Path, run_id: str, samples: list[int], decision: str | None) -> int:
     """Keep, drop or clear (None) many samples at once; returns the revision."""
-    store = store_for(runs_root, run_id)
+    data = run_data(runs_root, run_id)
+    store = open_store(data.run)
     if not samples:
         raise InputError("select points first (lasso or box), then choose Keep, Drop or Clear")
-    store.set_overrides(samples, decision, f"{decision or 'clear'} {len(samples)} selected")
+    store.set_overrides(samples, decision, f"{decision or 'clear'} {len(samples)} selected",
+                        n_samples=len(data.samples))
     return store.revision()
 
 
@@ -173,8 +175,7 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
     """
     idx = data.members[code]
     eps, ms = state.params[code]
-    agreement = None if data.agreement is None else data.agreement[idx]
-    bits = flag_bits(agreement, state.rule, len(idx))
+    bits = flag_bits(data.inputs.take(idx), state.rule, len(idx))
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "flags": typed_array(bits, "u1"),
@@ -196,8 +197,15 @@ def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple
     pages = max(1, -(-len(interesting) // GALLERY_PAGE_SIZE))
     page = min(max(1, page or 1), pages)
     chosen = interesting[(page - 1) * GALLERY_PAGE_SIZE: page * GALLERY_PAGE_SIZE]
+    def evidence(i: int) -> str:
+        if data.score is None:
+            return ""
+        code = int(data.suggested[i])
+        shown = d.flagged[i] and code != data.samples.labels[i]
+        return f" · {data.score[i]:.2f}" + (f" → {data.samples.classes[code]}" if shown else "")
+
     return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(d.kept[i]),
-             "reason": str(d.reason[i])} for i in chosen], pages
+             "reason": str(d.reason[i]), "evidence": evidence(i)} for i in chosen], pages
 
 
 def hover_info(data: RunData, state: RunState, sample: int) -> dict:
@@ -209,5 +217,8 @@ def hover_info(data: RunData, state: RunState, sample: int) -> dict:
         "true_label": s.classes[s.true_labels[sample]] if s.true_labels[sample] >= 0 else None,
         "cluster": int(d.clusters[sample]), "kept": bool(d.kept[sample]),
         "reason": str(d.reason[sample]),
+        "score": None if data.score is None else round(float(data.score[sample]), 3),
+        "suggested": None if data.suggested is None or not d.flagged[sample]
+        or data.suggested[sample] == s.labels[sample] else s.classes[int(data.suggested[sample])],
         "neighbours": [s.classes[s.labels[j]] for j in data.neighbours[sample]],
     }

@@ -20,14 +20,18 @@ from worker.jobs import resolve_run
 from worker.pipeline.clustering import (
     ClassClusterer,
     Decisions,
+    RuleInputs,
     decide,
     feature_neighbours,
 )
 from worker.pipeline.curation import (
     agreement_path,
+    evidence_paths,
     load_agreement,
+    load_evidence,
     neighbours_path,
     read_curation,
+    rule_inputs,
 )
 from worker.pipeline.datasets import SampleTable
 from worker.pipeline.errors import InputError
@@ -47,7 +51,9 @@ class RunData:
     run: RunDir
     samples: SampleTable
     embedding: np.ndarray  # (N, 2) float32
-    agreement: np.ndarray | None  # (N,) float32
+    inputs: RuleInputs  # what the rules read besides DBSCAN, each (N,) or None
+    score: np.ndarray | None  # (N,) float32 mislabel score, None for older runs
+    suggested: np.ndarray | None  # (N,) int64 suggested class code
     neighbours: np.ndarray  # (N, 5) int64, nearest samples in feature space (PCA-50)
     members: tuple[np.ndarray, ...]  # per class code, sample indices (ascending)
     stamp: tuple[int, ...]  # mtimes of the files above: the key of every derived cache
@@ -61,14 +67,17 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     # The cluster step saves feature-space neighbours; older runs get them computed here.
     nn = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else \
         feature_neighbours(run.load_features())
-    agree = load_agreement(run)
+    evidence = load_evidence(run)
+    inputs = rule_inputs(samples.labels, load_agreement(run), evidence)
     members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
-    return RunData(run, samples, emb, agree, nn[:, :5], members, stamp)
+    return RunData(run, samples, emb, inputs, evidence and evidence["score"],
+                   evidence and evidence["suggested"], nn[:, :5], members, stamp)
 
 
 def _stamp(run: RunDir) -> tuple[int, ...]:
     return tuple(_mtime(p) for p in (run.samples_csv, run.embedding, run.features,
-                                     agreement_path(run), neighbours_path(run)))
+                                     agreement_path(run), neighbours_path(run),
+                                     *evidence_paths(run).values()))
 
 
 def run_data(runs_root: Path, run_id: str) -> RunData:
@@ -114,7 +123,7 @@ def current_state(data: RunData) -> RunState:
     for code, idx in enumerate(data.members):
         if len(idx):
             clusters[idx] = class_labels(data, code, *stored.params[code])
-    return RunState(decide(clusters, data.agreement, stored.overrides, stored.rule),
+    return RunState(decide(clusters, data.inputs, stored.overrides, stored.rule),
                     stored.params, stored.overrides, stored.revision, stored.rule)
 
 

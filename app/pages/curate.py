@@ -403,7 +403,7 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
     cards = "".join(
         f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
         f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'
-        f'<div class="small text-muted">#{it["index"]}</div>'
+        f'<div class="small text-muted">#{it["index"]}{it["evidence"]}</div>'
         f'<button type="button" data-sample="{it["index"]}" '
         f'class="btn btn-sm w-100 gallery-toggle btn-{"success" if it["kept"] else "danger"}" '
         f'title="{escape(it["reason"])} · click to toggle">'
@@ -436,6 +436,10 @@ def on_hover(hover, run_id):
                   f" ({info['reason']})"], className="small"),
         html.Div("neighbours: " + ", ".join(info["neighbours"]), className="small"),
     ]
+    if info["score"] is not None:
+        suggestion = f" · suggested: {info['suggested']}" if info["suggested"] else ""
+        lines.append(html.Div(f"mislabel score {info['score']:.2f}{suggestion}",
+                              className="small hover-score"))
     if info["true_label"] is not None and info["true_label"] != info["label"]:
         lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
     return True, point["bbox"], html.Div(lines, className="hover-card")

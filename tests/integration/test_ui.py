@@ -141,12 +141,19 @@ def test_browser_dbscan_equals_scikit_learn(driver, server):
 def test_browser_recluster_matches_the_server(driver, server, ui_root):
     """eps and min_samples changes are drawn in the browser before the server answers; the
     markers and counts must be exactly what the server stores and would draw, and the
-    server must not repaint them a second time."""
+    server must not repaint them a second time. The run uses the default rule, adaptive,
+    whose bits differ from point to point, so the browser must look them up."""
     from app import curate_logic as logic
     from app.data import current_state, run_data
     from app.figures import SYMBOLS, marker_style
+    from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
 
     store = CurationStore(ui_root / "parity" / "curation.sqlite")
+    data = run_data(ui_root, "parity")
+    assert current_state(data).rule == "adaptive"
+    bits = flag_bits(data.inputs.take(data.members[0]), "adaptive", len(data.members[0]))
+    # Some DBSCAN noise would stay and some points are flagged wherever they lie.
+    assert (bits & NOISE_FLAGGED == 0).any() and (bits & ALWAYS_FLAGGED > 0).any()
     _open(driver, server, "parity")
     markers = trace_markers(driver)
     sample = markers["customdata"][len(markers["customdata"]) // 3]

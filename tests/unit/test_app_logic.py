@@ -113,12 +113,20 @@ def test_broker_down_is_an_alert_not_a_crash(root):
     assert logic.toggle(root, "digits", 4) > 0
 
 
+def runs_page():
+    """The Runs page module as Dash imported it (``pages.runs``): importing it again as
+    ``app.pages.runs`` would register the page twice."""
+    import sys
+
+    return sys.modules["pages.runs"]
+
+
 def test_new_run_form_validation(root):
-    from app.pages.runs import new_run_params
     from app.server import create_app
     from worker.settings import Settings
 
     app = create_app(Settings(runs_root=root))
+    new_run_params = runs_page().new_run_params
     with app.server.test_request_context("/"):
         for name in ("", "../x", "a/b", "digits"):
             with pytest.raises(InputError):
@@ -131,6 +139,31 @@ def test_new_run_form_validation(root):
                                         "pixels", None, 0, 25)
     assert run_id == "new" and params["dataset"]["inject_noise"] == 0.1
     assert params["embedding"] == {"perplexity": 25.0}
+
+
+def test_the_form_reads_files_only_under_the_data_roots(root, tmp_path):
+    from app.server import create_app
+    from worker.settings import Settings
+
+    data = tmp_path / "data"
+    (data / "imgs").mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password=hunter2\n")
+    app = create_app(Settings(runs_root=root, data_roots=(data,)))
+    new_run_params = runs_page().new_run_params
+    with app.server.test_request_context("/"):
+        for spec, labels, weights, what in (
+                (f"folder:{tmp_path}", None, None, "dataset"),
+                ("digits", str(secret), None, "labels CSV"),
+                ("digits", f"{data}/../secret.txt", None, "labels CSV"),
+                ("digits", None, "/etc/passwd", "weights")):
+            with pytest.raises(InputError, match=f"the {what} must be under a data root") as e:
+                new_run_params("new", spec, "train", labels, "label", None, 0, "pixels",
+                               weights, 0, 30)
+            assert "hunter2" not in str(e.value)
+        run_id, params = new_run_params("new", f"folder:{data}/imgs", "train", None, "label",
+                                        None, 0, "pixels", None, 0, 30)
+    assert params["dataset"]["spec"] == f"folder:{data}/imgs"
 
 
 def test_client_model_carries_what_the_browser_needs(root):

@@ -21,7 +21,8 @@ def test_csv_manifest_in_sample_order(fresh_run):
     rows = list(csv.DictReader(open(dest / "manifest.csv")))
     samples, decisions, _ = current_decisions(fresh_run)
     assert len(rows) == len(samples) == len(np.load(fresh_run.features))
-    assert list(rows[0]) == ["index", "path", "label", "true_label", "cluster", "kept", "reason"]
+    assert list(rows[0]) == ["index", "path", "label", "true_label", "cluster", "kept", "reason",
+                             "score", "suggested_label"]
     assert [r["path"] for r in rows] == samples.paths
     assert rows[0]["reason"] == "override_drop" and rows[0]["kept"] == "0"
     assert rows[5]["reason"] == "override_keep" and rows[5]["kept"] == "1"
@@ -81,3 +82,30 @@ def test_unknown_format(fresh_run):
     with pytest.raises(InputError, match="unknown export format"):
         export(fresh_run, "parquet", "x")
     assert not os.path.exists(fresh_run.exports / "x")
+
+
+def test_leftovers_of_a_killed_export_are_cleaned_and_exports_are_not_private(fresh_run):
+    import stat
+
+    leftover = fresh_run.exports / ".v0.abc123.tmp"
+    leftover.mkdir(parents=True)
+    (leftover / "manifest.csv").write_text("half")
+    dest = export(fresh_run, "csv", "v1")
+    assert not leftover.exists()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o777 & ~umask
+
+
+def test_params_json_comes_from_the_manifest_s_snapshot(fresh_run):
+    """params.json's revision, rule and overrides are those the manifest was built from."""
+    open_store(fresh_run).set_overrides([3, 4], "drop")
+    dest = export(fresh_run, "csv", "snap")
+    info = json.loads((dest / "params.json").read_text())
+    store = open_store(fresh_run)
+    assert info["store_revision"] == store.revision() and info["overrides"] == {
+        "3": "drop", "4": "drop"}
+    with open(dest / "manifest.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert info["n_kept"] == sum(r["kept"] == "1" for r in rows)
+    assert {r["index"] for r in rows if r["reason"] == "override_drop"} == {"3", "4"}

@@ -4,8 +4,12 @@ Label conventions: cluster ids are per class, 0, 1, …; noise = -1.
 
 Rules for which points are *flagged* (proposed for removal):
 
+- ``adaptive`` (default): a point is flagged when confident learning, fed with iterated
+  neighbour-vote and cross-validated probabilities (:mod:`.evidence`), calls its label
+  wrong, or when it is DBSCAN noise in its class and its neighbourhood prefers another
+  label. How many are flagged follows the noise rate estimated from the data.
 - ``dbscan`` (the paper): every DBSCAN noise point.
-- ``dbscan-knn`` (default): DBSCAN noise whose label most of its ``K_AGREE`` nearest
+- ``dbscan-knn`` (the previous default): DBSCAN noise whose label most of its ``K_AGREE`` nearest
   neighbours in feature space do not share, plus any point whose label almost none of them
   share (fewer than ``AGREE_STRONG``). Isolated but correctly labelled points (rare poses,
   odd crops) stay; mislabeled points, which sit among another class, go, even when enough
@@ -23,9 +27,10 @@ from scipy.spatial import cKDTree
 
 from .dbscan import NeighbourIndex, check_params, dbscan_once
 from .errors import InputError
+from .evidence import K_EVIDENCE
 
-RULES = ("dbscan-knn", "dbscan")
-DEFAULT_RULE = "dbscan-knn"
+RULES = ("adaptive", "dbscan-knn", "dbscan")
+DEFAULT_RULE = "adaptive"
 DEFAULT_MIN_SAMPLES = 5
 K_AGREE = 10
 AGREE_MIN = 0.5  # noise is flagged when fewer than half of its neighbours agree
@@ -84,7 +89,7 @@ def auto_params(embedding: np.ndarray, labels: np.ndarray, n_classes: int,
     return {c: (e if e is not None else fallback, min_samples) for c, e in found.items()}
 
 
-def feature_neighbours(features: np.ndarray, k: int = K_AGREE) -> np.ndarray:
+def feature_neighbours(features: np.ndarray, k: int = K_EVIDENCE) -> np.ndarray:
     """Each sample's k nearest other samples in feature space (PCA-50), nearest first.
 
     Returns
@@ -106,12 +111,14 @@ def feature_neighbours(features: np.ndarray, k: int = K_AGREE) -> np.ndarray:
 
 
 def knn_agreement(neighbours: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Fraction of each sample's neighbours (shape (N, k)) that share its label.
+    """Fraction of each sample's first ``K_AGREE`` neighbours (of shape (N, k)) that share
+    its label.
 
     Returns
     -------
     ndarray of float32, shape (N,), in [0, 1]; 1 where there are no neighbours.
     """
+    neighbours = neighbours[:, :K_AGREE]
     if neighbours.shape[1] == 0:
         return np.ones(len(labels), dtype=np.float32)
     return (labels[neighbours] == labels[:, None]).mean(axis=1).astype(np.float32)
@@ -175,19 +182,41 @@ class Decisions:
     reason: np.ndarray
 
 
+@dataclass(frozen=True)
+class RuleInputs:
+    """Per-sample evidence the rules read besides DBSCAN, each shape (N,) or None when the
+    run was clustered before it existed.
+
+    Attributes
+    ----------
+    agreement : float32, kNN label agreement (``dbscan-knn``).
+    issue : bool, confident learning calls the label wrong (``adaptive``).
+    disagrees : bool, the suggested label differs from the given one (``adaptive``).
+    """
+
+    agreement: np.ndarray | None = None
+    issue: np.ndarray | None = None
+    disagrees: np.ndarray | None = None
+
+    def take(self, idx: np.ndarray) -> RuleInputs:
+        """The same inputs for the samples ``idx`` only."""
+        return RuleInputs(*(None if a is None else a[idx]
+                            for a in (self.agreement, self.issue, self.disagrees)))
+
+
 # Bits of flag_bits(): a sample is flagged when it is DBSCAN noise and has NOISE_FLAGGED,
 # or when it has ALWAYS_FLAGGED. The browser re-clusters with the same bits
-# (assets/recluster.js), so the rule lives here only.
+# (assets/recluster.js), so every rule lives here only, whatever evidence it reads.
 NOISE_FLAGGED, ALWAYS_FLAGGED = 1, 2
 
 
-def flag_bits(agreement: np.ndarray | None, rule: str, n: int) -> np.ndarray:
+def flag_bits(inputs: RuleInputs | None, rule: str, n: int) -> np.ndarray:
     """What the rule makes of each sample apart from its DBSCAN label.
 
     Parameters
     ----------
-    agreement : ndarray of float32, shape (n,), or None
-        kNN label agreement (needed by ``dbscan-knn``).
+    inputs : RuleInputs or None
+        Per-sample evidence, each array shape (n,); ``dbscan`` needs none.
     rule : str
     n : int
 
@@ -198,16 +227,21 @@ def flag_bits(agreement: np.ndarray | None, rule: str, n: int) -> np.ndarray:
     check_rule(rule)
     if rule == "dbscan":
         return np.full(n, NOISE_FLAGGED, dtype=np.uint8)
-    if agreement is None:
-        raise InputError("rule 'dbscan-knn' needs knn agreement; run 'curator cluster'")
-    return ((agreement < AGREE_MIN) * NOISE_FLAGGED
-            + (agreement < AGREE_STRONG) * ALWAYS_FLAGGED).astype(np.uint8)
+    inputs = inputs or RuleInputs()
+    if rule == "adaptive":
+        if inputs.issue is None or inputs.disagrees is None:
+            raise InputError("rule 'adaptive' needs label evidence; run 'curator cluster RUN'")
+        return (inputs.disagrees * NOISE_FLAGGED + inputs.issue * ALWAYS_FLAGGED).astype(np.uint8)
+    if inputs.agreement is None:
+        raise InputError("rule 'dbscan-knn' needs knn agreement; run 'curator cluster RUN'")
+    return ((inputs.agreement < AGREE_MIN) * NOISE_FLAGGED
+            + (inputs.agreement < AGREE_STRONG) * ALWAYS_FLAGGED).astype(np.uint8)
 
 
-def decide(clusters: np.ndarray, agreement: np.ndarray | None, overrides: dict[int, str],
+def decide(clusters: np.ndarray, inputs: RuleInputs | None, overrides: dict[int, str],
            rule: str = DEFAULT_RULE) -> Decisions:
     """Combine DBSCAN labels, the flagging rule and overrides (which always win)."""
-    bits = flag_bits(agreement, rule, len(clusters))
+    bits = flag_bits(inputs, rule, len(clusters))
     flagged = ((clusters == -1) & (bits & NOISE_FLAGGED > 0)) | (bits & ALWAYS_FLAGGED > 0)
     kept = ~flagged
     # A fixed-width string array built in place: object arrays and astype(str) cost

@@ -7,6 +7,7 @@ store through :func:`read_curation` and clusters with its cached per-class index
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from .clustering import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_RULE,
     Decisions,
+    RuleInputs,
     auto_params,
     check_rule,
     cluster_all,
@@ -25,12 +27,20 @@ from .clustering import (
 )
 from .datasets import SampleTable
 from .errors import InputError
+from .evidence import EVIDENCE_VERSION, label_evidence
 from .rundir import RunDir, save_npy
 from .store import CurationStore
 
 
-def open_store(run: RunDir) -> CurationStore:
-    return CurationStore(run.require().store)
+def open_store(run: RunDir, create: bool = False) -> CurationStore:
+    """The run's curation store. A clustered run whose store has gone is an error, not a
+    silent fresh store: its parameters and overrides would be lost without a word.
+    ``create`` (the cluster step) starts a new one."""
+    run.require()
+    if not create and not run.store.is_file() and run.step_done("cluster"):
+        raise InputError(f"{run.store} is missing: the run's curation is lost; restore it, or "
+                         f"run 'curator cluster {run.path}' to start a new one")
+    return CurationStore(run.store)
 
 
 def agreement_path(run: RunDir) -> Path:
@@ -39,6 +49,53 @@ def agreement_path(run: RunDir) -> Path:
 
 def neighbours_path(run: RunDir) -> Path:
     return run.path / "neighbours.npy"
+
+
+# The adaptive rule's per-sample evidence (worker/pipeline/evidence.py), one documented
+# .npy file each (docs/run-directory.md) so cleanlab, FiftyOne or a notebook can read them.
+EVIDENCE_FILES = {"score": "score.npy", "suggested": "suggested_label.npy",
+                  "issue": "label_issue.npy"}
+
+
+def evidence_paths(run: RunDir) -> dict[str, Path]:
+    return {k: run.path / name for k, name in EVIDENCE_FILES.items()}
+
+
+def _evidence_key(run: RunDir, labels: np.ndarray) -> str:
+    """What the derived per-sample files were computed from: the features (their cache
+    key), the neighbours file, the labels and the evidence's own version. A
+    re-extraction, a new embedding, new labels or a new rule change it, so stale evidence
+    is never read."""
+    steps = run.read_meta().get("steps", {})
+    h = hashlib.sha256(str(steps.get("extract", {}).get("cache_key")).encode())
+    h.update(EVIDENCE_VERSION.encode())
+    nn = neighbours_path(run)
+    h.update(str(nn.stat().st_mtime_ns if nn.is_file() else 0).encode())
+    h.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+    return h.hexdigest()[:16]
+
+
+def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
+    """Write ``neighbours.npy``, ``knn_agreement.npy`` and the evidence files unless they
+    are current (:func:`_evidence_key`)."""
+    from .embedding import pca_reduce
+
+    derived = [agreement_path(run), *evidence_paths(run).values()]
+    recorded = run.read_meta().get("steps", {}).get("evidence", {}).get("key")
+    if all(p.is_file() for p in derived) and neighbours_path(run).is_file() \
+            and recorded == _evidence_key(run, samples.labels):
+        return
+    features = run.load_features()
+    neighbours = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else None
+    if neighbours is None or len(neighbours) != len(samples):
+        neighbours = feature_neighbours(features)
+        save_npy(neighbours_path(run), neighbours)
+    ev = label_evidence(pca_reduce(features, 50), neighbours, samples.labels,
+                        len(samples.classes))
+    save_npy(agreement_path(run), knn_agreement(neighbours, samples.labels))
+    for key, path in evidence_paths(run).items():
+        save_npy(path, getattr(ev, key))
+    run.mark_step("evidence", key=_evidence_key(run, samples.labels))
 
 
 def class_code(samples: SampleTable, name: str) -> int:
@@ -51,7 +108,8 @@ def class_code(samples: SampleTable, name: str) -> int:
 def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None = None,
                  classes: list[str] | None = None, rule: str | None = None,
                  auto: bool = False) -> Decisions:
-    """Set DBSCAN parameters and write ``clusters.npy`` and ``knn_agreement.npy``.
+    """Set DBSCAN parameters and write ``clusters.npy`` and the rules' per-sample evidence
+    (:func:`ensure_evidence`).
 
     Classes without stored parameters get automatic ones. ``eps``/``min_samples`` apply to
     ``classes`` (all when None); a missing eps with ``auto=True`` re-derives it from the
@@ -60,7 +118,7 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
     """
     samples = run.read_samples()
     embedding = run.load_embedding()
-    store = open_store(run)
+    store = open_store(run, create=True)
     if rule is not None:
         store.set_setting("rule", check_rule(rule))
     n_classes = len(samples.classes)
@@ -82,10 +140,7 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
                     else stored[c][0]
             new[c] = (e, ms)
         store.set_class_params(new, "cluster: set parameters")
-    if not agreement_path(run).is_file() or not neighbours_path(run).is_file():
-        neighbours = feature_neighbours(run.load_features())
-        save_npy(neighbours_path(run), neighbours)
-        save_npy(agreement_path(run), knn_agreement(neighbours, samples.labels))
+    ensure_evidence(run, samples)
     _, decisions, params = current_decisions(run)
     save_npy(run.path / "clusters.npy", decisions.clusters)
     run.mark_step("cluster", rule=store.setting("rule", DEFAULT_RULE),
@@ -121,13 +176,52 @@ def load_agreement(run: RunDir) -> np.ndarray | None:
     return np.load(agreement_path(run)) if agreement_path(run).is_file() else None
 
 
-def current_decisions(run: RunDir) -> tuple[SampleTable, Decisions, dict[int, tuple[float, int]]]:
-    """The samples, what happens to each, and the per-class parameters, as stored now."""
+def load_evidence(run: RunDir) -> dict[str, np.ndarray] | None:
+    """``score``, ``suggested`` and ``issue`` arrays, shape (N,), or None for runs clustered
+    before the adaptive rule existed."""
+    paths = evidence_paths(run)
+    if not all(p.is_file() for p in paths.values()):
+        return None
+    return {k: np.load(p) for k, p in paths.items()}
+
+
+def rule_inputs(labels: np.ndarray, agreement: np.ndarray | None,
+                evidence: dict[str, np.ndarray] | None) -> RuleInputs:
+    """What every rule reads besides DBSCAN, from the loaded per-sample files."""
+    if evidence is None:
+        return RuleInputs(agreement)
+    return RuleInputs(agreement, evidence["issue"].astype(bool),
+                      evidence["suggested"] != labels)
+
+
+def load_rule_inputs(run: RunDir, labels: np.ndarray) -> RuleInputs:
+    return rule_inputs(labels, load_agreement(run), load_evidence(run))
+
+
+@dataclass(frozen=True)
+class CurationSnapshot:
+    """The samples, what happens to each, and the one store read it all comes from."""
+
+    samples: SampleTable
+    decisions: Decisions
+    stored: StoredCuration
+
+
+def current_snapshot(run: RunDir) -> CurationSnapshot:
+    """Decisions for every sample from one read of the store: an export's ``params.json``
+    and its manifest, or an evaluation's figures, describe exactly the same state."""
     samples = run.read_samples()
     stored = read_curation(run, len(samples.classes))
     clusters = cluster_all(run.load_embedding(), samples.labels, stored.params)
-    decisions = decide(clusters, load_agreement(run), stored.overrides, stored.rule)
-    return samples, decisions, stored.params
+    decisions = decide(clusters, load_rule_inputs(run, samples.labels), stored.overrides,
+                       stored.rule)
+    return CurationSnapshot(samples, decisions, stored)
+
+
+def current_decisions(run: RunDir) -> tuple[SampleTable, Decisions, dict[int, tuple[float, int]]]:
+    """The samples, what happens to each, and the per-class parameters, as stored now."""
+    snap = current_snapshot(run)
+    return snap.samples, snap.decisions, snap.stored.params
 
 
 def summary_rows(samples: SampleTable, decisions: Decisions) -> list[dict]:

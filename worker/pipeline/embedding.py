@@ -112,18 +112,18 @@ def exact_neighbours(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, distances
 
 
-def _affinities(x: np.ndarray, perplexity: float, seed: int):
-    """openTSNE perplexity affinities, from exact neighbours up to EXACT_KNN_MAX points."""
+def _affinities(x: np.ndarray, perplexity: float, seed: int,
+                knn: tuple[np.ndarray, np.ndarray] | None):
+    """openTSNE perplexity affinities, from exact neighbours ``knn`` when given."""
     from openTSNE import affinity
     from openTSNE.nearest_neighbors import PrecomputedNeighbors
 
     n_jobs = os.cpu_count() or 1
-    if len(x) > EXACT_KNN_MAX:
+    if knn is None:
         return affinity.PerplexityBasedNN(x, perplexity=perplexity, n_jobs=n_jobs,
                                           random_state=seed)
-    k = min(len(x) - 1, int(3 * perplexity))
     return affinity.PerplexityBasedNN(perplexity=perplexity, n_jobs=n_jobs,
-                                      knn_index=PrecomputedNeighbors(*exact_neighbours(x, k)))
+                                      knn_index=PrecomputedNeighbors(*knn))
 
 
 def tsne_2d(features: np.ndarray, opts: EmbeddingOptions,
@@ -137,6 +137,20 @@ def tsne_2d(features: np.ndarray, opts: EmbeddingOptions,
     Returns
     -------
     ndarray of float32, shape (N, 2)
+    """
+    return tsne_with_neighbours(features, opts, progress)[0]
+
+
+def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
+                         progress: ProgressFn | None = None
+                         ) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`tsne_2d`, also returning the exact nearest neighbours it found.
+
+    Returns
+    -------
+    embedding : ndarray of float32, shape (N, 2)
+    neighbours : ndarray of int64, shape (N, 3·perplexity), nearest first, in the PCA
+        space; None above ``EXACT_KNN_MAX`` points, where openTSNE's Annoy index is used.
     """
     from openTSNE import TSNE, initialization
 
@@ -175,18 +189,30 @@ def tsne_2d(features: np.ndarray, opts: EmbeddingOptions,
                 negative_gradient_method=method, ints_in_interval=FFT_INTS_IN_INTERVAL,
                 n_jobs=os.cpu_count() or 1, random_state=opts.seed, callbacks=on_iter,
                 callbacks_every_iters=25, verbose=False)
-    emb = np.asarray(tsne.fit(affinities=_affinities(x, perplexity, opts.seed),
+    knn = None
+    if n <= EXACT_KNN_MAX:
+        knn = exact_neighbours(x, min(n - 1, int(3 * perplexity)))
+    emb = np.asarray(tsne.fit(affinities=_affinities(x, perplexity, opts.seed, knn),
                               initialization=initialization.pca(x, random_state=opts.seed)),
                      dtype=np.float32)
     if seen["stop"]:
         raise Cancelled("embedding cancelled")
     report(progress, total, total, "embed: done")
-    return emb
+    return emb, None if knn is None else knn[0]
 
 
 def embed(run: RunDir, opts: EmbeddingOptions, progress: ProgressFn | None = None) -> np.ndarray:
-    """Read ``features.npy``, write ``embedding.npy`` (N, 2) float32."""
-    emb = tsne_2d(run.load_features(), opts, progress)
+    """Read ``features.npy``, write ``embedding.npy`` (N, 2) float32 and, when the t-SNE
+    found them exactly, ``neighbours.npy`` (N, K_EVIDENCE) int64, so the cluster step's
+    label evidence needs no second neighbour search (5.5 s at 50,000 samples)."""
+    from .evidence import K_EVIDENCE
+
+    emb, knn = tsne_with_neighbours(run.load_features(), opts, progress)
+    neighbours = run.path / "neighbours.npy"
+    if knn is not None and knn.shape[1] >= min(K_EVIDENCE, len(emb) - 1):
+        save_npy(neighbours, knn[:, :K_EVIDENCE])
+    else:
+        neighbours.unlink(missing_ok=True)  # stale: the cluster step computes them anew
     save_npy(run.embedding, emb)
     features_key = run.read_meta().get("steps", {}).get("extract", {}).get("cache_key")
     run.mark_step("embed", **asdict(opts), features_key=features_key)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .clustering import DEFAULT_RULE, RULES, decide
-from .curation import current_decisions, load_agreement, open_store
+from .clustering import RULES, decide
+from .curation import current_snapshot, load_agreement, load_evidence, rule_inputs
 from .errors import InputError
 from .rundir import RunDir
 
@@ -29,20 +29,59 @@ def detection_scores(flagged: np.ndarray, noisy: np.ndarray) -> dict[str, float 
             "flagged": n_flag, "noisy": n_noisy, "true_positives": tp}
 
 
-def cleanlab_flags(features: np.ndarray, labels: np.ndarray, classifier: str = "logreg",
-                   seed: int = 0) -> np.ndarray:
-    """cleanlab's label issues from cross-validated pred_probs on ``features``.
+def auroc(score: np.ndarray, noisy: np.ndarray) -> float | None:
+    """Area under the ROC curve of ``score`` (higher = more likely wrong) for ``noisy``;
+    None when only one kind is present."""
+    from sklearn.metrics import roc_auc_score
+
+    if noisy.all() or not noisy.any():
+        return None
+    return round(float(roc_auc_score(noisy, score)), 4)
+
+
+def noise_estimate(samples, evidence: dict[str, np.ndarray] | None) -> list[dict]:
+    """Estimated share of wrong labels per class and overall, beside the true share when
+    the true labels are known.
+
+    The estimate is confident learning's count of label issues among the samples given
+    each label (the ``issue`` evidence), so it needs no true labels.
+
+    Returns
+    -------
+    list of dict with class, size, estimated_pct and true_pct (None when unknown); the
+    last row is the total.
+    """
+    if evidence is None:
+        return []
+    known = bool((samples.true_labels >= 0).all())
+    wrong = samples.true_labels != samples.labels
+    masks = [(name, samples.labels == c) for c, name in enumerate(samples.classes)]
+    masks.append(("total", np.ones(len(samples), dtype=bool)))
+
+    def pct(a: np.ndarray, m: np.ndarray) -> float:
+        return round(100.0 * float(a[m].mean()), 2) if m.any() else 0.0
+
+    return [{"class": name, "size": int(m.sum()), "estimated_pct": pct(evidence["issue"], m),
+             "true_pct": pct(wrong, m) if known else None} for name, m in masks]
+
+
+def cleanlab_probs(features: np.ndarray, labels: np.ndarray, classifier: str = "logreg",
+                   pca: bool = True, seed: int = 0) -> np.ndarray:
+    """5-fold stratified cross-validated ``pred_probs``, the input cleanlab expects.
 
     Parameters
     ----------
     features : ndarray, shape (N, D)
     labels : ndarray of int, shape (N,)
+    classifier : {"logreg", "knn"}
+        Logistic regression on standardised features, or a 10-NN classifier.
+    pca : bool
+        Reduce to PCA-50 first (as our rules do) or use the raw features.
 
     Returns
     -------
-    ndarray of bool, shape (N,)
+    ndarray of float, shape (N, C)
     """
-    from cleanlab.filter import find_label_issues
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.neighbors import KNeighborsClassifier
@@ -51,7 +90,7 @@ def cleanlab_flags(features: np.ndarray, labels: np.ndarray, classifier: str = "
 
     from .embedding import pca_reduce
 
-    x = pca_reduce(features, 50, seed)
+    x = pca_reduce(features, 50, seed) if pca else np.asarray(features, dtype=np.float32)
     if classifier == "logreg":
         clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
     elif classifier == "knn":
@@ -62,8 +101,21 @@ def cleanlab_flags(features: np.ndarray, labels: np.ndarray, classifier: str = "
     if folds < 2:
         raise InputError("cleanlab needs at least 2 samples in every class")
     cv = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    pred_probs = cross_val_predict(clf, x, labels, cv=cv, method="predict_proba")
-    return np.asarray(find_label_issues(labels, pred_probs), dtype=bool)
+    return cross_val_predict(clf, x, labels, cv=cv, method="predict_proba")
+
+
+def cleanlab_flags(features: np.ndarray, labels: np.ndarray, classifier: str = "logreg",
+                   seed: int = 0) -> np.ndarray:
+    """cleanlab's label issues from :func:`cleanlab_probs` on PCA-50 features.
+
+    Returns
+    -------
+    ndarray of bool, shape (N,)
+    """
+    from cleanlab.filter import find_label_issues
+
+    probs = cleanlab_probs(features, labels, classifier, True, seed)
+    return np.asarray(find_label_issues(labels, probs), dtype=bool)
 
 
 def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
@@ -75,10 +127,13 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
     parameters and overrides, i.e. what an export would drop), ``rules`` (each rule at the
     same parameters, without overrides) and ``cleanlab`` (per classifier).
     """
-    samples, decisions, _ = current_decisions(run)
+    snap = current_snapshot(run)
+    samples, decisions = snap.samples, snap.decisions
     known = samples.true_labels >= 0
+    evidence = load_evidence(run)
     out: dict = {"run": run.run_id, "n_samples": len(samples), "known": int(known.sum()),
-                 "rule": open_store(run).setting("rule", DEFAULT_RULE)}
+                 "rule": snap.stored.rule, "store_revision": snap.stored.revision,
+                 "noise_estimate": noise_estimate(samples, evidence)}
     if not known.any():
         return out
     if not known.all():
@@ -86,9 +141,12 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
                          f"{len(samples)} samples; give a true label for every sample")
     noisy = samples.true_labels != samples.labels
     out["current"] = detection_scores(~decisions.kept, noisy)
-    agreement = load_agreement(run)
-    out["rules"] = {rule: detection_scores(decide(decisions.clusters, agreement, {}, rule).flagged,
-                                           noisy) for rule in RULES}
+    inputs = rule_inputs(samples.labels, load_agreement(run), evidence)
+    out["rules"] = {rule: detection_scores(decide(decisions.clusters, inputs, {}, rule).flagged,
+                                           noisy) for rule in RULES
+                    if rule != "adaptive" or inputs.issue is not None}
+    if evidence is not None:
+        out["score_auroc"] = auroc(evidence["score"], noisy)
     if with_cleanlab:
         feats = run.load_features()
         out["cleanlab"] = {c: detection_scores(cleanlab_flags(feats, samples.labels, c), noisy)
@@ -98,9 +156,10 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
 
 def format_report(result: dict) -> str:
     """Human-readable text of :func:`evaluate`'s result."""
+    estimate = format_estimate(result.get("noise_estimate", []))
     if "current" not in result:
         return (f"{result['run']}: no true labels are known, so detection cannot be scored "
-                "(use --inject-noise or --true-label-column)")
+                "(use --inject-noise or --true-label-column)" + estimate)
     lines = [f"{result['run']}: {result['n_samples']} samples, "
              f"{result['current']['noisy']} with a wrong label",
              f"{'method':<34}{'precision':>10}{'recall':>9}{'F1':>8}{'flagged':>9}"]
@@ -112,4 +171,20 @@ def format_report(result: dict) -> str:
     lines.append(row(f"current ({result['rule']}+overrides)", result["current"]))
     lines += [row(f"rule {r}", s) for r, s in result["rules"].items()]
     lines += [row(f"cleanlab ({c})", s) for c, s in result.get("cleanlab", {}).items()]
+    if result.get("score_auroc") is not None:
+        lines.append(f"mislabel score AUROC {result['score_auroc']:.3f}")
+    return "\n".join(lines) + estimate
+
+
+def format_estimate(rows: list[dict]) -> str:
+    """The per-class wrong-label shares of :func:`noise_estimate`, as text ('' if none)."""
+    if not rows:
+        return ""
+    truth = rows[-1]["true_pct"] is not None
+    lines = ["", "wrong labels, estimated from the data" + (" (true share beside it)" if truth
+                                                            else ""),
+             f"{'class':<14}{'size':>8}{'estimated':>11}" + (f"{'true':>9}" if truth else "")]
+    for r in rows:
+        lines.append(f"{r['class'][:14]:<14}{r['size']:>8}{r['estimated_pct']:>10.2f}%"
+                     + (f"{r['true_pct']:>8.2f}%" if truth else ""))
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import shutil
@@ -19,12 +20,14 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .clustering import DEFAULT_RULE
-from .curation import current_decisions, open_store, summary_rows
+from .curation import current_snapshot, load_evidence, summary_rows
 from .datasets import Dataset
 from .errors import InputError
 from .progress import ProgressFn, report
 from .rundir import RunDir, now_iso
+from .runlock import run_lock
+
+EXPORT_LOCK = ".export.lock"
 
 FORMATS = ("csv", "imagefolder", "indices")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -42,15 +45,27 @@ def check_export_name(run: RunDir, name: str) -> Path:
     return dest
 
 
-def _write_manifest(path: Path, samples, decisions) -> None:
+MANIFEST_COLUMNS = ("index", "path", "label", "true_label", "cluster", "kept", "reason",
+                    "score", "suggested_label")
+
+
+def _write_manifest(path: Path, samples, decisions, evidence: dict | None) -> None:
+    """One row per sample, in sample order. ``score`` is the mislabel score (empty for runs
+    clustered before it existed); ``suggested_label`` is filled for flagged samples only."""
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["index", "path", "label", "true_label", "cluster", "kept", "reason"])
+        w.writerow(MANIFEST_COLUMNS)
         for i in range(len(samples)):
             true = samples.true_labels[i]
+            score = suggested = ""
+            if evidence is not None:
+                score = f"{evidence['score'][i]:.4f}"
+                if decisions.flagged[i]:
+                    suggested = samples.classes[int(evidence["suggested"][i])]
             w.writerow([i, samples.paths[i], samples.classes[samples.labels[i]],
                         samples.classes[true] if true >= 0 else "",
-                        int(decisions.clusters[i]), int(decisions.kept[i]), decisions.reason[i]])
+                        int(decisions.clusters[i]), int(decisions.kept[i]), decisions.reason[i],
+                        score, suggested])
 
 
 def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray,
@@ -90,13 +105,35 @@ def export(run: RunDir, fmt: str, name: str, ds: Dataset | None = None,
     dest = check_export_name(run.require(), name)
     if dest.exists():
         raise InputError(f"export {name!r} already exists in {run.exports}; pick another --dest")
-    samples, decisions, params = current_decisions(run)
-    store = open_store(run)
+    # Exports take seconds, so a second one waits for the first instead of failing.
+    with run_lock(run, "an export", EXPORT_LOCK, wait=math.inf):
+        _clean_leftovers(run.exports)
+        return _export(run, fmt, name, dest, ds, progress)
+
+
+def _clean_leftovers(exports: Path) -> None:
+    """Remove temporary folders of exports that were killed. Exports hold EXPORT_LOCK, so
+    no other export is writing one now."""
+    if exports.is_dir():
+        for tmp in exports.glob(".*.tmp"):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
+            progress: ProgressFn | None) -> Path:
+    snap = current_snapshot(run)
+    samples, decisions, stored = snap.samples, snap.decisions, snap.stored
+    evidence = load_evidence(run)
     run.exports.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=run.exports))
+    # mkdtemp makes the folder private (0700); an export is meant to be shared like any
+    # folder the user makes, so give it the mode the umask allows.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
     try:
         if fmt == "csv":
-            _write_manifest(tmp / "manifest.csv", samples, decisions)
+            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence)
         elif fmt == "indices":
             kept = np.flatnonzero(decisions.kept)
             (tmp / "kept_indices.txt").write_text("".join(f"{i}\n" for i in kept))
@@ -106,13 +143,13 @@ def export(run: RunDir, fmt: str, name: str, ds: Dataset | None = None,
 
                 ds = open_run_dataset(run)
             _write_imagefolder(tmp / "images", ds, decisions.kept, progress)
-            _write_manifest(tmp / "manifest.csv", samples, decisions)
+            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence)
         info = {
             "format": fmt, "name": name, "created_at": now_iso(), "run": run.run_id,
-            "rule": store.setting("rule", DEFAULT_RULE), "store_revision": store.revision(),
+            "rule": stored.rule, "store_revision": stored.revision,
             "params": {samples.classes[c]: {"eps": e, "min_samples": m}
-                       for c, (e, m) in sorted(params.items())},
-            "overrides": {str(k): v for k, v in sorted(store.overrides().items())},
+                       for c, (e, m) in sorted(stored.params.items())},
+            "overrides": {str(k): v for k, v in sorted(stored.overrides.items())},
             "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),
             "summary": summary_rows(samples, decisions),
         }

@@ -1,0 +1,121 @@
+"""The adaptive rule's evidence on real digits: it adapts to the noise rate, it is stored in
+the run and the manifest, it is recomputed when the labels change, and pairs noise."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from worker.pipeline.clustering import feature_neighbours
+from worker.pipeline.datasets import SampleTable, inject_noise, noise_partners
+from worker.pipeline.embedding import pca_reduce
+from worker.pipeline.errors import InputError
+from worker.pipeline.evidence import label_evidence, neighbour_votes
+
+
+@pytest.fixture(scope="module")
+def digits_space():
+    d = load_digits()
+    x = d.data.astype(np.float32)
+    x = (x - x.mean(0)) / (x.std(0) + 1e-6)
+    return pca_reduce(x, 50), feature_neighbours(x), d.target.astype(np.int64)
+
+
+def _table(labels: np.ndarray) -> SampleTable:
+    n = len(labels)
+    return SampleTable([f"{i}.png" for i in range(n)], labels, np.full(n, -1, np.int64),
+                       [str(c) for c in range(10)])
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.4])
+def test_the_flagged_share_follows_the_noise_rate(digits_space, rate):
+    """No threshold is fixed: the same data flags ~10% at 10% noise and ~40% at 40%."""
+    x, nn, clean = digits_space
+    noisy_table = inject_noise(_table(clean), rate, seed=1)
+    labels = noisy_table.labels
+    ev = label_evidence(x, nn, labels, 10)
+    wrong = labels != clean
+    assert abs(ev.issue.mean() - rate) < 0.25 * rate
+    tp = (ev.issue & wrong).sum()
+    assert tp / ev.issue.sum() > 0.85 and tp / wrong.sum() > 0.85
+    # The score ranks wrong labels above right ones, and the suggestion recovers most.
+    assert ev.score[wrong].mean() > 0.5 > 0.2 > ev.score[~wrong].mean()
+    assert (ev.suggested[wrong] == clean[wrong]).mean() > 0.85
+    assert ev.score.dtype == np.float32 and ((ev.score >= 0) & (ev.score <= 1)).all()
+
+
+def test_votes_and_bad_shapes():
+    nn = np.array([[1, 2], [0, 2], [0, 1]])
+    votes = neighbour_votes(nn, np.array([0, 0, 1]), 3)
+    assert votes.tolist() == [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [1.0, 0.0, 0.0]]
+    with pytest.raises(InputError, match="one row per sample"):
+        label_evidence(np.zeros((3, 2)), nn, np.array([0, 1]), 2)
+
+
+def test_pairs_noise_flips_each_class_to_one_partner():
+    classes = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+               "ship", "truck"]
+    partner = noise_partners(classes)
+    named = {classes[a]: classes[b] for a, b in enumerate(partner)}
+    assert named["cat"] == "dog" and named["dog"] == "cat" and named["truck"] == "automobile"
+    assert noise_partners(["a", "b", "c"]).tolist() == [1, 0, 1]
+    labels = np.repeat(np.arange(10), 100)
+    t = SampleTable([str(i) for i in range(1000)], labels, np.full(1000, -1), classes)
+    out = inject_noise(t, 0.4, seed=0, kind="pairs")
+    flipped = out.labels != labels
+    assert flipped.sum() == 400 and (out.labels[flipped] == partner[labels[flipped]]).all()
+    assert (out.true_labels == labels).all()
+    for bad in (-0.1, float("nan"), 1.0):
+        with pytest.raises(InputError, match=r"\[0, 1\)"):
+            inject_noise(t, bad, seed=0)
+    with pytest.raises(InputError, match="noise-kind"):
+        inject_noise(t, 0.1, seed=0, kind="diagonal")
+
+
+def test_score_and_suggestion_reach_the_run_and_the_manifest(fresh_run):
+    from worker.pipeline.curation import current_decisions, load_evidence
+    from worker.pipeline.export import export
+
+    ev = load_evidence(fresh_run)
+    samples, decisions, _ = current_decisions(fresh_run)
+    assert ev["score"].shape == (len(samples),) and ev["suggested"].dtype == np.int64
+    dest = export(fresh_run, "csv", "scored")
+    with open(dest / "manifest.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0])[-2:] == ["score", "suggested_label"]
+    assert [int(r["index"]) for r in rows] == list(range(len(samples)))
+    assert np.allclose([float(r["score"]) for r in rows], ev["score"], atol=1e-4)
+    for r, flagged, code in zip(rows, decisions.flagged, ev["suggested"], strict=True):
+        assert r["suggested_label"] == (samples.classes[code] if flagged else "")
+
+
+def test_evidence_is_recomputed_when_the_labels_change(fresh_run):
+    """A run whose labels changed (a new samples table) never reads stale evidence."""
+    from worker.pipeline.curation import cluster_step, load_evidence
+
+    before = load_evidence(fresh_run)["score"].copy()
+    cluster_step(fresh_run)  # current: nothing recomputed
+    assert np.array_equal(load_evidence(fresh_run)["score"], before)
+    samples = fresh_run.read_samples()
+    fresh_run.write_samples(SampleTable(samples.paths, samples.true_labels,
+                                        samples.true_labels, samples.classes))
+    cluster_step(fresh_run)
+    after = load_evidence(fresh_run)["score"]
+    wrong = samples.labels != samples.true_labels
+    assert after[wrong].mean() < 0.3 < before[wrong].mean()
+
+
+def test_evaluate_reports_the_estimated_noise_beside_the_truth(fresh_run):
+    from worker.pipeline.evaluation import evaluate, format_report
+
+    result = evaluate(fresh_run, with_cleanlab=False)
+    total = result["noise_estimate"][-1]
+    assert total["class"] == "total" and total["true_pct"] == pytest.approx(10.02, abs=0.01)
+    assert abs(total["estimated_pct"] - total["true_pct"]) < 2.5
+    assert result["score_auroc"] > 0.95 and "adaptive" in result["rules"]
+    assert result["rules"]["adaptive"]["f1"] >= 0.9
+    text = format_report(result)
+    assert "wrong labels, estimated from the data" in text and "AUROC" in text
