@@ -121,3 +121,30 @@ def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
     assert summary["data"] == "streaming" and summary["test_source"] == "test split"
     assert summary["test_size"] == 30 and summary["status"] == "completed"
     assert (out / "rank0.checksum").read_text() == (out / "rank1.checksum").read_text()
+
+
+def test_a_retrain_after_an_override_trains_anew_and_an_identical_one_is_reused(fresh_run):
+    """A training is tied to its subset: never a stale result for another one."""
+    def retrain() -> subprocess.CompletedProcess:
+        return subprocess.run([CURATOR, "retrain", str(fresh_run.path), "--subset", "filtered",
+                               "--epochs", "1", "--batch-size", "128"],
+                              capture_output=True, text=True, timeout=600)
+
+    first = retrain()
+    assert first.returncode == 0, first.stderr
+    again = retrain()
+    assert again.returncode == 0 and "reusing training" in again.stdout, again.stdout
+    trainings = sorted((fresh_run.path / "train").iterdir())
+    assert len(trainings) == 1
+    before = json.loads((trainings[0] / "summary.json").read_text())
+    store = CurationStore(fresh_run.store)
+    store.set_overrides(range(40), "drop")
+    third = retrain()
+    assert third.returncode == 0 and "reusing" not in third.stdout, third.stdout
+    trainings = sorted((fresh_run.path / "train").iterdir())
+    assert len(trainings) == 2
+    newest = max(trainings, key=lambda p: p.stat().st_mtime)
+    after = json.loads((newest / "summary.json").read_text())
+    assert after["config"]["subset_key"] != before["config"]["subset_key"]
+    assert after["config"]["store_revision"] == store.revision()
+    assert after["train_size"] < before["train_size"]

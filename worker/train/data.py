@@ -113,13 +113,40 @@ def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(images).transpose(0, 3, 1, 2).copy(), np.asarray(labels, dtype=np.int64)
 
 
-def select_subset(run: RunDir, subset: str, seed: int) -> np.ndarray:
-    """Sample indices of ``subset`` (see module docstring), excluding any hold-out."""
-    from worker.pipeline.curation import current_decisions
+@dataclass(frozen=True)
+class Subset:
+    """The samples a training uses, and what identifies them.
+
+    Attributes
+    ----------
+    indices : int64 (n,), sample indices, ascending
+    key : str, sha256 (16 hex) of the indices and their labels: equal keys mean the same
+        images with the same labels
+    revision : int, the curation store revision the subset was read at
+    """
+
+    indices: np.ndarray
+    key: str
+    revision: int
+
+
+def subset_key(indices: np.ndarray, labels: np.ndarray) -> str:
+    import hashlib
+
+    h = hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(labels, dtype=np.int64).tobytes())
+    return h.hexdigest()[:16]
+
+
+def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
+    """The samples of ``subset`` (see module docstring), excluding any hold-out, read from
+    one snapshot of the curation store."""
+    from worker.pipeline.curation import current_snapshot
 
     if subset not in SUBSETS:
         raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
-    samples, decisions, _ = current_decisions(run)
+    snap = current_snapshot(run)
+    samples, decisions = snap.samples, snap.decisions
     pool = np.arange(len(samples))
     if not _has_test_split(run):
         pool = pool[~holdout_mask(samples.labels)]
@@ -132,7 +159,8 @@ def select_subset(run: RunDir, subset: str, seed: int) -> np.ndarray:
         chosen = random_like(pool, samples.labels, kept, seed)
     if len(chosen) == 0:
         raise InputError(f"the {subset} subset is empty: nothing would be trained on")
-    return chosen
+    chosen = np.sort(np.asarray(chosen, dtype=np.int64))
+    return Subset(chosen, subset_key(chosen, samples.labels[chosen]), snap.stored.revision)
 
 
 def load_train_data(run: RunDir, indices: np.ndarray) -> TrainData:

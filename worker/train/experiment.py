@@ -9,7 +9,6 @@ already finished are reused, so an interrupted experiment continues where it sto
 from __future__ import annotations
 
 import csv
-import json
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -69,7 +68,9 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
 
 def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
                    progress: ProgressFn | None = None) -> Path:
-    """Train every config (named ``<name>-<subset>-b<B>-s<seed>``) and write the results."""
+    """Train every config and write the results. Trainings keep their default names, which
+    end with their subset's key, so one identical to an earlier training (any experiment's)
+    is reused and a changed subset is trained anew."""
     check_export_name(run, name)
     if not configs:
         raise InputError("nothing to run: give at least one subset, batch size and seed")
@@ -79,18 +80,15 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for cfg in configs:
-        cfg = replace(cfg, name=f"{name}-{cfg.subset}-b{cfg.batch_size}-s{cfg.seed}")
-        done = run.path / "train" / cfg.name / "summary.json"
-        summary = json.loads(done.read_text()) if done.is_file() else None
-        if summary is None or summary["status"] != "completed":
-            summary = launch(run, cfg, progress)
+        cfg = replace(cfg, name=None)
+        summary = launch(run, cfg, progress)
         rows.append({"subset": cfg.subset, "batch_size": cfg.batch_size, "seed": cfg.seed,
                      "final_test_acc": summary["final_test_acc"],
                      "best_test_acc": summary["best_test_acc"],
                      "train_size": summary["train_size"], "test_source": summary["test_source"],
                      "epochs": cfg.epochs, "seconds": round(summary["seconds"], 2),
                      "images_per_s": round(summary["images_per_s"] or 0, 1),
-                     "train_dir": f"train/{cfg.name}"})
+                     "train_dir": f"train/{summary['config']['name']}"})
         _write_csv(out / "results.csv", RESULT_FIELDS, rows)
     summary_rows = summarise(rows)
     _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)

@@ -84,25 +84,47 @@ def validate(cfg: TrainConfig) -> None:
         raise InputError("need lr > 0, weight decay ≥ 0 and 0 ≤ label smoothing < 1")
 
 
-def prepare(run: RunDir, cfg: TrainConfig) -> Path:
-    """Create (or reuse, to resume) ``<run>/train/<name>/`` with its config and subset."""
+# What may differ between a training's config.json and a repeated request for it.
+_NOT_IDENTITY = ("extra", "store_revision")
+
+
+def prepare(run: RunDir, cfg: TrainConfig) -> tuple[Path, str | None]:
+    """Create ``<run>/train/<name>/`` with its config and subset, or find the identical
+    training (to resume it, or to return its result).
+
+    A training is tied to the exact subset it trains on: the default name ends with the
+    subset's key (a hash of its indices and labels), and ``config.json`` records the key
+    and the store revision. A repeated request after the curation changed therefore
+    trains anew; one for the same subset reuses the training and says so; a ``--name``
+    that exists for another subset or other settings is refused.
+
+    Returns
+    -------
+    (folder, note): ``note`` says which training is reused, or is None for a new one.
+    """
     validate(cfg)
-    name = cfg.name or cfg.default_name()
     from worker.pipeline.export import check_export_name
 
+    chosen = select_subset(run, cfg.subset, cfg.seed)
+    name = cfg.name or f"{cfg.default_name()}-{chosen.key[:8]}"
     check_export_name(run, name)  # the same safe-name rule as exports
     out = run.path / "train" / name
-    config = {**asdict(cfg), "name": name, "run": str(run.path.resolve())}
+    config = {**asdict(cfg), "name": name, "run": str(run.path.resolve()),
+              "subset_key": chosen.key, "subset_size": len(chosen.indices),
+              "store_revision": chosen.revision}
     if (out / "config.json").is_file():
         old = json.loads((out / "config.json").read_text())
-        if {k: v for k, v in old.items() if k != "extra"} != \
-                {k: v for k, v in config.items() if k != "extra"}:
-            raise InputError(f"training {name!r} exists with other settings; pass --name")
-        return out  # resume: same config, same subset snapshot
+        same = {k: v for k, v in old.items() if k not in _NOT_IDENTITY} == \
+            {k: v for k, v in config.items() if k not in _NOT_IDENTITY}
+        if not same:
+            why = "another subset" if old.get("subset_key") != chosen.key else "other settings"
+            raise InputError(f"training {name!r} exists for {why}; pass another --name")
+        return out, (f"reusing training {name} of store revision {old.get('store_revision')} "
+                     f"(the same {len(chosen.indices)} images and labels)")
     out.mkdir(parents=True, exist_ok=True)
-    save_npy(out / "subset.npy", select_subset(run, cfg.subset, cfg.seed))
+    save_npy(out / "subset.npy", chosen.indices)
     write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
-    return out
+    return out, None
 
 
 def torchrun_argv(cfg: TrainConfig, out: Path) -> list[str]:
@@ -129,7 +151,13 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
            log_path: Path | None = None) -> dict:
     """Train and wait; returns ``summary.json``. A progress callback that asks to stop
     sends SIGTERM and raises :class:`Cancelled` once the ranks have checkpointed."""
-    out = prepare(run, cfg)
+    out, reused = prepare(run, cfg)
+    if reused and (out / "summary.json").is_file():
+        summary = json.loads((out / "summary.json").read_text())
+        if summary["status"] == "completed":
+            report(progress, cfg.epochs, cfg.epochs, f"train: {reused}; test acc "
+                   f"{summary['final_test_acc']:.3f}")
+            return {**summary, "reused": reused}
     log = open(log_path or out / "torchrun.log", "ab")  # noqa: SIM115
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(
         max(1, (os.cpu_count() or 1) // cfg.nproc)), "CURATOR_DEVICE": cfg.device}
