@@ -50,6 +50,7 @@ bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.detection
 	PYTHONPATH=. $(BIN)/python -m bench.ui_latency
 	PYTHONPATH=. $(BIN)/python -m bench.train
+	PYTHONPATH=. $(BIN)/python -m bench.pipeline_time
 
 clean:
 	rm -rf $(VENV) .pytest_cache

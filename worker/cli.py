@@ -13,7 +13,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .pipeline.clustering import RULES
+from .pipeline.clustering import DEFAULT_RULE, RULES
+from .pipeline.datasets import NOISE_KINDS
 from .pipeline.errors import InputError
 from .pipeline.models import MODEL_NAMES, PRECISIONS
 from .pipeline.progress import Cancelled, TqdmProgress
@@ -31,6 +32,9 @@ def _dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--true-label-column", help="column of --labels holding clean labels")
     g.add_argument("--inject-noise", type=float, default=0.0, metavar="RATE",
                    help="flip this fraction of labels (true labels are recorded)")
+    g.add_argument("--noise-kind", default="symmetric", choices=NOISE_KINDS,
+                   help="symmetric: to any other class; pairs: each class to one fixed "
+                        "partner (cat↔dog, automobile↔truck, …)")
     g.add_argument("--seed", type=int, default=0)
 
 
@@ -64,7 +68,7 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("clustering")
     g.add_argument("--eps", type=float, help="DBSCAN eps (default: automatic per class)")
     g.add_argument("--min-samples", type=int, help="DBSCAN min_samples (default 5)")
-    g.add_argument("--rule", choices=RULES, help="flagging rule (default dbscan-knn)")
+    g.add_argument("--rule", choices=RULES, help=f"flagging rule (default {DEFAULT_RULE})")
 
 
 # --------------------------------------------------------------------------- builders
@@ -75,7 +79,7 @@ def _dataset_opts(a: argparse.Namespace):
     if not a.dataset:
         return None
     return DatasetOptions(parse_spec(a.dataset, a.split), a.labels, a.label_column,
-                          a.true_label_column, a.inject_noise, a.seed)
+                          a.true_label_column, a.inject_noise, a.seed, a.noise_kind)
 
 
 def _feature_opts(a: argparse.Namespace):
@@ -124,12 +128,26 @@ def _dispatcher_for(out: Path):
 
 def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: dict) -> dict:
     """Submit a job, show its progress, and wait; Ctrl-C cancels it cleanly."""
-    from .jobs import wait_for
+    from .jobs import wait_for, waiting_notice
 
     job_id = dispatcher.submit(run_id, kind, params)
     bar = TqdmProgress()
+    told: set[str] = set()
+    seen = {"attempts": 0, "worker": None}
+
+    def notice(job: dict, waited_s: float) -> None:
+        text = waiting_notice(dispatcher.settings, job, waited_s)
+        # A restart can fall between two polls; the attempt count says it happened anyway.
+        if job["attempts"] > seen["attempts"] > 0:
+            text = (f"the worker running this job ({seen['worker']}) stopped answering; the "
+                    f"job was re-queued and runs again (attempt {job['attempts']})")
+        seen.update(attempts=job["attempts"], worker=job["worker"])
+        if text and text not in told:
+            told.add(text)
+            print(f"\nnote: {text}", file=sys.stderr)
+
     try:
-        job = wait_for(run, job_id, bar)
+        job = wait_for(run, job_id, bar, on_wait=notice)
     except KeyboardInterrupt:
         print(f"\ncancelling job {job_id}…", file=sys.stderr)
         dispatcher.cancel(run_id, job_id)
@@ -149,19 +167,23 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
     from .jobs import feature_params
     from .pipeline.curation import cluster_step
     from .pipeline.dbscan import check_params
+    from .pipeline.runlock import PIPELINE_LOCK, check_out_dir, run_lock
 
     check_params(a.eps if a.eps is not None else 1.0,
                  a.min_samples if a.min_samples is not None else 1)
     run = RunDir(a.out)
     dataset = _dataset_opts(a)
+    check_out_dir(run.path, dataset.spec.root if dataset else None)
     dispatcher, run_id = _dispatcher_for(a.out)
-    run.path.mkdir(parents=True, exist_ok=True)
-    _run_job_and_wait(dispatcher, run, run_id, "extract", {
-        "dataset": dataset.to_json() if dataset else None,
-        "features": feature_params(_feature_opts(a))})
-    _run_job_and_wait(dispatcher, run, run_id, "embed", asdict(_embed_opts(a)))
-    # Clustering takes milliseconds, so it runs here rather than as a job.
-    cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule)
+    # Held for the whole command, so a second pipeline on this --out is refused at once
+    # rather than racing this one (the steps' own jobs take the step lock).
+    with run_lock(run, f"curator pipeline (pid {os.getpid()})", PIPELINE_LOCK):
+        _run_job_and_wait(dispatcher, run, run_id, "extract", {
+            "dataset": dataset.to_json() if dataset else None,
+            "features": feature_params(_feature_opts(a))})
+        _run_job_and_wait(dispatcher, run, run_id, "embed", asdict(_embed_opts(a)))
+        # Clustering takes milliseconds, so it runs here rather than as a job.
+        cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule)
     skipped = run.read_meta().get("n_skipped", 0)
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {skipped} unreadable "
           f"images skipped{', see skipped.csv' if skipped else ''})")
@@ -170,22 +192,30 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
 
 def cmd_extract(a: argparse.Namespace) -> None:
     from .pipeline.features import extract
+    from .pipeline.runlock import check_out_dir, run_lock
     from .pipeline.runner import ensure_ingested
 
     run = RunDir(a.out)
+    dataset = _dataset_opts(a)
+    if dataset is None and not run.exists():  # before the lock makes the folder
+        raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
+    check_out_dir(run.path, dataset.spec.root if dataset else None)
     bar = TqdmProgress()
-    ds = ensure_ingested(run, _dataset_opts(a), bar)
-    feats = extract(run, ds, _feature_opts(a), bar)
+    with run_lock(run, f"curator extract (pid {os.getpid()})"):
+        ds = ensure_ingested(run, dataset, bar)
+        feats = extract(run, ds, _feature_opts(a), bar)
     skipped = run.read_meta().get("n_skipped", 0)
     print(f"features: {run.features} {feats.shape[0]}×{feats.shape[1]}; "
           f"{skipped} unreadable images skipped")
 
 
 def cmd_embed(a: argparse.Namespace) -> None:
+    from .pipeline.runlock import run_lock
     from .pipeline.runner import ensure_embedded
 
     run = RunDir(a.run).require()
-    ensure_embedded(run, _embed_opts(a), TqdmProgress())
+    with run_lock(run, f"curator embed (pid {os.getpid()})"):
+        ensure_embedded(run, _embed_opts(a), TqdmProgress())
     print(f"embedding: {run.embedding}")
 
 
@@ -238,7 +268,7 @@ def cmd_serve(a: argparse.Namespace) -> None:
 
 
 def cmd_worker(a: argparse.Namespace) -> None:
-    from .jobs import check_broker, recover_stale_jobs
+    from .jobs import check_broker, recover_stale_jobs, watch_stale_jobs
     from .settings import load_settings
 
     settings = load_settings()
@@ -251,6 +281,9 @@ def cmd_worker(a: argparse.Namespace) -> None:
     settings.runs_root.mkdir(parents=True, exist_ok=True)
     for line in recover_stale_jobs(settings):
         print(line, file=sys.stderr)
+    # Not only at start-up: a replacement started the moment after a crash must still
+    # re-queue the dead worker's job once its heartbeat goes stale.
+    watch_stale_jobs(settings, lambda line: print(line, file=sys.stderr, flush=True))
     from .celery_app import make_celery
 
     argv = ["worker", "-Q", ",".join(queues), "--concurrency", str(a.concurrency),
@@ -259,9 +292,12 @@ def cmd_worker(a: argparse.Namespace) -> None:
 
 
 def cmd_jobs(a: argparse.Namespace) -> None:
+    from .jobs import fail_dead_jobs
     from .pipeline.jobstore import JobStore
+    from .settings import load_settings
 
-    run = RunDir(a.run).require()
+    run = RunDir(a.run).require_jobs()
+    fail_dead_jobs(load_settings(), run)
     jobs = JobStore(run.store).list()
     if a.json:
         print(json.dumps(jobs, indent=2))
@@ -282,7 +318,7 @@ def cmd_cancel(a: argparse.Namespace) -> None:
     if a.run:
         from dataclasses import replace
 
-        path = a.run.resolve()
+        path = RunDir(a.run).require_jobs().path.resolve()  # never creates the folder
         settings = replace(settings, runs_root=path.parent)
         run_id = path.name
     else:
@@ -326,6 +362,8 @@ def cmd_retrain(a: argparse.Namespace) -> None:
 
     run = RunDir(a.run).require()
     summary = launch(run, _train_config(a), _epoch_printer())
+    if summary.get("reused"):
+        print(summary["reused"])
     print(f"{summary['status']}: test acc {summary['final_test_acc']:.4f} "
           f"({summary['test_source']}, {summary['train_size']} training images, "
           f"{summary['images_per_s_per_process']:.0f} img/s per process) → "
@@ -360,7 +398,9 @@ def cmd_override(a: argparse.Namespace) -> None:
     from .pipeline.curation import open_store
 
     decision = None if a.decision == "clear" else a.decision
-    n = open_store(RunDir(a.run)).set_overrides(a.samples, decision)
+    run = RunDir(a.run).require()
+    n = open_store(run).set_overrides(a.samples, decision,
+                                      n_samples=len(run.read_samples()))
     print(f"{n} sample(s) changed")
 
 
@@ -403,7 +443,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", default="csv", choices=["csv", "imagefolder", "indices"])
     sp.add_argument("--dest", required=True, metavar="NAME", help="export name")
 
-    sp = add("evaluate", cmd_evaluate, "precision/recall/F1 against true labels, with cleanlab")
+    sp = add("evaluate", cmd_evaluate,
+             "estimated noise per class; precision/recall/F1 against true labels, with cleanlab")
     sp.add_argument("run", type=Path)
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--no-cleanlab", action="store_true", help="skip the cleanlab baseline")

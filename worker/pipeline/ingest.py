@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .datasets import Dataset, DatasetSpec, apply_labels_csv, inject_symmetric_noise, open_dataset
+from .datasets import Dataset, DatasetSpec, apply_labels_csv, inject_noise, open_dataset
 from .errors import InputError
 from .progress import ProgressFn, report
 from .rundir import RunDir, package_versions, save_npy
@@ -33,6 +33,7 @@ class DatasetOptions:
     true_label_column: str | None = None
     inject_noise: float = 0.0
     seed: int = 0
+    noise_kind: str = "symmetric"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +43,7 @@ class DatasetOptions:
             "label_column": self.label_column,
             "true_label_column": self.true_label_column,
             "inject_noise": self.inject_noise,
+            "noise_kind": self.noise_kind,
             "seed": self.seed,
         }
 
@@ -56,6 +58,7 @@ class DatasetOptions:
             true_label_column=d.get("true_label_column"),
             inject_noise=float(d.get("inject_noise", 0.0)),
             seed=int(d.get("seed", 0)),
+            noise_kind=d.get("noise_kind", "symmetric"),
         )
 
 
@@ -67,8 +70,8 @@ def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
                                       opts.true_label_column)
     elif opts.true_label_column:
         raise InputError("--true-label-column needs --labels CSV")
-    if opts.inject_noise > 0:
-        ds.samples = inject_symmetric_noise(ds.samples, opts.inject_noise, opts.seed)
+    if opts.inject_noise != 0 or opts.noise_kind != "symmetric":
+        ds.samples = inject_noise(ds.samples, opts.inject_noise, opts.seed, opts.noise_kind)
     return ds
 
 

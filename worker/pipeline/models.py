@@ -88,6 +88,13 @@ def _load_backbone_weights(net: nn.Module, state: dict[str, torch.Tensor], head_
     head_fits = all(k in own and own[k].shape == state[k].shape for k in head_keys)
     if not head_fits:
         state = {k: v for k, v in state.items() if k not in head_keys}
+    # Shapes first: PyTorch reports every mismatch in one long RuntimeError.
+    wrong = [f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in state
+             if k in own and own[k].shape != state[k].shape]
+    if wrong:
+        raise InputError(f"{path.name} does not fit this model: {len(wrong)} tensors have other "
+                         f"shapes (first: {'; '.join(wrong[:2])}); is it for another "
+                         "architecture?")
     missing, unexpected = net.load_state_dict(state, strict=False)
     missing = [k for k in missing if not (k.startswith(head_name + ".") and not head_fits)]
     if missing or unexpected:

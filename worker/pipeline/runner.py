@@ -14,6 +14,7 @@ from .features import FeatureOptions, extract
 from .ingest import DatasetOptions, ingest, open_run_dataset
 from .progress import ProgressFn
 from .rundir import RunDir
+from .runlock import check_out_dir, run_lock
 
 
 def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
@@ -28,7 +29,8 @@ def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
     """
     if run.step_done("ingest"):
         recorded = run.read_meta()["dataset"]
-        if opts is not None and opts.to_json() != recorded:
+        # Compare through from_json so runs recorded before an option existed still match.
+        if opts is not None and opts.to_json() != DatasetOptions.from_json(recorded).to_json():
             raise InputError(f"{run.path} was made from {recorded['spec']} with other options; "
                              "choose a new --out or omit the dataset options")
         return open_run_dataset(run)
@@ -59,7 +61,9 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
                  min_samples if min_samples is not None else 1)
     if rule is not None:
         check_rule(rule)
-    ds = ensure_ingested(run, dataset, progress)
-    extract(run, ds, features, progress)
-    ensure_embedded(run, embedding, progress)
-    return cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)
+    check_out_dir(run.path, dataset.spec.root if dataset else None)
+    with run_lock(run, "a pipeline step", wait=600.0):
+        ds = ensure_ingested(run, dataset, progress)
+        extract(run, ds, features, progress)
+        ensure_embedded(run, embedding, progress)
+        return cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)
