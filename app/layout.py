@@ -14,6 +14,7 @@ def shell() -> html.Div:
             dbc.Nav([
                 dbc.NavItem(dbc.NavLink("Runs", href="/", active="exact")),
                 dbc.NavItem(dbc.NavLink("Jobs", href="/jobs", active="exact")),
+                dbc.NavItem(dbc.NavLink("Results", href="/results", active="partial")),
             ], navbar=True),
         ], fluid=True),
         color="light", class_name="border-bottom mb-3 py-1",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, ctx, dcc, html, no_update
@@ -25,14 +26,49 @@ TRAIN_MODEL = "train-model"
 TRAIN_BATCH = "train-batch"
 TRAIN_EPOCHS = "train-epochs"
 TRAIN_NPROC = "train-nproc"
+TRAIN_PLAN = "train-plan"
 TRAIN_BTN = "train-go"
 TRAIN_JOB = "train-job"
 TRAIN_STATUS = "train-status"
 TRAIN_POLL = "train-poll"
 
 
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def _since(stamp: str | None, now: datetime) -> float | None:
+    return (now - datetime.fromisoformat(stamp)).total_seconds() if stamp else None
+
+
+def job_duration(job: dict, now: datetime | None = None) -> str:
+    """How long the job ran (final) or has been running, as m:ss; empty before it starts."""
+    if not job["started_at"]:
+        return ""
+    end = datetime.fromisoformat(job["finished_at"]) if job["finished_at"] else (
+        now or datetime.now(UTC))
+    return _clock((end - datetime.fromisoformat(job["started_at"])).total_seconds())
+
+
+def job_timing(job: dict, now: datetime | None = None) -> str:
+    """``elapsed 0:42 · about 1:10 left`` while running (the ETA extrapolates the current
+    phase's rate), ``took 0:49`` once final, empty before it starts."""
+    now = now or datetime.now(UTC)
+    if not job["started_at"]:
+        return ""
+    if job["status"] in FINAL:
+        return f"took {job_duration(job)}" if job["finished_at"] else ""
+    text = f"elapsed {job_duration(job, now)}"
+    phase = _since(job.get("phase_started_at"), now)
+    if job["status"] == "running" and phase and 0 < job["done"] < job["total"]:
+        text += f" · about {_clock(phase * (job['total'] - job['done']) / job['done'])} left"
+    return text
+
+
 def job_progress(job: dict) -> html.Div:
-    """A progress bar and one status line for a job record."""
+    """A progress bar and one status line for a job record: status, timing, message."""
     pct = 100.0 * job["done"] / job["total"] if job["total"] else 0.0
     colour = {"succeeded": "success", "failed": "danger", "cancelled": "secondary"}.get(
         job["status"], "primary")
@@ -41,7 +77,8 @@ def job_progress(job: dict) -> html.Div:
         dbc.Progress(value=100 if job["status"] in FINAL else pct, color=colour,
                      striped=job["status"] == "running", animated=job["status"] == "running",
                      style={"height": "8px"}),
-        html.Div(f"{job['kind']} {job['id']}: {job['status']} · {text or ''}",
+        html.Div(" · ".join(part for part in (f"{job['kind']} {job['id']}: {job['status']}",
+                                              job_timing(job), text) if part),
                  className="small text-muted mt-1 text-break"),
     ], className="job-progress")
 
@@ -73,15 +110,17 @@ def retrain_panel() -> html.Div:
                 {"label": s, "value": s} for s in ("filtered", "full", "random")])),
             field("model", dbc.Select(id=TRAIN_MODEL, value="resnet18", size="sm", options=[
                 {"label": m, "value": m} for m in ("resnet18", "resnet34", "resnet50")])),
-            field("batch size", dbc.Input(id=TRAIN_BATCH, type="number", value=256, min=1,
-                                          size="sm")),
-            field("epochs", dbc.Input(id=TRAIN_EPOCHS, type="number", value=10, min=1,
-                                      size="sm")),
-            field("processes", dbc.Input(id=TRAIN_NPROC, type="number", value=2, min=1,
+            # Empty batch size and epochs: chosen from the subset's size (worker.train.plan).
+            field("batch size", dbc.Input(id=TRAIN_BATCH, type="number", min=1, size="sm",
+                                          placeholder="auto")),
+            field("epochs", dbc.Input(id=TRAIN_EPOCHS, type="number", min=1, size="sm",
+                                      placeholder="auto")),
+            field("processes", dbc.Input(id=TRAIN_NPROC, type="number", value=1, min=1,
                                          size="sm")),
             dbc.Col(dbc.Button("Retrain", id=TRAIN_BTN, color="primary", size="sm",
                                class_name="mt-3"), width="auto"),
         ], class_name="g-2 mt-2 align-items-end"),
+        html.Div(id=TRAIN_PLAN, className="mt-2"),
         dcc.Store(id=TRAIN_JOB), dcc.Interval(id=TRAIN_POLL, interval=1000, disabled=True),
         html.Div(id=TRAIN_STATUS, className="mt-2"),
     ])
@@ -153,8 +192,35 @@ def poll_export(_n, job_id, run_id):
 def on_retrain(_n, subset, model, batch, epochs, nproc, run_id):
     if ctx.triggered_id != TRAIN_BTN:
         return no_update, no_update, no_update
-    return _submit(run_id, "train", {"subset": subset, "model": model, "batch_size": batch,
-                                     "epochs": epochs, "nproc": nproc})
+    return _submit(run_id, "train", _train_params(subset, model, batch, epochs, nproc))
+
+
+def _train_params(subset, model, batch, epochs, nproc) -> dict:  # noqa: ANN001
+    """The panel's fields as a train job's params; an empty field is left to the rule."""
+    return {"subset": subset, "model": model, "batch_size": batch, "epochs": epochs,
+            "nproc": nproc}
+
+
+@callback(
+    Output(TRAIN_PLAN, "children"),
+    Input(TRAIN_SUBSET, "value"), Input(TRAIN_BATCH, "value"), Input(TRAIN_EPOCHS, "value"),
+    Input(TRAIN_NPROC, "value"), Input(TRAIN_JOB, "data"), State(RUN, "data"),
+)
+def show_plan(subset, batch, epochs, nproc, _job, run_id):
+    """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
+    warning when that is too few optimizer steps to train."""
+    from worker.jobs import coerce_train_config, train_config
+    from worker.train.launch import plan_for
+
+    try:
+        cfg = coerce_train_config(train_config(
+            _train_params(subset, "resnet18", batch, epochs, nproc or 1)))
+        plan = plan_for(resolve_run(settings().runs_root, run_id).require(), cfg)
+    except InputError as exc:
+        return error_alert(str(exc))
+    return html.Div([html.Div(f"Will train on {plan.describe()}.", className="small text-muted"),
+                     *[dbc.Alert(w, color="warning", class_name="small py-1 mt-1 mb-0")
+                       for w in plan.warnings]], id="train-plan-text")
 
 
 @callback(
@@ -166,7 +232,9 @@ def on_retrain(_n, subset, model, batch, epochs, nproc, run_id):
 def poll_train(_n, job_id, run_id):
     def describe(job: dict) -> html.Div:
         r = job["result"]
-        return html.Div([f"training finished: test accuracy {100 * r['final_test_acc']:.2f}% "
+        reused = f"{r['reused']}: " if r.get("reused") else ""
+        return html.Div([f"{reused}training finished: test accuracy "
+                         f"{100 * r['final_test_acc']:.2f}% "
                          f"({r['test_source']}, {r['train_size']} images) · ",
                          dcc.Link("see the curves on the Results page",
                                   href=f"/results/{run_id}", id="train-results-link")],

@@ -338,7 +338,7 @@ def _train_config(a: argparse.Namespace, **over):
 
     return TrainConfig(
         subset=pick("subset", "filtered"), model=a.model, epochs=a.epochs,
-        batch_size=pick("batch_size", 256), nproc=a.nproc, lr=a.lr,
+        batch_size=pick("batch_size"), nproc=a.nproc, lr=a.lr,
         weight_decay=a.weight_decay, label_smoothing=a.label_smoothing,
         optimizer=a.optimizer, warmup_epochs=a.warmup_epochs, seed=pick("seed", 0),
         device=a.device, name=pick("name"),
@@ -346,13 +346,20 @@ def _train_config(a: argparse.Namespace, **over):
         rdzv_id=a.rdzv_id)
 
 
-def _epoch_printer():
-    last = {"line": None}
+def _train_printer():
+    """Print a training's plan, its warnings (on stderr) and one line per finished epoch;
+    the per-step position is for the job pages."""
+    last = {"epoch": None}
 
     def show(done: int, total: int, message: str) -> bool:
-        if message != last["line"] and "running" not in message:
-            print(message, flush=True)
-            last["line"] = message
+        if message.startswith("warning:"):
+            print(message, file=sys.stderr, flush=True)
+            return False
+        head, _, epoch = message.partition(" | ")
+        line = epoch or (None if head.startswith("train: epoch") else head)
+        if line and line != last["epoch"]:
+            print(line, flush=True)
+            last["epoch"] = line
         return False
     return show
 
@@ -361,9 +368,7 @@ def cmd_retrain(a: argparse.Namespace) -> None:
     from .train.launch import launch
 
     run = RunDir(a.run).require()
-    summary = launch(run, _train_config(a), _epoch_printer())
-    if summary.get("reused"):
-        print(summary["reused"])
+    summary = launch(run, _train_config(a), _train_printer())  # prints any reuse
     print(f"{summary['status']}: test acc {summary['final_test_acc']:.4f} "
           f"({summary['test_source']}, {summary['train_size']} training images, "
           f"{summary['images_per_s_per_process']:.0f} img/s per process) → "
@@ -371,18 +376,20 @@ def cmd_retrain(a: argparse.Namespace) -> None:
 
 
 def cmd_experiment(a: argparse.Namespace) -> None:
-    from .train.experiment import run_experiment
+    from .train.experiment import run_experiment, verdict_report
 
     run = RunDir(a.run).require()
     subsets = [s for s in a.subsets.split(",") if s]
     try:
-        batch_sizes = [int(b) for b in a.batch_sizes.split(",") if b]
+        batch_sizes = [None if b == "auto" else int(b) for b in a.batch_sizes.split(",") if b]
     except ValueError:
-        raise InputError(f"--batch-sizes must be integers, got {a.batch_sizes!r}") from None
+        raise InputError(f"--batch-sizes must be integers or 'auto', got {a.batch_sizes!r}") \
+            from None
     configs = [_train_config(a, subset=s, batch_size=b, seed=seed, name=None)
                for s in subsets for b in batch_sizes for seed in range(a.seeds)]
-    out = run_experiment(run, a.name or "comparison", configs, _epoch_printer())
+    out = run_experiment(run, a.name or "comparison", configs, _train_printer())
     print((out / "results.csv").read_text())
+    print(verdict_report(out))
     print(f"table: {out / 'summary.csv'}\nplot: {out / 'accuracy_vs_batch.png'}")
 
 
@@ -457,9 +464,10 @@ def build_parser() -> argparse.ArgumentParser:
     def train_args(sp: argparse.ArgumentParser) -> None:
         g = sp.add_argument_group("training")
         g.add_argument("--model", default="resnet18", help="torchvision ResNet (resnet18…152)")
-        g.add_argument("--epochs", type=int, default=10)
+        g.add_argument("--epochs", type=int,
+                       help="default: enough for 600 optimizer steps, 10 to 100")
         g.add_argument("--nproc", type=int, default=1, help="processes (GPUs) per node")
-        g.add_argument("--lr", type=float, default=0.1, help="at batch 256, scaled linearly")
+        g.add_argument("--lr", type=float, help="at batch 256, scaled linearly (default 0.1)")
         g.add_argument("--weight-decay", type=float, default=5e-4)
         g.add_argument("--label-smoothing", type=float, default=0.0)
         g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"])
@@ -475,14 +483,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("retrain", cmd_retrain, "train with DDP on a subset of a run (torchrun)")
     sp.add_argument("run", type=Path)
     sp.add_argument("--subset", default="filtered", choices=["filtered", "full", "random"])
-    sp.add_argument("--batch-size", type=int, default=256, help="global batch")
+    sp.add_argument("--batch-size", type=int,
+                    help="global batch (default: a power of two ≤ images/32, 16 to 256)")
     sp.add_argument("--seed", type=int, default=0)
     train_args(sp)
 
     sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
     sp.add_argument("run", type=Path)
     sp.add_argument("--subsets", default="full,filtered,random")
-    sp.add_argument("--batch-sizes", default="256,1024,4096")
+    sp.add_argument("--batch-sizes", default="auto",
+                    help="comma-separated global batches; 'auto' chooses from the subset size")
     sp.add_argument("--seeds", type=int, default=3)
     train_args(sp)
 

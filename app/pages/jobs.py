@@ -7,7 +7,7 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
 
 from app.layout import error_alert, info_alert, live_table
-from app.panels import job_progress
+from app.panels import job_duration, job_progress
 from app.server import dispatcher, settings
 from worker.jobs import fail_dead_jobs
 from worker.pipeline.errors import InputError
@@ -38,7 +38,7 @@ def all_jobs(limit: int = 200) -> list[dict]:
 def layout(**_query) -> html.Div:
     return html.Div([
         html.H4("Jobs"), html.Div(id=ALERT), dcc.Interval(id=POLL, interval=1000),
-        live_table(("created", "run", "kind", "progress", "worker", ""), TABLE),
+        live_table(("created", "run", "kind", "progress", "duration", "worker", ""), TABLE),
     ])
 
 
@@ -46,11 +46,12 @@ def layout(**_query) -> html.Div:
 def refresh(_n):
     jobs = all_jobs()
     if not jobs:
-        return html.Tr(html.Td("No jobs yet.", colSpan=6, className="text-muted"))
+        return html.Tr(html.Td("No jobs yet.", colSpan=7, className="text-muted"))
     return [html.Tr([
         html.Td(j["created_at"].replace("T", " ")[:19], className="small text-nowrap"),
         html.Td(dcc.Link(j["run"], href=f"/curate/{j['run']}")), html.Td(j["kind"]),
         html.Td(job_progress(j), style={"minWidth": "320px"}),
+        html.Td(job_duration(j), className="small text-nowrap"),
         html.Td(j["worker"] or "-", className="small"),
         html.Td(dbc.Button("Cancel", id={"type": CANCEL, "run": j["run"], "job": j["id"]},
                            size="sm", color="danger", outline=True)

@@ -1,66 +1,130 @@
-"""Results of one run: per-epoch curves of every training, and the paper's comparison."""
+"""Results of one run: every training's curves and table, and each experiment's verdict."""
 
 from __future__ import annotations
 
-import csv
+import json
+import math
+from pathlib import Path
 
 import dash
 import dash_bootstrap_components as dbc
 import plotly.graph_objects as go
 from dash import Input, Output, State, callback, dcc, html
+from plotly.subplots import make_subplots
 
 from app.layout import error_alert
 from app.server import settings
-from worker.jobs import resolve_run
 from worker.pipeline.errors import InputError
+from worker.runs import resolve_run
+from worker.train.experiment import read_results
 from worker.train.launch import read_metrics
+from worker.train.verdict import compare, verdict
 
 dash.register_page(__name__, path_template="/results/<run_id>", title="Results · tsne-curator")
 
 RUN = "results-run"
 POLL = "results-poll"
 CURVES = "results-curves"
+TRAININGS = "results-trainings"
 EXPERIMENTS = "results-experiments"
+GRAPH_CONFIG = {"displaylogo": False, "displayModeBar": "hover"}
 
 
-def training_curves(run_path) -> go.Figure:
-    """Test accuracy per epoch of every training under ``<run>/train``."""
-    fig = go.Figure()
-    for out in sorted((run_path / "train").glob("*/metrics.jsonl")):
-        rows = read_metrics(out.parent)
-        if rows:
-            fig.add_trace(go.Scatter(x=[r["epoch"] + 1 for r in rows],
-                                     y=[100 * r["test_acc"] for r in rows],
-                                     mode="lines+markers", name=out.parent.name))
-    fig.update_layout(margin=dict(l=40, r=10, t=10, b=40), xaxis_title="epoch",
-                      yaxis_title="test accuracy (%)", plot_bgcolor="white", height=380,
-                      legend=dict(font=dict(size=10)))
-    fig.update_xaxes(gridcolor="#eee")
-    fig.update_yaxes(gridcolor="#eee")
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def trainings(run_path: Path) -> list[dict]:
+    """Every training under ``<run>/train``: its config, summary (empty while it runs)
+    and per-epoch metrics, oldest first."""
+    out = []
+    for cfg_path in sorted((run_path / "train").glob("*/config.json"),
+                           key=lambda p: p.stat().st_mtime):
+        folder = cfg_path.parent
+        out.append({"name": folder.name, "config": _read_json(cfg_path),
+                    "summary": _read_json(folder / "summary.json"),
+                    "metrics": read_metrics(folder)})
+    return out
+
+
+def training_curves(items: list[dict], n_classes: int) -> go.Figure:
+    """Test accuracy (0–100%, with the chance line) and training loss per epoch."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.08,
+                        subplot_titles=("test accuracy (%)", "training loss"))
+    most = 1
+    for k, t in enumerate(i for i in items if i["metrics"]):
+        epochs = [r["epoch"] + 1 for r in t["metrics"]]
+        most = max(most, t["config"].get("epochs") or epochs[-1])
+        colour = f"hsl({(k * 67) % 360},60%,45%)"
+        fig.add_trace(go.Scatter(x=epochs, y=[100 * r["test_acc"] for r in t["metrics"]],
+                                 mode="lines+markers", name=t["name"], legendgroup=t["name"],
+                                 line=dict(color=colour)), row=1, col=1)
+        fig.add_trace(go.Scatter(x=epochs, y=[r["loss"] for r in t["metrics"]],
+                                 mode="lines+markers", name=t["name"], legendgroup=t["name"],
+                                 showlegend=False, line=dict(color=colour)), row=1, col=2)
+    chance = 100.0 / max(1, n_classes)
+    fig.add_hline(y=chance, line=dict(dash="dot", color="#888"), row=1, col=1,
+                  annotation_text=f"chance {chance:.0f}%", annotation_position="top left")
+    # Integer epoch ticks, about ten of them at most.
+    ticks = dict(tick0=1, dtick=max(1, math.ceil(most / 10)), tickformat="d",
+                 range=[0.5, most + 0.5], title_text="epoch", gridcolor="#eee")
+    fig.update_xaxes(**ticks)
+    fig.update_yaxes(range=[0, 100], row=1, col=1, gridcolor="#eee")
+    fig.update_yaxes(rangemode="tozero", row=1, col=2, gridcolor="#eee")
+    # The legend sits under the plots, where the mode bar (top right) cannot cover it.
+    fig.update_layout(margin=dict(l=40, r=10, t=30, b=40), plot_bgcolor="white", height=420,
+                      legend=dict(orientation="h", yanchor="top", y=-0.18, x=0,
+                                  font=dict(size=10)))
     return fig
 
 
-def experiment_view(folder) -> html.Div:
-    with open(folder / "summary.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    fig = go.Figure()
-    for subset in sorted({r["subset"] for r in rows}):
-        pts = sorted((r for r in rows if r["subset"] == subset), key=lambda r: int(r["batch_size"]))
-        fig.add_trace(go.Scatter(
-            x=[int(p["batch_size"]) for p in pts], y=[100 * float(p["mean_test_acc"]) for p in pts],
-            error_y=dict(array=[100 * float(p["std_test_acc"]) for p in pts]),
-            mode="lines+markers", name=subset))
-    fig.update_layout(xaxis_type="log", xaxis_title="global batch size", height=340,
-                      yaxis_title="test accuracy (%)", plot_bgcolor="white",
-                      margin=dict(l=40, r=10, t=10, b=40))
-    head = html.Thead(html.Tr([html.Th(h) for h in ("subset", "batch", "runs", "mean acc",
-                                                     "std")]))
-    body = html.Tbody([html.Tr([html.Td(r["subset"]), html.Td(r["batch_size"]), html.Td(r["n"]),
-                                html.Td(f"{100 * float(r['mean_test_acc']):.2f}%"),
-                                html.Td(f"{100 * float(r['std_test_acc']):.2f}")]) for r in rows])
-    return html.Div([html.H6(f"Experiment {folder.name}"),
-                     dbc.Row([dbc.Col(dcc.Graph(figure=fig), md=7),
-                              dbc.Col(dbc.Table([head, body], size="sm", striped=True), md=5)])])
+def trainings_table(items: list[dict]) -> dbc.Table:
+    head = html.Thead(html.Tr([html.Th(h) for h in (
+        "training", "subset", "images", "batch", "epochs", "status", "test acc")]))
+    body = []
+    for t in reversed(items):
+        c, s = t["config"], t["summary"]
+        acc = s.get("final_test_acc")
+        status = s.get("status") or f"running (epoch {len(t['metrics'])}/{c.get('epochs')})"
+        body.append(html.Tr([html.Td(t["name"], className="small"), html.Td(c.get("subset")),
+                             html.Td(f"{c.get('subset_size', 0):,}"), html.Td(c.get("batch_size")),
+                             html.Td(c.get("epochs")), html.Td(status),
+                             html.Td(f"{100 * acc:.2f}%" if acc is not None else "-")]))
+    return dbc.Table([head, html.Tbody(body)], size="sm", striped=True, class_name="small",
+                     id="results-trainings-table")
+
+
+def experiment_view(folder: Path) -> html.Div:
+    """The verdict table of one experiment: per batch size and subset, images, seeds, test
+    accuracy mean ± sd, difference against full and random with its standard error, and
+    one verdict line per batch size."""
+    results = compare(read_results(folder))
+    head = html.Thead(html.Tr([html.Th(h) for h in (
+        "batch", "subset", "images", "seeds", "test acc (mean ± sd)", "vs full", "vs random")]))
+
+    def diff_cell(d) -> html.Td:  # noqa: ANN001 - Difference | None
+        if d is None:
+            return html.Td("-")
+        cls = ("text-success" if d.diff > 0 else "text-danger") if d.clear else "text-muted"
+        return html.Td(d.text(), className=cls,
+                       title=f"p = {d.p:.3f}" if d.p is not None else "one seed: no spread")
+
+    body = html.Tbody([html.Tr([
+        html.Td(r.batch_size), html.Td(r.subset), html.Td(f"{r.images:,}"),
+        html.Td(len(r.accs)), html.Td(f"{100 * r.mean:.2f}% ± {100 * r.sd:.2f}"),
+        diff_cell(r.vs_full), diff_cell(r.vs_random)]) for r in results])
+    lines = [html.Li(verdict(results, b)) for b in sorted({r.batch_size for r in results})]
+    return dbc.Card(dbc.CardBody([
+        html.H6(f"Experiment {folder.name}"),
+        dbc.Table([head, body], size="sm", striped=True, class_name="small experiment-table"),
+        html.Ul(lines, className="small mb-0 experiment-verdict"),
+        html.Div("Differences are in percentage points ± their standard error; a difference "
+                 "is called outside the noise when Welch's t-test over seeds gives p < 0.05.",
+                 className="small text-muted mt-1"),
+    ]), class_name="mb-3")
 
 
 def layout(run_id: str | None = None, **_query) -> html.Div:
@@ -73,19 +137,24 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         html.Div([html.H4(f"Results · {run_id}", className="me-3 mb-0"),
                   dcc.Link("← curate", href=f"/curate/{run_id}")],
                  className="d-flex align-items-baseline mb-2"),
-        dbc.Card(dbc.CardBody([html.H6("Training curves"),
-                               dcc.Graph(id=CURVES, config={"displaylogo": False})]),
-                 class_name="mb-3"),
         html.Div(id=EXPERIMENTS),
+        dbc.Card(dbc.CardBody([html.H6("Trainings"),
+                               dcc.Graph(id=CURVES, config=GRAPH_CONFIG),
+                               html.Div(id=TRAININGS)]), class_name="mb-3"),
     ])
 
 
-@callback(Output(CURVES, "figure"), Output(EXPERIMENTS, "children"),
-          Input(POLL, "n_intervals"), State(RUN, "data"))
+@callback(Output(CURVES, "figure"), Output(TRAININGS, "children"),
+          Output(EXPERIMENTS, "children"), Input(POLL, "n_intervals"), State(RUN, "data"))
 def refresh(_n, run_id):
     run = resolve_run(settings().runs_root, run_id)
+    items = trainings(run.path)
     experiments = [experiment_view(f.parent) for f in
-                   sorted((run.path / "experiments").glob("*/summary.csv"))]
-    return training_curves(run.path), experiments or html.Div(
-        "No experiment yet: run 'curator experiment RUN' to compare subsets across batch sizes.",
+                   sorted((run.path / "experiments").glob("*/results.csv"))]
+    table = trainings_table(items) if items else html.Div(
+        "No training yet: use Retrain on the Curate page, or 'curator retrain RUN'.",
         className="text-muted small")
+    return (training_curves(items, len(run.read_meta().get("classes", []))), table,
+            experiments or html.Div(
+                "No experiment yet: 'curator experiment RUN' compares filtered, full and random "
+                "over seeds and gives a verdict.", className="text-muted small mb-3"))

@@ -30,8 +30,11 @@ CREATE TABLE IF NOT EXISTS jobs (
     status TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0,
     message TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, started_at TEXT,
     finished_at TEXT, heartbeat_at TEXT, worker TEXT, error TEXT, result TEXT,
-    attempts INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0);
+    attempts INTEGER NOT NULL DEFAULT 0, cancel_requested INTEGER NOT NULL DEFAULT 0,
+    phase_started_at TEXT);
 """
+# Columns added after the first release, for stores created before them.
+ADDED_COLUMNS = {"phase_started_at": "TEXT"}
 
 
 class JobStore:
@@ -43,6 +46,10 @@ class JobStore:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
+            have = {r["name"] for r in db.execute("PRAGMA table_info(jobs)")}
+            for name, kind in ADDED_COLUMNS.items():
+                if name not in have:
+                    db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
 
     def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return connect(self.path, sqlite3.Row)
@@ -79,16 +86,26 @@ class JobStore:
                 db.execute("COMMIT")
                 return False
             db.execute("UPDATE jobs SET status='running', started_at=?, heartbeat_at=?, "
-                       "worker=?, error=NULL, attempts=attempts+1 WHERE id=?",
+                       "worker=?, error=NULL, attempts=attempts+1, phase_started_at=NULL "
+                       "WHERE id=?",
                        (now_iso(), now_iso(), worker, job_id))
             db.execute("COMMIT")
         return True
 
     def progress(self, job_id: str, done: int, total: int, message: str) -> bool:
-        """Store progress and a heartbeat; returns True when a cancel was requested."""
+        """Store progress and a heartbeat; returns True when a cancel was requested.
+
+        A job may count several phases (ingest, then extraction): a new total, or a count
+        that goes back, starts a new phase, and ``phase_started_at`` (what an ETA is
+        measured from) restarts with it."""
+        now = now_iso()
         with self._connect() as db:
-            db.execute("UPDATE jobs SET done=?, total=?, message=?, heartbeat_at=? WHERE id=?",
-                       (int(done), int(total), message[:500], now_iso(), job_id))
+            # SET expressions see the row's old values: compare before overwriting.
+            db.execute("UPDATE jobs SET phase_started_at=CASE WHEN phase_started_at IS NULL "
+                       "OR total<>? OR done>? THEN ? ELSE phase_started_at END, "
+                       "done=?, total=?, message=?, heartbeat_at=? WHERE id=?",
+                       (int(total), int(done), now, int(done), int(total), message[:500], now,
+                        job_id))
             row = db.execute("SELECT cancel_requested FROM jobs WHERE id=?", (job_id,)).fetchone()
         return bool(row and row["cancel_requested"])
 

@@ -9,7 +9,6 @@ already finished are reused, so an interrupted experiment continues where it sto
 from __future__ import annotations
 
 import csv
-import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +17,10 @@ from worker.pipeline.export import check_export_name
 from worker.pipeline.progress import ProgressFn
 from worker.pipeline.rundir import RunDir, atomic_path
 
+from .data import select_subset
 from .launch import TrainConfig, launch, validate
+from .plan import resolve
+from .verdict import compare, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "train_size", "test_source", "epochs", "seconds", "images_per_s", "train_dir"]
@@ -32,14 +34,16 @@ def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
 
 
 def summarise(rows: list[dict]) -> list[dict]:
-    """Mean ± std of final test accuracy per (subset, batch size)."""
-    groups: dict[tuple[str, int], list[float]] = {}
-    for r in rows:
-        groups.setdefault((r["subset"], int(r["batch_size"])), []).append(
-            float(r["final_test_acc"]))
-    return [{"subset": s, "batch_size": b, "n": len(v), "mean_test_acc": statistics.mean(v),
-             "std_test_acc": statistics.stdev(v) if len(v) > 1 else 0.0}
-            for (s, b), v in sorted(groups.items())]
+    """Per (subset, batch size): images, seeds, mean ± std of the final test accuracy, and
+    the difference against full and random with its standard error and Welch p-value
+    (:mod:`.verdict`)."""
+    def cols(name: str, d) -> dict:  # noqa: ANN001 - Difference | None
+        return {f"diff_vs_{name}": d and round(d.diff, 5), f"se_vs_{name}": d and d.se,
+                f"p_vs_{name}": d and d.p}
+
+    return [{"subset": r.subset, "batch_size": r.batch_size, "images": r.images,
+             "n": len(r.accs), "mean_test_acc": r.mean, "std_test_acc": r.sd,
+             **cols("full", r.vs_full), **cols("random", r.vs_random)} for r in compare(rows)]
 
 
 def plot(summary: list[dict], path: Path, title: str) -> None:
@@ -78,9 +82,12 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
         validate(cfg)
     out = run.path / "experiments" / name
     out.mkdir(parents=True, exist_ok=True)
+    # Settings left to the rule are chosen once, from the full subset's size, so that every
+    # subset of a comparison trains with the same batch and epochs.
+    n_full = len(select_subset(run, "full", 0).indices)
     rows = []
     for cfg in configs:
-        cfg = replace(cfg, name=None)
+        cfg = resolve(replace(cfg, name=None), n_full)[0]
         summary = launch(run, cfg, progress)
         rows.append({"subset": cfg.subset, "batch_size": cfg.batch_size, "seed": cfg.seed,
                      "final_test_acc": summary["final_test_acc"],
@@ -93,5 +100,27 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     summary_rows = summarise(rows)
     _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)
     plot(summary_rows, out / "accuracy_vs_batch.png",
-         f"{run.run_id}: {configs[0].model}, {configs[0].epochs} epochs")
+         f"{run.run_id}: {configs[0].model}, {rows[0]['epochs']} epochs")
     return out
+
+
+def read_results(folder: Path) -> list[dict]:
+    """An experiment's ``results.csv`` rows (empty before its first training ends)."""
+    if not (folder / "results.csv").is_file():
+        return []
+    with open(folder / "results.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def verdict_report(folder: Path) -> str:
+    """The comparison table and one verdict line per batch size, as plain text."""
+    results = compare(read_results(folder))
+    lines = [f"{'batch':>6}  {'subset':<9}{'images':>8}{'seeds':>6}  {'test acc':<16}"
+             f"{'vs full':<18}vs random"]
+    for r in results:
+        lines.append(f"{r.batch_size:>6}  {r.subset:<9}{r.images:>8}{len(r.accs):>6}  "
+                     f"{100 * r.mean:6.2f} ± {100 * r.sd:5.2f}  "
+                     f"{r.vs_full.text() if r.vs_full else '-':<18}"
+                     f"{r.vs_random.text() if r.vs_random else '-'}")
+    lines += [verdict(results, b) for b in sorted({r.batch_size for r in results})]
+    return "\n".join(lines)

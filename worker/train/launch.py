@@ -22,18 +22,22 @@ from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.rundir import RunDir, save_npy, write_text
 
 from .data import SUBSETS, select_subset
+from .plan import Plan, resolve
 
 
 @dataclass
 class TrainConfig:
-    """One training run. ``batch_size`` is the global batch across all processes."""
+    """One training run. ``batch_size`` is the global batch across all processes.
+
+    ``epochs``, ``batch_size`` and ``lr`` left as None are chosen from the subset's size
+    when the training is prepared (:mod:`worker.train.plan`)."""
 
     subset: str = "filtered"
     model: str = "resnet18"
-    epochs: int = 10
-    batch_size: int = 256
+    epochs: int | None = None
+    batch_size: int | None = None
     nproc: int = 1
-    lr: float = 0.1  # at batch 256; scaled linearly with the global batch
+    lr: float | None = None  # at batch 256; scaled linearly with the global batch
     weight_decay: float = 5e-4
     label_smoothing: float = 0.0
     optimizer: str = "sgd"
@@ -63,13 +67,13 @@ def validate(cfg: TrainConfig) -> None:
         raise InputError(f"unknown subset {cfg.subset!r}: use one of {', '.join(SUBSETS)}")
     if cfg.nproc < 1:
         raise InputError(f"--nproc must be at least 1, got {cfg.nproc}")
-    if cfg.batch_size <= 0:
+    if cfg.batch_size is not None and cfg.batch_size <= 0:
         raise InputError(f"--batch-size must be positive, got {cfg.batch_size}")
     world = cfg.nproc * cfg.nnodes
-    if cfg.batch_size < world:
+    if cfg.batch_size is not None and cfg.batch_size < world:
         raise InputError(f"--batch-size {cfg.batch_size} is smaller than the {world} "
                          "processes: each needs at least one sample per step")
-    if cfg.epochs < 1:
+    if cfg.epochs is not None and cfg.epochs < 1:
         raise InputError(f"--epochs must be at least 1, got {cfg.epochs}")
     use_cuda = torch.cuda.is_available() and cfg.device != "cpu"
     have = torch.cuda.device_count() if use_cuda else (os.cpu_count() or 1)
@@ -80,15 +84,40 @@ def validate(cfg: TrainConfig) -> None:
         raise InputError("--device cuda requested but CUDA is not available; use cpu")
     if cfg.optimizer not in ("sgd", "lars"):
         raise InputError(f"unknown optimizer {cfg.optimizer!r}: use sgd or lars")
-    if not 0 <= cfg.label_smoothing < 1 or cfg.weight_decay < 0 or cfg.lr <= 0:
+    if not 0 <= cfg.label_smoothing < 1 or cfg.weight_decay < 0 or (
+            cfg.lr is not None and not cfg.lr > 0):
         raise InputError("need lr > 0, weight decay ≥ 0 and 0 ≤ label smoothing < 1")
 
 
 # What may differ between a training's config.json and a repeated request for it.
-_NOT_IDENTITY = ("extra", "store_revision")
+_NOT_IDENTITY = ("extra", "store_revision", "warnings", "total_steps")
 
 
-def prepare(run: RunDir, cfg: TrainConfig) -> tuple[Path, str | None]:
+@dataclass
+class Prepared:
+    """A training's folder and settings, ready to start or to reuse.
+
+    Attributes
+    ----------
+    out : Path, ``<run>/train/<name>/``
+    cfg : TrainConfig, every setting resolved (none left None)
+    plan : Plan, steps per epoch and in all, and warnings
+    reused : str or None, which training is reused, None for a new one
+    """
+
+    out: Path
+    cfg: TrainConfig
+    plan: Plan
+    reused: str | None
+
+
+def plan_for(run: RunDir, cfg: TrainConfig) -> Plan:
+    """What ``cfg`` would do on the run's current subset (for a preview: nothing written)."""
+    validate(cfg)
+    return resolve(cfg, len(select_subset(run, cfg.subset, cfg.seed).indices))[1]
+
+
+def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
     """Create ``<run>/train/<name>/`` with its config and subset, or find the identical
     training (to resume it, or to return its result).
 
@@ -98,20 +127,21 @@ def prepare(run: RunDir, cfg: TrainConfig) -> tuple[Path, str | None]:
     trains anew; one for the same subset reuses the training and says so; a ``--name``
     that exists for another subset or other settings is refused.
 
-    Returns
-    -------
-    (folder, note): ``note`` says which training is reused, or is None for a new one.
+    Settings left as None are chosen from the subset's size first (:mod:`.plan`), so the
+    name and the identity are those of the settings that actually train.
     """
     validate(cfg)
     from worker.pipeline.export import check_export_name
 
     chosen = select_subset(run, cfg.subset, cfg.seed)
+    cfg, plan = resolve(cfg, len(chosen.indices))
     name = cfg.name or f"{cfg.default_name()}-{chosen.key[:8]}"
     check_export_name(run, name)  # the same safe-name rule as exports
     out = run.path / "train" / name
     config = {**asdict(cfg), "name": name, "run": str(run.path.resolve()),
               "subset_key": chosen.key, "subset_size": len(chosen.indices),
-              "store_revision": chosen.revision}
+              "store_revision": chosen.revision, "total_steps": plan.total_steps,
+              "warnings": list(plan.warnings)}
     if (out / "config.json").is_file():
         old = json.loads((out / "config.json").read_text())
         same = {k: v for k, v in old.items() if k not in _NOT_IDENTITY} == \
@@ -119,12 +149,13 @@ def prepare(run: RunDir, cfg: TrainConfig) -> tuple[Path, str | None]:
         if not same:
             why = "another subset" if old.get("subset_key") != chosen.key else "other settings"
             raise InputError(f"training {name!r} exists for {why}; pass another --name")
-        return out, (f"reusing training {name} of store revision {old.get('store_revision')} "
-                     f"(the same {len(chosen.indices)} images and labels)")
+        return Prepared(out, cfg, plan, (
+            f"reusing training {name} of store revision {old.get('store_revision')} "
+            f"(the same {len(chosen.indices)} images and labels)"))
     out.mkdir(parents=True, exist_ok=True)
     save_npy(out / "subset.npy", chosen.indices)
     write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
-    return out, None
+    return Prepared(out, cfg, plan, None)
 
 
 def torchrun_argv(cfg: TrainConfig, out: Path) -> list[str]:
@@ -147,17 +178,45 @@ def read_metrics(out: Path) -> list[dict]:
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
+def read_progress(out: Path) -> dict | None:
+    """Rank 0's live position (``progress.json``: epoch, step, total_steps), if any."""
+    try:
+        return json.loads((out / "progress.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def progress_message(cfg: TrainConfig, live: dict | None, rows: list[dict]) -> str:
+    """``train: epoch e/E, step s/S | epoch k: loss …, test acc …`` (the part after ``|``
+    is the last finished epoch, which the CLI prints once per epoch)."""
+    epoch = (live or {}).get("epoch", len(rows)) + 1
+    step, total = (live or {}).get("step", 0), (live or {}).get("total_steps", 0)
+    msg = f"train: epoch {min(epoch, cfg.epochs)}/{cfg.epochs}, step {step}/{total}"
+    if rows:
+        last = rows[-1]
+        msg += (f" | epoch {last['epoch'] + 1}: loss {last['loss']:.3f}, "
+                f"test acc {last['test_acc']:.3f}")
+    return msg
+
+
 def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
            log_path: Path | None = None) -> dict:
-    """Train and wait; returns ``summary.json``. A progress callback that asks to stop
-    sends SIGTERM and raises :class:`Cancelled` once the ranks have checkpointed."""
-    out, reused = prepare(run, cfg)
-    if reused and (out / "summary.json").is_file():
+    """Train and wait; returns ``summary.json`` (plus ``reused`` when an identical
+    training's result is returned). Progress is reported per optimizer step; the plan and
+    its warnings are reported first, as messages starting ``train: plan`` and ``warning:``.
+    A progress callback that asks to stop sends SIGTERM and raises :class:`Cancelled`
+    once the ranks have checkpointed."""
+    prep = prepare(run, cfg)
+    out, cfg, total = prep.out, prep.cfg, prep.plan.total_steps
+    if prep.reused and (out / "summary.json").is_file():
         summary = json.loads((out / "summary.json").read_text())
         if summary["status"] == "completed":
-            report(progress, cfg.epochs, cfg.epochs, f"train: {reused}; test acc "
+            report(progress, total, total, f"train: {prep.reused}; test acc "
                    f"{summary['final_test_acc']:.3f}")
-            return {**summary, "reused": reused}
+            return {**summary, "reused": prep.reused}
+    report(progress, 0, total, f"train: plan: {prep.plan.describe()}")
+    for warning in prep.plan.warnings:
+        report(progress, 0, total, f"warning: {warning}")
     log = open(log_path or out / "torchrun.log", "ab")  # noqa: SIM115
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(
         max(1, (os.cpu_count() or 1) // cfg.nproc)), "CURATOR_DEVICE": cfg.device}
@@ -165,18 +224,11 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
                             env=env, start_new_session=True)
     cancelled = False
     try:
-        shown = -1
         while proc.poll() is None:
-            rows = read_metrics(out)
-            if rows and rows[-1]["epoch"] != shown:
-                last = rows[-1]
-                shown = last["epoch"]
-                msg = (f"train: epoch {last['epoch'] + 1}/{cfg.epochs} loss {last['loss']:.3f} "
-                       f"test acc {last['test_acc']:.3f}")
-            else:
-                msg = f"train: epoch {min(len(rows) + 1, cfg.epochs)}/{cfg.epochs} running"
+            live = read_progress(out)
             try:
-                report(progress, len(rows), cfg.epochs, msg)
+                report(progress, min(total, (live or {}).get("step", 0)), total,
+                       progress_message(cfg, live, read_metrics(out)))
             except Cancelled:
                 cancelled = True
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -197,7 +249,5 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
         raise RuntimeError(f"training failed (exit {proc.returncode}): "
                            f"{tail[0] if tail else 'see torchrun.log'}")
     summary = json.loads(summary_path.read_text())
-    report(progress, cfg.epochs, cfg.epochs, f"train: done, test acc "
-           f"{summary['final_test_acc']:.3f}")
+    report(progress, total, total, f"train: done, test acc {summary['final_test_acc']:.3f}")
     return summary
-

@@ -5,8 +5,9 @@ to train. The dataset sits in memory as a uint8 tensor on the device and is augm
 (random crop with padding, horizontal flip), as the fastest CIFAR trainers do. CUDA: NCCL,
 bf16 autocast, channels_last. CPU: gloo.
 
-Rank 0 alone writes ``metrics.jsonl`` (one line per epoch), ``checkpoint.pt`` (every
-epoch, atomically) and ``summary.json``. Every rank writes ``rank<r>.checksum``, a sha256
+Rank 0 alone writes ``metrics.jsonl`` (one line per epoch), ``progress.json`` (epoch and
+optimizer step, at most twice a second), ``checkpoint.pt`` (every epoch, atomically) and
+``summary.json``. Every rank writes ``rank<r>.checksum``, a sha256
 of its final weights, so replicas can be checked to agree. SIGTERM stops every rank at the
 same step; the last checkpoint stays usable and the run resumes from it when started again.
 """
@@ -30,7 +31,8 @@ from torch import nn
 from worker.pipeline.rundir import RunDir, atomic_path, write_text
 
 from .data import FileImages, in_memory, load_train_data, streaming_sets
-from .model import build_model, lr_at, make_optimizer, scaled_lr
+from .model import build_model, lr_at, make_optimizer
+from .plan import scaled_lr
 
 
 class _Stop:
@@ -221,8 +223,14 @@ def main(argv: list[str] | None = None) -> int:
                 torch.save({"epoch": epoch, "step": step, "model": model.state_dict(),
                             "optimizer": optim.state_dict(), "config": cfg}, tmp)
 
+    def beat(epoch: int) -> None:
+        # Per-step position for the launcher's progress bar and ETA (rank 0, atomic).
+        if rank == 0:
+            write_text(out / "progress.json", json.dumps(
+                {"epoch": epoch, "step": step, "total_steps": total_steps}) + "\n")
+
     stopped = False
-    t_start = time.perf_counter()
+    t_start = last_beat = time.perf_counter()
     images_seen = 0
     for epoch in range(start_epoch, cfg["epochs"]):
         ddp.train()
@@ -244,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
             loss.backward()
             optim.step()
             step += 1
+            if time.perf_counter() - last_beat >= 0.5:
+                beat(epoch)
+                last_beat = time.perf_counter()
             loss_sum += loss.item() * len(y)
             correct += (logits.argmax(1) == y).sum().item()
             seen += len(y)
@@ -262,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             [loss_sum, correct, seen, test_correct, test_seen], device, world)
         images_seen += seen
         save(epoch)
+        beat(epoch + 1)
         if rank == 0:
             row = {"epoch": epoch, "loss": loss_sum / seen, "train_acc": correct / seen,
                    "test_acc": test_correct / max(1.0, test_seen),

@@ -76,8 +76,3 @@ def lr_at(step: int, total_steps: int, warmup_steps: int, peak: float) -> float:
         return peak * (0.1 + 0.9 * step / warmup_steps)
     progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
     return 0.5 * peak * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
-def scaled_lr(base_lr: float, global_batch: int, base_batch: int = 256) -> float:
-    """The linear scaling rule (Goyal et al. 2017): lr grows with the global batch."""
-    return base_lr * global_batch / base_batch

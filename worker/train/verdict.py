@@ -1,0 +1,109 @@
+"""The paper's comparison, read: filtered against full and random, over seeds.
+
+For each batch size, every subset gets its mean test accuracy and standard deviation over
+seeds; filtered (and random) get their difference against full and against random, with
+the standard error of that difference, and a Welch t-test (scipy) decides whether the
+difference is outside the seed-to-seed noise (p < 0.05). With one seed per subset there
+is no spread to compare against, and the verdict says so.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``a − b`` in test accuracy (fractions), its standard error and Welch's p-value
+    (``se``/``p`` are None with fewer than two seeds on either side)."""
+
+    diff: float
+    se: float | None
+    p: float | None
+
+    @property
+    def clear(self) -> bool:
+        """True when the difference is outside the noise (p < 0.05)."""
+        return self.p is not None and self.p < ALPHA
+
+    def text(self) -> str:
+        spread = f" ± {100 * self.se:.2f}" if self.se is not None else ""
+        return f"{100 * self.diff:+.2f}{spread} pp"
+
+
+@dataclass(frozen=True)
+class SubsetResult:
+    """One subset at one batch size: accuracies over seeds and the comparisons."""
+
+    subset: str
+    batch_size: int
+    images: int
+    accs: tuple[float, ...]
+    vs_full: Difference | None
+    vs_random: Difference | None
+
+    @property
+    def mean(self) -> float:
+        return statistics.mean(self.accs)
+
+    @property
+    def sd(self) -> float:
+        return statistics.stdev(self.accs) if len(self.accs) > 1 else 0.0
+
+
+def difference(a: list[float] | tuple[float, ...], b: list[float] | tuple[float, ...]
+               ) -> Difference:
+    """``mean(a) − mean(b)`` with the standard error of the difference and Welch's test."""
+    diff = statistics.mean(a) - statistics.mean(b)
+    if len(a) < 2 or len(b) < 2:
+        return Difference(diff, None, None)
+    se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+    if se == 0:  # identical accuracies on every seed: no spread to test against
+        return Difference(diff, 0.0, 1.0 if diff == 0 else 0.0)
+    from scipy.stats import ttest_ind
+
+    return Difference(diff, se, float(ttest_ind(a, b, equal_var=False).pvalue))
+
+
+def compare(rows: list[dict]) -> list[SubsetResult]:
+    """Rows of an experiment's ``results.csv`` (subset, batch_size, final_test_acc,
+    train_size) → one result per (batch size, subset), sorted by batch then subset."""
+    groups: dict[tuple[int, str], list[dict]] = {}
+    for r in rows:
+        groups.setdefault((int(r["batch_size"]), r["subset"]), []).append(r)
+    accs = {key: tuple(float(r["final_test_acc"]) for r in rs) for key, rs in groups.items()}
+
+    def against(batch: int, subset: str, other: str) -> Difference | None:
+        ref = accs.get((batch, other))
+        return None if ref is None or other == subset else difference(accs[batch, subset], ref)
+
+    return [SubsetResult(subset, batch, round(statistics.mean(int(r["train_size"]) for r in rs)),
+                         accs[batch, subset], against(batch, subset, "full"),
+                         against(batch, subset, "random"))
+            for (batch, subset), rs in sorted(groups.items())]
+
+
+def verdict(results: list[SubsetResult], batch_size: int) -> str:
+    """One line on what filtering did at ``batch_size``: against full and against random,
+    and whether each difference is inside the noise."""
+    filtered = next((r for r in results if r.batch_size == batch_size
+                     and r.subset == "filtered"), None)
+    if filtered is None:
+        return f"batch {batch_size}: no filtered training to judge"
+    parts = []
+    for other, d in (("full", filtered.vs_full), ("random", filtered.vs_random)):
+        if d is None:
+            continue
+        if d.p is None:
+            parts.append(f"filtered − {other} = {d.text()} (one seed: no spread to judge "
+                         "it by; run 2 or more seeds)")
+        elif d.clear:
+            word = "better" if d.diff > 0 else "worse"
+            parts.append(f"filtered is {word} than {other} by {d.text()} (p = {d.p:.3f})")
+        else:
+            parts.append(f"filtered − {other} = {d.text()}: inside the noise (p = {d.p:.2f})")
+    return f"batch {batch_size}: " + ("; ".join(parts) or "nothing to compare against")
