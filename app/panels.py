@@ -109,7 +109,8 @@ def retrain_panel() -> html.Div:
             field("subset", dbc.Select(id=TRAIN_SUBSET, value="filtered", size="sm", options=[
                 {"label": s, "value": s} for s in ("filtered", "full", "random")])),
             field("model", dbc.Select(id=TRAIN_MODEL, value="resnet18", size="sm", options=[
-                {"label": m, "value": m} for m in ("resnet18", "resnet34", "resnet50")])),
+                {"label": m, "value": m}
+                for m in ("resnet18", "resnet34", "resnet50", "cifar-resnet20")])),
             # Empty batch size and epochs: chosen from the subset's size (worker.train.plan).
             field("batch size", dbc.Input(id=TRAIN_BATCH, type="number", min=1, size="sm",
                                           placeholder="auto")),
@@ -203,10 +204,11 @@ def _train_params(subset, model, batch, epochs, nproc) -> dict:  # noqa: ANN001
 
 @callback(
     Output(TRAIN_PLAN, "children"),
-    Input(TRAIN_SUBSET, "value"), Input(TRAIN_BATCH, "value"), Input(TRAIN_EPOCHS, "value"),
-    Input(TRAIN_NPROC, "value"), Input(TRAIN_JOB, "data"), State(RUN, "data"),
+    Input(TRAIN_SUBSET, "value"), Input(TRAIN_MODEL, "value"), Input(TRAIN_BATCH, "value"),
+    Input(TRAIN_EPOCHS, "value"), Input(TRAIN_NPROC, "value"), Input(TRAIN_JOB, "data"),
+    State(RUN, "data"),
 )
-def show_plan(subset, batch, epochs, nproc, _job, run_id):
+def show_plan(subset, model, batch, epochs, nproc, _job, run_id):
     """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
     warning when that is too few optimizer steps to train."""
     from worker.jobs import coerce_train_config, train_config
@@ -214,7 +216,7 @@ def show_plan(subset, batch, epochs, nproc, _job, run_id):
 
     try:
         cfg = coerce_train_config(train_config(
-            _train_params(subset, "resnet18", batch, epochs, nproc or 1)))
+            _train_params(subset, model, batch, epochs, nproc or 1)))
         plan = plan_for(resolve_run(settings().runs_root, run_id).require(), cfg)
     except InputError as exc:
         return error_alert(str(exc))

@@ -43,3 +43,40 @@ def cifar_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
         with tarfile.open(archive) as tar:
             tar.extractall(dest, filter="data")
     return root
+
+
+def cifar_subset(root: Path, per_class: int,
+                 test_per_class: int | None = None) -> tuple[Path, Path]:
+    """A stratified CIFAR-10 subset of ``root`` as symlinks: the first ``per_class`` train
+    images of each class, and the first ``test_per_class`` test images of each class (the
+    whole clean test split when None); plus the CIFAR-10N labels CSV cut to it.
+
+    Returns
+    -------
+    (folder, labels_csv)
+    """
+    import csv
+
+    tag = f"{per_class}pc" + (f"-t{test_per_class}" if test_per_class else "")
+    dest = root.parent / f"cifar10-{tag}"
+    keep = set()
+    for split, n in (("train", per_class), ("test", test_per_class)):
+        if split == "test" and n is None:
+            if not (dest / "test").exists():
+                os.symlink((root / "test").resolve(), dest / "test")
+            continue
+        for cls in sorted(p.name for p in (root / split).iterdir()):
+            (dest / split / cls).mkdir(parents=True, exist_ok=True)
+            for f in sorted((root / split / cls).glob("*.jpg"))[:n]:
+                link = dest / split / cls / f.name
+                if not link.exists():
+                    os.symlink(f.resolve(), link)
+                if split == "train":
+                    keep.add(f"train/{cls}/{f.name}")
+    labels = dest.parent / f"cifar10n-{tag}.csv"
+    with open(SHARED / "cifar10n-train-labels.csv") as src, open(labels, "w", newline="") as out:
+        reader = csv.DictReader(src)
+        w = csv.DictWriter(out, reader.fieldnames)
+        w.writeheader()
+        w.writerows(r for r in reader if r["path"] in keep)
+    return dest, labels

@@ -22,16 +22,14 @@ Rows:
 from __future__ import annotations
 
 import argparse
-import csv
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import SHARED, cifar_folder, machine
+from bench.common import SHARED, cifar_folder, cifar_subset, machine
 from bench.peers import cleanlab_peer, simifeat_vote
 from worker.pipeline.clustering import DEFAULT_RULE, RULES, decide
 from worker.pipeline.curation import current_decisions, load_evidence, load_rule_inputs
@@ -55,29 +53,6 @@ class Row:
     note: str
 
 
-def scratch_subset(root: Path) -> tuple[Path, Path]:
-    """A stratified CIFAR-10 subset (the first SCRATCH_PER_CLASS train images of each
-    class, as symlinks) and the CIFAR-10N labels CSV cut to it."""
-    dest = Path("/tmp/curator-bench/cifar10-10k")
-    keep = set()
-    for cls in sorted(p.name for p in (root / "train").iterdir()):
-        (dest / "train" / cls).mkdir(parents=True, exist_ok=True)
-        for f in sorted((root / "train" / cls).glob("*.jpg"))[:SCRATCH_PER_CLASS]:
-            link = dest / "train" / cls / f.name
-            if not link.exists():
-                os.symlink(f.resolve(), link)
-            keep.add(f"train/{cls}/{f.name}")
-    if not (dest / "test").exists():  # the train/test layout needs both splits
-        os.symlink((root / "test").resolve(), dest / "test")
-    labels = dest.parent / "cifar10n-10k.csv"
-    with open(SHARED / "cifar10n-train-labels.csv") as src, open(labels, "w", newline="") as out:
-        reader = csv.DictReader(src)
-        w = csv.DictWriter(out, reader.fieldnames)
-        w.writeheader()
-        w.writerows(r for r in reader if r["path"] in keep)
-    return dest, labels
-
-
 def rows(skip_cifar: bool) -> list[Row]:
     pixels = FeatureOptions()
     out = [Row(f"digits-sym{int(r * 100)}",
@@ -96,7 +71,7 @@ def rows(skip_cifar: bool) -> list[Row]:
             out.append(Row(f"cifar-{kind[:4]}{int(r * 100)}",
                            DatasetOptions(folder, inject_noise=r, seed=0, noise_kind=kind),
                            r56, f"CIFAR-10, {int(r * 100)}% {kind}, ResNet-56*"))
-    sub, labels = scratch_subset(root)
+    sub, labels = cifar_subset(root, SCRATCH_PER_CLASS)
     out.append(Row("cifar10n-scratch", DatasetOptions(
         parse_spec(f"folder:{sub}"), labels_csv=labels, label_column="aggre_label",
         true_label_column="clean_label"),

@@ -71,6 +71,7 @@ def test_cli_errors_and_empty_subset(fresh_run):
     for args, message in ((["--subset", "filtered"], "filtered subset is empty"),
                           (["--model", "vgg16"], "unknown model"),
                           (["--batch-size", "0"], "must be positive"),
+                          (["--epochs", "0"], "must be at least 1"),
                           (["--nproc", "64"], "cannot run 64 processes")):
         r = subprocess.run([CURATOR, "retrain", str(fresh_run.path), *args],
                            capture_output=True, text=True, timeout=120)
@@ -91,6 +92,11 @@ def test_experiment_table_and_plot(fresh_run):
     assert sizes["random"] == sizes["filtered"] < sizes["full"]
     assert (out / "accuracy_vs_batch.png").read_bytes()[:4] == b"\x89PNG"
     assert len(list(csv.DictReader(open(out / "summary.csv")))) == 6
+    # The table and one verdict per batch size; one seed has no spread, and says so.
+    assert "batch 64: filtered − full" in r.stdout and "one seed" in r.stdout
+    assert "batch 128: filtered − random" in r.stdout
+    # Batch 128 on ~1,400 images is 11 steps per epoch: warned on stderr, not refused.
+    assert "warning: batch 128" in r.stderr and "fewer than 20" in r.stderr
 
 
 def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
@@ -132,6 +138,8 @@ def test_a_retrain_after_an_override_trains_anew_and_an_identical_one_is_reused(
 
     first = retrain()
     assert first.returncode == 0, first.stderr
+    assert "train: plan: 1,275 images, batch 128, 1 epochs" in first.stdout, first.stdout
+    assert "warning: batch 128 on 1,275 images gives 9 optimizer steps" in first.stderr
     again = retrain()
     assert again.returncode == 0 and "reusing training" in again.stdout, again.stdout
     trainings = sorted((fresh_run.path / "train").iterdir())

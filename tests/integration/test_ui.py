@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import time
 import urllib.error
@@ -399,27 +400,70 @@ def _set(driver, element_id: str, value: str) -> None:
     box.send_keys(value)
 
 
-def test_retrain_button_runs_ddp_and_results_show_the_curve(driver, server, ui_root):
+def _click(driver, element_id: str) -> None:
+    driver.execute_script("arguments[0].click();", driver.find_element(By.ID, element_id))
+
+
+def test_retrain_with_the_panel_defaults_trains_and_reuses_only_an_identical_subset(
+        driver, server, ui_root):
+    """One click with the panel's defaults trains on the demo (≥ 90%, about 2 minutes);
+    the same click again reuses that training and says so; after an override the same
+    click trains anew. The Results page, reached from the navigation bar, shows both."""
     _open(driver, server, "retrain")
     tab = driver.find_element(By.LINK_TEXT, "Retrain")
     driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
-    wait_for(lambda: driver.find_element(By.ID, "train-epochs"))
-    _set(driver, "train-epochs", "2")
-    _set(driver, "train-batch", "64")
-    _set(driver, "train-nproc", "2")
-    driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "train-go"))
-    # Live progress: the job's bar appears while it runs, then the result with a link.
-    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#train-status .progress"),
+    plan = wait_for(lambda: driver.find_element(By.ID, "train-plan-text"))
+    assert "batch 32" in plan.text and "chosen from the subset size" in plan.text
+    # A batch too large for the subset warns before anything runs; clearing it goes back.
+    _set(driver, "train-batch", "512")
+    wait_for(lambda: "may not train" in driver.find_element(By.ID, "train-plan").text)
+    driver.find_element(By.ID, "train-batch").send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
+    wait_for(lambda: "batch 32" in driver.find_element(By.ID, "train-plan").text
+             and "may not train" not in driver.find_element(By.ID, "train-plan").text)
+
+    started = time.monotonic()
+    _click(driver, "train-go")
+    # Live progress per optimizer step, with elapsed time.
+    wait_for(lambda: "step" in driver.find_element(By.ID, "train-status").text
+             and "elapsed" in driver.find_element(By.ID, "train-status").text, timeout=120)
+    wait_for(lambda: driver.find_element(By.ID, "train-results-link"), timeout=300)
+    took = time.monotonic() - started
+    trainings = list((ui_root / "retrain" / "train").iterdir())
+    assert len(trainings) == 1
+    summary = json.loads((trainings[0] / "summary.json").read_text())
+    assert summary["final_test_acc"] >= 0.90, summary["final_test_acc"]
+    assert took < 150, f"one click took {took:.0f} s"
+
+    _click(driver, "train-go")  # the same subset and settings: reused, and said so
+    wait_for(lambda: "reusing training" in driver.find_element(By.ID, "train-status").text,
              timeout=60)
-    link = wait_for(lambda: driver.find_element(By.ID, "train-results-link"), timeout=300)
-    assert "training finished" in driver.find_element(By.ID, "train-status").text
-    out = next((ui_root / "retrain" / "train").iterdir())
-    assert (out / "rank0.checksum").read_text() == (out / "rank1.checksum").read_text()
-    driver.execute_script("arguments[0].click();", link)
+    assert len(list((ui_root / "retrain" / "train").iterdir())) == 1
+
+    CurationStore(ui_root / "retrain" / "curation.sqlite").set_overrides(range(40), "drop")
+    _click(driver, "train-go")  # the same click after an override: another subset
+    wait_for(lambda: len(list((ui_root / "retrain" / "train").iterdir())) == 2)
+    wait_for(lambda: "training finished" in driver.find_element(By.ID, "train-status").text
+             and "reusing" not in driver.find_element(By.ID, "train-status").text, timeout=300)
+    newest = max((ui_root / "retrain" / "train").iterdir(), key=lambda p: p.stat().st_mtime)
+    config = json.loads((newest / "config.json").read_text())
+    assert config["subset_key"] != summary["config"]["subset_key"]
+    assert config["subset_size"] < summary["config"]["subset_size"]
+
+    driver.execute_script("arguments[0].click();",
+                          driver.find_element(By.LINK_TEXT, "Results"))
+    wait_for(lambda: driver.find_element(By.CSS_SELECTOR, "a[href='/results/retrain']"))
+    _click_link(driver, "/results/retrain")
     names = wait_for(lambda: driver.execute_script(
         "const gd = document.querySelector('#results-curves .js-plotly-plot');"
         "return gd && gd.data && gd.data.length ? gd.data.map(t => t.name) : null"), timeout=30)
-    assert out.name in names
+    assert {p.name for p in (ui_root / "retrain" / "train").iterdir()} <= set(names)
+    table = driver.find_element(By.ID, "results-trainings-table").text
+    assert table.count("completed") == 2
+
+
+def _click_link(driver, href: str) -> None:
+    driver.execute_script("arguments[0].click();",
+                          driver.find_element(By.CSS_SELECTOR, f"a[href='{href}']"))
 
 
 def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_root):

@@ -231,3 +231,58 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         later = current_state(data)
         cached_figure(data, later, ("class", 0), lambda: build(later))
         assert built == [first.revision, later.revision] and later.revision > first.revision
+
+
+def test_job_timing_extrapolates_the_current_phase(tmp_path):
+    """ETA from the phase's own start: a new total (ingest → extract) restarts the clock."""
+    from datetime import datetime, timedelta
+
+    from app.panels import job_duration, job_timing
+    from worker.pipeline.jobstore import JobStore
+
+    jobs = JobStore(tmp_path / "curation.sqlite")
+    job_id = jobs.create("train", {})
+    jobs.start(job_id, "here:1")
+    jobs.progress(job_id, 0, 100, "ingest")
+    first = jobs.get(job_id)["phase_started_at"]
+    jobs.progress(job_id, 50, 100, "ingest")
+    assert jobs.get(job_id)["phase_started_at"] == first
+    jobs.progress(job_id, 0, 400, "train")  # a new phase
+    jobs.progress(job_id, 100, 400, "train")
+    job = jobs.get(job_id)
+    start = datetime.fromisoformat(job["phase_started_at"])
+    text = job_timing(job, now=start + timedelta(seconds=30))
+    assert "about 1:30 left" in text and text.startswith("elapsed ")
+    job = {**job, "status": "succeeded",
+           "finished_at": (datetime.fromisoformat(job["started_at"])
+                           + timedelta(seconds=3725)).isoformat()}
+    assert job_duration(job) == "1:02:05" and job_timing(job) == "took 1:02:05"
+    assert job_timing({**job, "started_at": None}) == ""
+
+
+def test_results_page_reads_trainings_and_gives_a_verdict(root):
+    """The Results page's pieces on a run with an experiment's results.csv."""
+    import csv as csvmod
+    import sys
+
+    from app.server import create_app
+    from worker.settings import Settings
+
+    create_app(Settings(runs_root=root))  # Dash imports the pages as pages.<name>
+    page = sys.modules["pages.results"]
+    folder = root / "digits" / "experiments" / "e"
+    folder.mkdir(parents=True)
+    with open(folder / "results.csv", "w", newline="") as fh:
+        w = csvmod.DictWriter(fh, ["subset", "batch_size", "seed", "final_test_acc",
+                                   "train_size"])
+        w.writeheader()
+        for s, accs in (("full", (0.9, 0.91, 0.905)), ("filtered", (0.95, 0.951, 0.952)),
+                        ("random", (0.89, 0.9, 0.91))):
+            w.writerows({"subset": s, "batch_size": 32, "seed": k, "final_test_acc": a,
+                         "train_size": 100} for k, a in enumerate(accs))
+    view = str(page.experiment_view(folder))
+    assert "filtered is better than full" in view and "95.10% ± 0.10" in view
+    fig = page.training_curves([{"name": "t", "config": {"epochs": 3}, "metrics": [
+        {"epoch": e, "test_acc": 0.5, "loss": 1.0} for e in range(3)]}], n_classes=10)
+    assert tuple(fig.layout.yaxis.range) == (0, 100) and fig.layout.xaxis.tickformat == "d"
+    assert fig.layout.legend.orientation == "h" and fig.layout.shapes[0].y0 == 10

@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.models import TORCHVISION_RESNETS
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.rundir import RunDir, save_npy, write_text
 
 from .data import SUBSETS, select_subset
+from .model import TRAIN_MODELS
 from .plan import Plan, resolve
 
 
@@ -60,9 +60,9 @@ def validate(cfg: TrainConfig) -> None:
     """One-line errors for arguments that cannot work, before anything starts."""
     import torch
 
-    if cfg.model not in TORCHVISION_RESNETS:
+    if cfg.model not in TRAIN_MODELS:
         raise InputError(f"unknown model {cfg.model!r}: choose one of "
-                         f"{', '.join(TORCHVISION_RESNETS)}")
+                         f"{', '.join(TRAIN_MODELS)}")
     if cfg.subset not in SUBSETS:
         raise InputError(f"unknown subset {cfg.subset!r}: use one of {', '.join(SUBSETS)}")
     if cfg.nproc < 1:

@@ -1,0 +1,103 @@
+"""Training settings chosen from the subset size, warnings, and the comparison verdict."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from worker.train.plan import (
+    MIN_STEPS_PER_EPOCH,
+    TARGET_TOTAL_STEPS,
+    auto_batch_size,
+    make_plan,
+    steps_per_epoch,
+)
+from worker.train.verdict import compare, difference, verdict
+
+
+def test_the_digits_demo_gets_a_batch_that_trains():
+    plan = make_plan(1275, None, None, None)
+    assert (plan.batch_size, plan.epochs) == (32, 16)
+    assert plan.steps_per_epoch == 39 and plan.total_steps == 624
+    assert plan.chosen == ("batch size", "epochs") and not plan.warnings
+
+
+def test_cifar_size_keeps_the_usual_batch():
+    plan = make_plan(50_000, None, None, None)
+    assert plan.batch_size == 256 and plan.epochs == 10
+
+
+def test_given_settings_are_kept_and_a_too_large_batch_warns():
+    plan = make_plan(1275, 256, 10, 0.2)
+    assert (plan.batch_size, plan.epochs, plan.lr) == (256, 10, 0.2) and plan.chosen == ()
+    assert len(plan.warnings) == 1 and "4 optimizer steps per epoch" in plan.warnings[0]
+
+
+def test_too_few_steps_in_all_warns():
+    plan = make_plan(1275, 32, 2, None)
+    assert plan.steps_per_epoch >= MIN_STEPS_PER_EPOCH
+    assert "78 optimizer steps in all" in plan.warnings[0]
+
+
+@given(n=st.integers(640, 5_000_000), world=st.sampled_from([1, 2, 4, 8]))
+def test_the_rule_always_gives_enough_steps(n, world):
+    """Property: from 640 images up, the chosen settings never warn."""
+    plan = make_plan(n, None, None, None, world)
+    assert plan.steps_per_epoch >= MIN_STEPS_PER_EPOCH
+    assert plan.total_steps >= min(TARGET_TOTAL_STEPS, plan.steps_per_epoch * 100)
+    assert not plan.warnings
+    assert plan.batch_size % world == 0 or plan.batch_size >= world
+
+
+@given(n=st.integers(1, 10_000), batch=st.integers(1, 4096), world=st.sampled_from([1, 2, 4]))
+def test_steps_match_the_training_loop(n, batch, world):
+    """The loop drops the incomplete batch of each rank's share."""
+    per_rank = max(1, batch // world)
+    assert steps_per_epoch(n, batch, world) == (n // world) // per_rank
+
+
+def test_auto_batch_is_a_power_of_two_in_range():
+    for n in (10, 700, 3000, 10**7):
+        b = auto_batch_size(n)
+        assert 16 <= b <= 256 and b & (b - 1) == 0
+
+
+def _rows(accs: dict[str, list[float]], batch: int = 64) -> list[dict]:
+    return [{"subset": s, "batch_size": batch, "final_test_acc": a, "train_size": 1000}
+            for s, values in accs.items() for a in values]
+
+
+def test_a_clear_gain_and_a_difference_inside_the_noise():
+    results = compare(_rows({"full": [0.80, 0.81, 0.805], "filtered": [0.85, 0.852, 0.848],
+                             "random": [0.84, 0.80, 0.86]}))
+    line = verdict(results, 64)
+    assert "filtered is better than full by +4.50" in line
+    assert "filtered − random = +1.67" in line and "inside the noise" in line
+    filtered = next(r for r in results if r.subset == "filtered")
+    assert filtered.sd == pytest.approx(0.002)
+
+
+def test_one_seed_says_there_is_no_spread():
+    line = verdict(compare(_rows({"full": [0.8], "filtered": [0.9]})), 64)
+    assert "one seed" in line and "+10.00 pp" in line
+
+
+def test_identical_seeds_have_no_spread_to_test():
+    d = difference([0.5, 0.5], [0.5, 0.5])
+    assert d.se == 0 and not d.clear
+
+
+def test_form_values_are_coerced_or_refused_in_one_line():
+    from worker.jobs import coerce_train_config, train_config
+    from worker.pipeline.errors import InputError
+
+    cfg = coerce_train_config(train_config({"batch_size": "", "epochs": 3.0, "nproc": "2",
+                                            "lr": "0.05"}))
+    assert (cfg.batch_size, cfg.epochs, cfg.nproc, cfg.lr) == (None, 3, 2, 0.05)
+    for params, message in (({"epochs": 2.5}, "epochs must be a whole number"),
+                            ({"batch_size": "abc"}, "batch size must be a whole number"),
+                            ({"lr": "fast"}, "lr must be a number"),
+                            ({"nproc": None}, "nproc must be a whole number")):
+        with pytest.raises(InputError, match=message):
+            coerce_train_config(train_config(params))
