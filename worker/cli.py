@@ -12,13 +12,22 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .pipeline.clustering import DEFAULT_RULE, RULES
-from .pipeline.datasets import NOISE_KINDS
+# Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
+# (each command imports what it needs when it runs).
 from .pipeline.errors import InputError
-from .pipeline.models import MODEL_NAMES, PRECISIONS
+from .pipeline.names import DEFAULT_RULE, MODEL_NAMES, NOISE_KINDS, PRECISIONS, RULES
 from .pipeline.progress import Cancelled, TqdmProgress
-from .pipeline.rundir import RunDir
+
+if TYPE_CHECKING:
+    from .pipeline.rundir import RunDir
+
+
+def _rundir(path: Path) -> RunDir:
+    from .pipeline.rundir import RunDir
+
+    return RunDir(path)
 
 
 # --------------------------------------------------------------------------- arguments
@@ -35,7 +44,7 @@ def _dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--noise-kind", default="symmetric", choices=NOISE_KINDS,
                    help="symmetric: to any other class; pairs: each class to one fixed "
                         "partner (cat↔dog, automobile↔truck, …)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=int, default=0, help="for noise injection and sampling")
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -45,7 +54,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--weights", type=Path, metavar="FILE", help="local weights file")
     g.add_argument("--finetune", type=int, default=0, metavar="EPOCHS",
                    help="fine-tune on the dataset before extraction")
-    g.add_argument("--batch-size", type=int, default=256)
+    g.add_argument("--batch-size", type=int, default=256, help="images per extraction batch")
     g.add_argument("--device", default=None, help="auto | cpu | cuda[:N]")
     g.add_argument("--workers", type=int, default=None, help="DataLoader workers")
     g.add_argument("--precision", default="auto", choices=PRECISIONS,
@@ -55,8 +64,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 
 def _embed_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("embedding")
-    g.add_argument("--perplexity", type=float, default=30.0)
-    g.add_argument("--pca-dims", type=int, default=50)
+    g.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity")
+    g.add_argument("--pca-dims", type=int, default=50, help="PCA before t-SNE")
     g.add_argument("--n-iter", type=int, default=300,
                    help="t-SNE iterations after early exaggeration (default 300)")
     g.add_argument("--exaggeration-iter", type=int, default=150,
@@ -171,7 +180,7 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
 
     check_params(a.eps if a.eps is not None else 1.0,
                  a.min_samples if a.min_samples is not None else 1)
-    run = RunDir(a.out)
+    run = _rundir(a.out)
     dataset = _dataset_opts(a)
     check_out_dir(run.path, dataset.spec.root if dataset else None)
     dispatcher, run_id = _dispatcher_for(a.out)
@@ -195,7 +204,7 @@ def cmd_extract(a: argparse.Namespace) -> None:
     from .pipeline.runlock import check_out_dir, run_lock
     from .pipeline.runner import ensure_ingested
 
-    run = RunDir(a.out)
+    run = _rundir(a.out)
     dataset = _dataset_opts(a)
     if dataset is None and not run.exists():  # before the lock makes the folder
         raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
@@ -213,7 +222,7 @@ def cmd_embed(a: argparse.Namespace) -> None:
     from .pipeline.runlock import run_lock
     from .pipeline.runner import ensure_embedded
 
-    run = RunDir(a.run).require()
+    run = _rundir(a.run).require()
     with run_lock(run, f"curator embed (pid {os.getpid()})"):
         ensure_embedded(run, _embed_opts(a), TqdmProgress())
     print(f"embedding: {run.embedding}")
@@ -222,7 +231,7 @@ def cmd_embed(a: argparse.Namespace) -> None:
 def cmd_cluster(a: argparse.Namespace) -> None:
     from .pipeline.curation import cluster_step
 
-    run = RunDir(a.run).require()
+    run = _rundir(a.run).require()
     cluster_step(run, eps=a.eps, min_samples=a.min_samples, classes=a.cls, rule=a.rule,
                  auto=a.auto)
     _print_summary(run)
@@ -231,14 +240,14 @@ def cmd_cluster(a: argparse.Namespace) -> None:
 def cmd_export(a: argparse.Namespace) -> None:
     from .pipeline.export import export
 
-    dest = export(RunDir(a.run).require(), a.format, a.dest, progress=TqdmProgress())
+    dest = export(_rundir(a.run).require(), a.format, a.dest, progress=TqdmProgress())
     print(f"export: {dest}")
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
     from .pipeline.evaluation import evaluate, format_report
 
-    result = evaluate(RunDir(a.run).require(), with_cleanlab=not a.no_cleanlab)
+    result = evaluate(_rundir(a.run).require(), with_cleanlab=not a.no_cleanlab)
     print(json.dumps(result, indent=2) if a.json else format_report(result))
 
 
@@ -296,7 +305,7 @@ def cmd_jobs(a: argparse.Namespace) -> None:
     from .pipeline.jobstore import JobStore
     from .settings import load_settings
 
-    run = RunDir(a.run).require_jobs()
+    run = _rundir(a.run).require_jobs()
     fail_dead_jobs(load_settings(), run)
     jobs = JobStore(run.store).list()
     if a.json:
@@ -318,7 +327,7 @@ def cmd_cancel(a: argparse.Namespace) -> None:
     if a.run:
         from dataclasses import replace
 
-        path = RunDir(a.run).require_jobs().path.resolve()  # never creates the folder
+        path = _rundir(a.run).require_jobs().path.resolve()  # never creates the folder
         settings = replace(settings, runs_root=path.parent)
         run_id = path.name
     else:
@@ -367,7 +376,7 @@ def _train_printer():
 def cmd_retrain(a: argparse.Namespace) -> None:
     from .train.launch import launch
 
-    run = RunDir(a.run).require()
+    run = _rundir(a.run).require()
     summary = launch(run, _train_config(a), _train_printer())  # prints any reuse
     print(f"{summary['status']}: test acc {summary['final_test_acc']:.4f} "
           f"({summary['test_source']}, {summary['train_size']} training images, "
@@ -378,7 +387,7 @@ def cmd_retrain(a: argparse.Namespace) -> None:
 def cmd_experiment(a: argparse.Namespace) -> None:
     from .train.experiment import run_experiment, verdict_report
 
-    run = RunDir(a.run).require()
+    run = _rundir(a.run).require()
     subsets = [s for s in a.subsets.split(",") if s]
     try:
         batch_sizes = [None if b == "auto" else int(b) for b in a.batch_sizes.split(",") if b]
@@ -396,7 +405,7 @@ def cmd_experiment(a: argparse.Namespace) -> None:
 def cmd_undo(a: argparse.Namespace) -> None:
     from .pipeline.curation import open_store
 
-    store = open_store(RunDir(a.run))
+    store = open_store(_rundir(a.run))
     done = store.redo() if a.redo else store.undo()
     print(f"{'redid' if a.redo else 'undid'}: {done}" if done else "nothing to do")
 
@@ -405,19 +414,66 @@ def cmd_override(a: argparse.Namespace) -> None:
     from .pipeline.curation import open_store
 
     decision = None if a.decision == "clear" else a.decision
-    run = RunDir(a.run).require()
+    run = _rundir(a.run).require()
     n = open_store(run).set_overrides(a.samples, decision,
                                       n_samples=len(run.read_samples()))
     print(f"{n} sample(s) changed")
 
 
 # --------------------------------------------------------------------------- parser
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Keeps the example's line breaks and shows each option's default (when it has one
+    and its help does not already say it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
+                and "default" not in text):
+            text += " (default: %(default)s)"
+        return text
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tsne-curator")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        return "unknown"
+
+
+EXAMPLES = {
+    "pipeline": "curator pipeline --dataset digits --inject-noise 0.1 --out runs/demo",
+    "extract": "curator extract --dataset folder:data/pets --model resnet18 --weights r18.pth "
+               "--out runs/pets",
+    "embed": "curator embed runs/demo --perplexity 50",
+    "cluster": "curator cluster runs/demo --class 3 --eps 1.2 --min-samples 8",
+    "export": "curator export runs/demo --format imagefolder --dest v1",
+    "evaluate": "curator evaluate runs/demo",
+    "override": "curator override runs/demo drop 17 42",
+    "retrain": "curator retrain runs/demo --subset filtered",
+    "experiment": "curator experiment runs/demo --seeds 3",
+    "serve": "curator serve --runs-root runs",
+    "worker": "CURATOR_BROKER_URL=redis://127.0.0.1:6379/0 curator worker --queues gpu",
+    "jobs": "curator jobs runs/demo",
+    "cancel": "curator cancel 3f2a9c1d0b7e --run runs/demo",
+    "undo": "curator undo runs/demo",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="curator", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="curator", formatter_class=_Help,
+        description="tsne-curator: find training images that hurt a model (t-SNE + per-class "
+                    "DBSCAN + label evidence), curate them, export, and retrain to check.",
+        epilog="example:\n  curator pipeline --dataset digits --inject-noise 0.1 --out "
+               "runs/demo\n  curator serve    # then open the printed Curate URL")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, fn: Callable, help_: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help_, description=help_)
+        sp = sub.add_parser(name, help=help_, description=help_, formatter_class=_Help,
+                            epilog=f"example:\n  {EXAMPLES[name]}")
         sp.set_defaults(fn=fn)
         return sp
 
@@ -435,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("embed", cmd_embed, "PCA + t-SNE of the run's features")
     sp.add_argument("run", type=Path)
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--seed", type=int, default=0, help="PCA and t-SNE seed")
     _embed_args(sp)
 
     sp = add("cluster", cmd_cluster, "per-class DBSCAN; print the summary table")
@@ -463,19 +519,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     def train_args(sp: argparse.ArgumentParser) -> None:
         g = sp.add_argument_group("training")
-        g.add_argument("--model", default="resnet18", help="torchvision ResNet (resnet18…152)")
+        g.add_argument("--model", default="resnet18",
+                       help="torchvision ResNet (resnet18…152) or cifar-resnet20/32/44/56")
         g.add_argument("--epochs", type=int,
                        help="default: enough for 600 optimizer steps, 10 to 100")
         g.add_argument("--nproc", type=int, default=1, help="processes (GPUs) per node")
         g.add_argument("--lr", type=float, help="at batch 256, scaled linearly (default 0.1)")
-        g.add_argument("--weight-decay", type=float, default=5e-4)
-        g.add_argument("--label-smoothing", type=float, default=0.0)
-        g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"])
-        g.add_argument("--warmup-epochs", type=int, default=1)
+        g.add_argument("--weight-decay", type=float, default=5e-4, help="L2 penalty")
+        g.add_argument("--label-smoothing", type=float, default=0.0, help="0 to <1")
+        g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"],
+                       help="lars for global batches of 4k and more")
+        g.add_argument("--warmup-epochs", type=int, default=1,
+                       help="linear warm-up before the cosine decay")
         g.add_argument("--device", default="auto", help="auto | cpu | cuda")
         g.add_argument("--name", help="output name under RUN/train (or RUN/experiments)")
         m = sp.add_argument_group("multi-node (torchrun c10d rendezvous)")
-        m.add_argument("--nnodes", type=int, default=1)
+        m.add_argument("--nnodes", type=int, default=1, help="hosts taking part")
         m.add_argument("--node-rank", type=int)
         m.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous")
         m.add_argument("--rdzv-id", help="job id shared by all nodes")
@@ -485,15 +544,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--subset", default="filtered", choices=["filtered", "full", "random"])
     sp.add_argument("--batch-size", type=int,
                     help="global batch (default: a power of two ≤ images/32, 16 to 256)")
-    sp.add_argument("--seed", type=int, default=0)
+    sp.add_argument("--seed", type=int, default=0, help="training seed")
     train_args(sp)
 
     sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
     sp.add_argument("run", type=Path)
-    sp.add_argument("--subsets", default="full,filtered,random")
+    sp.add_argument("--subsets", default="full,filtered,random", help="comma-separated")
     sp.add_argument("--batch-sizes", default="auto",
                     help="comma-separated global batches; 'auto' chooses from the subset size")
-    sp.add_argument("--seeds", type=int, default=3)
+    sp.add_argument("--seeds", type=int, default=3, help="seeds per subset and batch size")
     train_args(sp)
 
     sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
@@ -504,8 +563,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("worker", cmd_worker, "start a Celery worker (needs CURATOR_BROKER_URL)")
     sp.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu")
-    sp.add_argument("--concurrency", type=int, default=1)
-    sp.add_argument("--loglevel", default="INFO")
+    sp.add_argument("--concurrency", type=int, default=1, help="jobs at a time")
+    sp.add_argument("--loglevel", default="INFO", help="Celery log level")
     sp.add_argument("--name", help="worker node name (default curator-PID@host)")
 
     sp = add("jobs", cmd_jobs, "list a run's jobs")

@@ -11,8 +11,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-DEPTHS = {"cifar-resnet20": 20, "cifar-resnet32": 32, "cifar-resnet44": 44, "cifar-resnet56": 56}
-
 
 class _ShortcutA(nn.Module):
     """Option-A shortcut: subsample by 2 and zero-pad the new channels (no parameters)."""

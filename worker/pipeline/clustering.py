@@ -28,9 +28,8 @@ from scipy.spatial import cKDTree
 from .dbscan import NeighbourIndex, check_params, dbscan_once
 from .errors import InputError
 from .evidence import K_EVIDENCE
+from .names import DEFAULT_RULE, RULES
 
-RULES = ("adaptive", "dbscan-knn", "dbscan")
-DEFAULT_RULE = "adaptive"
 DEFAULT_MIN_SAMPLES = 5
 K_AGREE = 10
 AGREE_MIN = 0.5  # noise is flagged when fewer than half of its neighbours agree

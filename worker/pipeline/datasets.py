@@ -23,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from .errors import InputError
+from .names import NOISE_KINDS
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 SPLITS = ("train", "test")
@@ -275,7 +276,6 @@ def apply_labels_csv(samples: SampleTable, csv_path: Path, label_column: str = "
     return SampleTable(samples.paths, new_labels, true, samples.classes)
 
 
-NOISE_KINDS = ("symmetric", "pairs")
 # Pairs that people confuse, for datasets with these class names (CIFAR-10): each class
 # flips to its partner. Other datasets pair classes in code order (0↔1, 2↔3, …).
 HUMAN_PAIRS = (("cat", "dog"), ("automobile", "truck"), ("airplane", "ship"),

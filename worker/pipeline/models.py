@@ -15,11 +15,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .cifar_resnet import DEPTHS, CifarResNet
+from .cifar_resnet import CifarResNet
 from .errors import InputError
+from .names import DEPTHS, MODEL_NAMES, PRECISIONS
 
-TORCHVISION_RESNETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
-MODEL_NAMES = ("pixels", *TORCHVISION_RESNETS, *DEPTHS)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -134,7 +133,6 @@ def build_backbone(name: str, weights: Path | None, num_classes: int,
     return Backbone(net=net, head=head, feature_dim=dim, input_size=size)
 
 
-PRECISIONS = ("auto", "fp32", "bf16")
 
 
 @functools.cache

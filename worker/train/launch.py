@@ -159,7 +159,9 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
 
 
 def torchrun_argv(cfg: TrainConfig, out: Path) -> list[str]:
-    argv = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(cfg.nproc)]
+    # worker.train.guard: the training dies with the process that started it.
+    argv = [sys.executable, "-m", "worker.train.guard", sys.executable, "-m",
+            "torch.distributed.run", "--nproc_per_node", str(cfg.nproc)]
     if cfg.nnodes > 1 or cfg.rdzv_endpoint:
         argv += ["--nnodes", str(cfg.nnodes), "--rdzv_backend", "c10d",
                  "--rdzv_endpoint", cfg.rdzv_endpoint or "127.0.0.1:29400",

@@ -7,9 +7,9 @@ import math
 import torch
 from torch import nn
 
-from worker.pipeline.cifar_resnet import DEPTHS, CifarResNet
+from worker.pipeline.cifar_resnet import CifarResNet
 from worker.pipeline.errors import InputError
-from worker.pipeline.models import TORCHVISION_RESNETS
+from worker.pipeline.names import DEPTHS, TORCHVISION_RESNETS
 
 SMALL_IMAGE = 64
 
