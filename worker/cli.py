@@ -271,9 +271,24 @@ def cmd_serve(a: argparse.Namespace) -> None:
     from app.server import serve
 
     token = f"?token={settings.auth_token}" if settings.auth_token else ""
-    print(f"tsne-curator: http://{settings.host}:{settings.port}/{token} "
-          f"(runs root {settings.runs_root.resolve()})", flush=True)
+    base = f"http://{settings.host}:{settings.port}"
+    print(f"tsne-curator: {base}/{token} (runs root {settings.runs_root.resolve()})", flush=True)
+    run_id = _run_to_open(settings.runs_root)
+    if run_id:
+        print(f"curate {run_id}: {base}/curate/{run_id}{token}", flush=True)
     serve(settings, debug=a.debug)
+
+
+def _run_to_open(runs_root: Path) -> str | None:
+    """The run to point a new user at: ``demo`` when it is ready, else the most recently
+    clustered run, else None."""
+    from .runs import list_runs
+
+    ready = [e for e in list_runs(runs_root) if e.error is None
+             and e.meta.get("steps", {}).get("cluster", {}).get("status") == "done"]
+    if any(e.id == "demo" for e in ready):
+        return "demo"
+    return max(ready, key=lambda e: (e.path / "run.json").stat().st_mtime).id if ready else None
 
 
 def cmd_worker(a: argparse.Namespace) -> None:
@@ -402,6 +417,19 @@ def cmd_experiment(a: argparse.Namespace) -> None:
     print(f"table: {out / 'summary.csv'}\nplot: {out / 'accuracy_vs_batch.png'}")
 
 
+def cmd_params(a: argparse.Namespace) -> None:
+    from .pipeline.curation import current_decisions, format_table, summary_rows
+
+    samples, decisions, params = current_decisions(_rundir(a.run).require())
+    by_name = {samples.classes[c]: (float(eps), int(ms)) for c, (eps, ms) in params.items()}
+    rows = summary_rows(samples, decisions)
+    if a.json:
+        eps_ms = {name: {"eps": e, "min_samples": m} for name, (e, m) in by_name.items()}
+        print(json.dumps([{**r, **eps_ms.get(r["class"], {})} for r in rows], indent=2))
+    else:
+        print(format_table(rows, by_name))
+
+
 def cmd_undo(a: argparse.Namespace) -> None:
     from .pipeline.curation import open_store
 
@@ -458,6 +486,7 @@ EXAMPLES = {
     "jobs": "curator jobs runs/demo",
     "cancel": "curator cancel 3f2a9c1d0b7e --run runs/demo",
     "undo": "curator undo runs/demo",
+    "params": "curator params runs/demo",
 }
 
 
@@ -574,6 +603,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("cancel", cmd_cancel, "cancel a job (it stops at its next progress step)")
     sp.add_argument("job")
     sp.add_argument("--run", type=Path, help="the job's run (default: search the runs root)")
+
+    sp = add("params", cmd_params,
+             "each class's eps and min_samples, with its size and flagged/kept counts")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--json", action="store_true", help="one JSON object per class")
 
     sp = add("undo", cmd_undo, "undo the last curation change (--redo to redo)")
     sp.add_argument("run", type=Path)

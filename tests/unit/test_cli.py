@@ -81,3 +81,26 @@ def test_export_errors_on_a_real_run(digits_run, tmp_path):
     assert r.returncode == 2 and "already exists" in r.stderr
     r = curator("pipeline", "--dataset", "digits", "--out", str(run))
     assert r.returncode == 2 and "was made from digits with other options" in r.stderr
+
+
+def test_help_imports_nothing_heavy_and_shows_defaults_and_an_example():
+    """`curator --help` must start in well under a second: no torch, numpy or sklearn."""
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "worker.cli", "--help"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "example:" in r.stdout and "``" not in r.stdout
+    loaded = {ln.rsplit("|", 1)[1].strip() for ln in r.stderr.splitlines() if "|" in ln}
+    assert not loaded & {"torch", "numpy", "sklearn", "scipy", "PIL", "dash", "celery"}, loaded
+    sub = curator("retrain", "--help")
+    assert "(default: 1)" in sub.stdout and "example:\n  curator retrain" in sub.stdout
+    assert curator("--version").stdout.startswith("curator ")
+
+
+def test_params_prints_each_class_eps_and_counts(digits_run):
+    r = curator("params", str(digits_run.path))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["class", "eps", "min_samples"]
+    assert len(lines) == 2 + 10 + 1 and lines[-1].startswith("total")
+    rows = json.loads(curator("params", str(digits_run.path), "--json").stdout)
+    assert len(rows) == 11 and rows[0]["eps"] > 0 and rows[0]["min_samples"] >= 1
+    assert sum(r["size"] for r in rows[:-1]) == rows[-1]["size"] == 1797
