@@ -77,8 +77,13 @@ def set_params(runs_root: Path, run_id: str, code: int | None, eps: float | None
     data = run_data(runs_root, run_id)
     store = open_store(data.run)
     params = store.class_params()
-    if eps is None or min_samples is None:
-        raise InputError("give both eps and min_samples")
+    # A number box holding an out-of-range value (eps −3) sends None, like an empty one.
+    if eps is None:
+        raise InputError("eps must be a number greater than 0: the eps box is empty or "
+                         "out of range")
+    if min_samples is None:
+        raise InputError("min_samples must be a whole number of at least 1: the box is "
+                         "empty or out of range")
     try:
         eps, min_samples = float(eps), float(min_samples)
     except (TypeError, ValueError):
@@ -109,7 +114,8 @@ def auto_eps_for(runs_root: Path, run_id: str, code: int, min_samples: int) -> i
     if eps is None:
         raise InputError(f"class {data.samples.classes[code]} has too few points for an "
                          f"automatic eps at min_samples={min_samples}")
-    return set_params(runs_root, run_id, code, round(eps, 4), min_samples)
+    # Stored as computed: rounding it (as the box shows it) could flip a borderline flag.
+    return set_params(runs_root, run_id, code, eps, min_samples)
 
 
 def toggle(runs_root: Path, run_id: str, sample: int) -> int:

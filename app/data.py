@@ -83,6 +83,8 @@ def _stamp(run: RunDir) -> tuple[int, ...]:
 def run_data(runs_root: Path, run_id: str) -> RunData:
     """Cached :class:`RunData` for ``run_id``; refreshed when the run's files change."""
     run = resolve_run(runs_root, run_id)
+    if not run.exists():
+        raise InputError(f"no run {run_id!r} in the runs root: pick one on the Runs page")
     if not run.embedding.is_file():
         raise InputError(f"run {run_id} has no embedding yet: run its pipeline first")
     return _load(str(run.path), _stamp(run))

@@ -87,12 +87,14 @@ def export_panel() -> html.Div:
     return html.Div([
         dbc.Row([
             dbc.Col(dbc.Select(id=EXPORT_FORMAT, value="csv", size="sm", options=[
-                {"label": "CSV manifest", "value": "csv"},
-                {"label": "Image folder (kept images)", "value": "imagefolder"},
-                {"label": "Index list", "value": "indices"}]), width=4),
+                {"label": "CSV manifest: every sample, with kept, reason, score",
+                 "value": "csv"},
+                {"label": "Image folder: the kept images only", "value": "imagefolder"},
+                {"label": "Index list: the kept samples' indices", "value": "indices"}]),
+                width=4),
             dbc.Col(dbc.Input(id=EXPORT_NAME, placeholder="export name (default: time)",
                               size="sm"), width=4),
-            dbc.Col(dbc.Button("Export kept subset", id=EXPORT_BTN, color="primary",
+            dbc.Col(dbc.Button("Export", id=EXPORT_BTN, color="primary",
                                size="sm"), width="auto"),
         ], class_name="g-2 mt-2"),
         dcc.Store(id=EXPORT_JOB), dcc.Interval(id=EXPORT_POLL, interval=500, disabled=True),

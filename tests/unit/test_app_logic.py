@@ -286,3 +286,18 @@ def test_results_page_reads_trainings_and_gives_a_verdict(root):
         {"epoch": e, "test_acc": 0.5, "loss": 1.0} for e in range(3)]}], n_classes=10)
     assert tuple(fig.layout.yaxis.range) == (0, 100) and fig.layout.xaxis.tickformat == "d"
     assert fig.layout.legend.orientation == "h" and fig.layout.shapes[0].y0 == 10
+
+
+def test_messages_name_the_bad_value(root):
+    with pytest.raises(InputError, match="eps must be a number greater than 0"):
+        logic.set_params(root, "digits", 0, None, 5)
+    with pytest.raises(InputError, match="min_samples must be a whole number"):
+        logic.set_params(root, "digits", 0, 1.0, None)
+    with pytest.raises(InputError, match="no run 'nope' in the runs root"):
+        run_data(root, "nope")
+
+
+def test_auto_eps_is_stored_unrounded(root):
+    logic.auto_eps_for(root, "digits", 0, 5)
+    eps = CurationStore(root / "digits" / "curation.sqlite").class_params()[0][0]
+    assert eps != round(eps, 4)
