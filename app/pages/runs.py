@@ -49,18 +49,46 @@ def run_rows() -> list[dict]:
     return out
 
 
+def run_counts(run_id: str) -> dict | None:
+    """Flagged, overridden and dropped counts of a clustered run as stored now, and the F1
+    of what is dropped against the true noise when true labels are known (None when the
+    run cannot be curated yet). Uses the Curate page's caches (app.data)."""
+    from app.data import current_state, run_data
+    from worker.pipeline.evaluation import detection_scores
+
+    try:
+        data = run_data(settings().runs_root, run_id)
+        state = current_state(data)
+    except InputError:
+        return None
+    d, samples = state.decisions, data.samples
+    f1 = (detection_scores(~d.kept, samples.labels != samples.true_labels)["f1"]
+          if samples.has_truth else None)
+    return {"flagged": int(d.flagged.sum()), "overridden": len(state.overrides),
+            "dropped": int((~d.kept).sum()), "f1": f1}
+
+
+def _counts_cells(r: dict) -> list[html.Td]:
+    c = run_counts(r["id"]) if r["steps"]["cluster"] else None
+    if c is None:
+        return [html.Td("-"), html.Td("-"), html.Td("-")]
+    return [html.Td(f"{c['flagged']:,}"), html.Td(f"{c['overridden']:,}"),
+            html.Td("-" if c["f1"] is None else f"{c['f1']:.3f}",
+                    title=f"{c['dropped']:,} dropped, scored against the true labels")]
+
+
 def _row(r: dict) -> html.Tr:
     if r["error"]:
         return html.Tr([html.Td(r["id"]), html.Td(dbc.Badge("cannot be read", color="danger"),
                                                   className="small"),
-                        html.Td(r["error"], colSpan=4, className="small text-danger")])
+                        html.Td(r["error"], colSpan=7, className="small text-danger")])
     ready = r["steps"]["cluster"]
     recent = JobStore(r["store"]).list()[:3] if r["store"].is_file() else []
     jobs = [j for j in recent if j["status"] not in FINAL or j["status"] == "failed"][:2]
     return html.Tr([
         html.Td(dcc.Link(r["id"], href=f"/curate/{r['id']}") if ready else r["id"]),
         html.Td(html.Code(r["dataset"] or "-", className="small")),
-        html.Td(r["model"]), html.Td(f"{r['n']:,}"),
+        html.Td(r["model"]), html.Td(f"{r['n']:,}"), *_counts_cells(r),
         html.Td([dbc.Badge(s, color="success" if ok else "light",
                            text_color=None if ok else "secondary", class_name="me-1")
                  for s, ok in r["steps"].items()]),
@@ -69,12 +97,11 @@ def _row(r: dict) -> html.Tr:
     ])
 
 
-def _form() -> dbc.Card:
+def _form() -> html.Details:
     def field(label, comp, width=3):
         return dbc.Col([dbc.Label(label, class_name="small mb-0"), comp], md=width)
 
-    return dbc.Card(dbc.CardBody([
-        html.H6("New run", className="card-title"),
+    body = dbc.CardBody([
         dbc.Row([
             field("run name", dbc.Input(id=F_NAME, placeholder="e.g. cifar10n", size="sm")),
             field("dataset", dbc.Input(id=F_SPEC, value="digits", size="sm",
@@ -90,7 +117,7 @@ def _form() -> dbc.Card:
             field("true label column", dbc.Input(id=F_TRUE, size="sm"), 2),
         ], class_name="g-2 mt-1"),
         dbc.Row([
-            field("model", dbc.Select(id=F_MODEL, value="pixels", size="sm", options=[
+            field("model", dbc.Select(id=F_MODEL, value="resnet18", size="sm", options=[
                 {"label": m, "value": m} for m in MODEL_NAMES])),
             field("weights file (optional)", dbc.Input(id=F_WEIGHTS, size="sm")),
             field("fine-tune epochs", dbc.Input(id=F_FINETUNE, type="number", value=0, min=0,
@@ -100,14 +127,23 @@ def _form() -> dbc.Card:
             dbc.Col(dbc.Button("Start", id=F_GO, color="primary", size="sm",
                                class_name="mt-3"), md=2),
         ], class_name="g-2 mt-1 align-items-end"),
-    ]), class_name="mb-3")
+        html.Div("resnet18 without a weights file starts from random weights: give an "
+                 "ImageNet weights file, or fine-tune epochs on your labels; pixels suits "
+                 "tiny images such as the digits demo.", className="small text-muted mt-1"),
+    ])
+    # Collapsed under the runs table: most visits open a run, few start one.
+    return html.Details([html.Summary("New run…", id="new-run-toggle",
+                                      className="h6 text-primary", style={"cursor": "pointer"}),
+                         dbc.Card(body, class_name="mb-3")], id="new-run")
 
 
 def layout(**_query) -> html.Div:
     return html.Div([
-        html.H4("Runs"), html.Div(id=ALERT), _form(),
+        html.H4("Runs"), html.Div(id=ALERT),
         dcc.Interval(id=POLL, interval=1000),
-        live_table(("run", "dataset", "model", "samples", "steps", ""), TABLE),
+        live_table(("run", "dataset", "model", "samples", "flagged", "overridden", "F1",
+                    "steps", ""), TABLE),
+        _form(),
     ])
 
 
@@ -115,9 +151,9 @@ def layout(**_query) -> html.Div:
 def refresh(_n):
     runs = run_rows()
     if not runs:
-        return html.Tr(html.Td("No runs yet: start one above, or run "
+        return html.Tr(html.Td("No runs yet: start one with New run below, or run "
                                "'curator pipeline --dataset digits --out runs/demo'.",
-                               colSpan=6, className="text-muted"))
+                               colSpan=9, className="text-muted"))
     return [_row(r) for r in runs]
 
 

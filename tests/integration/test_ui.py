@@ -15,6 +15,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select
 
 from tests.integration.browser import (
     Server,
@@ -468,7 +469,16 @@ def _click_link(driver, href: str) -> None:
 
 def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_root):
     driver.get(server.url + "/")
-    wait_for(lambda: driver.find_element(By.ID, "new-name"))
+    # Runs come first; the form is collapsed under them and opens on a click.
+    table = wait_for(lambda: driver.find_element(By.ID, "runs-table"))
+    toggle = driver.find_element(By.ID, "new-run-toggle")
+    assert table.location["y"] < toggle.location["y"]
+    assert not driver.find_element(By.ID, "new-name").is_displayed()
+    toggle.click()
+    wait_for(lambda: driver.find_element(By.ID, "new-name").is_displayed())
+    assert Select(driver.find_element(By.ID, "new-model")).first_selected_option.text \
+        == "resnet18"
+    Select(driver.find_element(By.ID, "new-model")).select_by_visible_text("pixels")
     _set(driver, "new-name", "fromform")
     _set(driver, "new-noise", "0.1")
     driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "new-go"))
@@ -478,6 +488,12 @@ def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_
     link = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, "a[href='/curate/fromform']"),
                     timeout=180)
     assert (ui_root / "fromform" / "embedding.npy").is_file()
+    # Its row counts what is flagged and, with true labels known, the F1 of the drops.
+    row = wait_for(lambda: next(tr for tr in driver.find_elements(
+        By.CSS_SELECTOR, "#runs-table tr") if tr.text.startswith("fromform")
+        and "0." in tr.text))
+    cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+    assert int(cells[4].replace(",", "")) > 0 and 0 < float(cells[6]) <= 1, cells
     driver.execute_script("arguments[0].click();", link)
     wait_for(lambda: trace_markers(driver))
 
