@@ -517,3 +517,19 @@ def test_token_is_required_everywhere(ui_root):
             assert err.value.code == 404
     finally:
         srv.stop()
+
+
+def test_serve_prints_the_curate_url_of_the_demo_run(driver, tmp_path, digits_run):
+    """`make run` ends in `curator serve`: the URL it prints opens the demo's Curate page."""
+    root = tmp_path / "runs"
+    shutil.copytree(digits_run.path, root / "demo")
+    srv = Server(root)
+    try:
+        log = (root.parent / f"serve-{srv.port}.log").read_text()
+        url = next(ln.split(": ", 1)[1] for ln in log.splitlines()
+                   if ln.startswith("curate demo: "))
+        assert url == f"{srv.url}/curate/demo"
+        driver.get(url)
+        wait_for(lambda: trace_markers(driver))
+    finally:
+        srv.stop()
