@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from worker.pipeline.clustering import auto_eps, flag_bits
+from worker.pipeline.clustering import ALWAYS_FLAGGED, auto_eps, flag_bits
 from worker.pipeline.curation import open_store, summary_rows
 from worker.pipeline.dbscan import SMALL_N, check_params
 from worker.pipeline.errors import InputError
@@ -206,12 +206,56 @@ def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple
     def evidence(i: int) -> str:
         if data.score is None:
             return ""
-        code = int(data.suggested[i])
-        shown = d.flagged[i] and code != data.samples.labels[i]
-        return f" · {data.score[i]:.2f}" + (f" → {data.samples.classes[code]}" if shown else "")
+        shown = suggestion(data, state, i)
+        return f" · {data.score[i]:.2f}" + (f" → {shown}" if shown else "")
 
     return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(d.kept[i]),
-             "reason": str(d.reason[i]), "evidence": evidence(i)} for i in chosen], pages
+             "reason": str(d.reason[i]), "evidence": evidence(i), "why": why(data, state, i)}
+            for i in chosen], pages
+
+
+def why(data: RunData, state: RunState, sample: int) -> str:
+    """Why the sample is kept or dropped, in the words a reviewer checks it by, e.g.
+    ``flagged: its label looks wrong · 7 of 10 nearest neighbours are labelled dog ·
+    suggested: dog · score 0.93 · DBSCAN: noise in cat``.
+
+    The neighbours are the nearest in feature space (PCA-50), where the label evidence
+    lives; DBSCAN's verdict is on the 2-D map, within the sample's own class."""
+    s, d = data.samples, state.decisions
+    classes, label = s.classes, int(s.labels[sample])
+    reason = str(d.reason[sample])
+    if reason == "override_drop":
+        head = "dropped by a reviewer"
+    elif reason == "override_keep":
+        head = "kept by a reviewer"
+    elif d.flagged[sample]:
+        bits = int(flag_bits(data.inputs.take(np.array([sample])), state.rule, 1)[0])
+        head = ("flagged: its label looks wrong" if bits & ALWAYS_FLAGGED
+                else "flagged: DBSCAN noise whose neighbours disagree with its label"
+                if state.rule != "dbscan" else "flagged: DBSCAN noise")
+    else:
+        head = "kept by the rule"
+    nn = data.neighbours[sample]
+    votes = np.bincount(s.labels[nn], minlength=len(classes))
+    top = int(votes.argmax())
+    parts = [head, f"{votes[top]} of {len(nn)} nearest neighbours are labelled {classes[top]}"]
+    suggested = suggestion(data, state, sample)
+    if suggested is not None:
+        parts.append(f"suggested: {suggested}")
+    if data.score is not None:
+        parts.append(f"score {float(data.score[sample]):.2f}")
+    cluster = int(d.clusters[sample])
+    parts.append(f"DBSCAN: noise in {classes[label]}" if cluster == -1
+                 else f"DBSCAN: cluster {cluster} of {classes[label]}")
+    return " · ".join(parts)
+
+
+def suggestion(data: RunData, state: RunState, sample: int) -> str | None:
+    """The class the evidence suggests for a flagged sample, if it differs from its label."""
+    if data.suggested is None or not state.decisions.flagged[sample]:
+        return None
+    code = int(data.suggested[sample])
+    return None if code == data.samples.labels[sample] else data.samples.classes[code]
 
 
 def hover_info(data: RunData, state: RunState, sample: int) -> dict:
@@ -224,7 +268,7 @@ def hover_info(data: RunData, state: RunState, sample: int) -> dict:
         "cluster": int(d.clusters[sample]), "kept": bool(d.kept[sample]),
         "reason": str(d.reason[sample]),
         "score": None if data.score is None else round(float(data.score[sample]), 3),
-        "suggested": None if data.suggested is None or not d.flagged[sample]
-        or data.suggested[sample] == s.labels[sample] else s.classes[int(data.suggested[sample])],
-        "neighbours": [s.classes[s.labels[j]] for j in data.neighbours[sample]],
+        "suggested": suggestion(data, state, sample),
+        "neighbours": [s.classes[s.labels[j]] for j in data.neighbours[sample][:5]],
+        "why": why(data, state, sample),
     }

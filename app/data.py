@@ -54,7 +54,7 @@ class RunData:
     inputs: RuleInputs  # what the rules read besides DBSCAN, each (N,) or None
     score: np.ndarray | None  # (N,) float32 mislabel score, None for older runs
     suggested: np.ndarray | None  # (N,) int64 suggested class code
-    neighbours: np.ndarray  # (N, 5) int64, nearest samples in feature space (PCA-50)
+    neighbours: np.ndarray  # (N, 10) int64, nearest samples in feature space (PCA-50)
     members: tuple[np.ndarray, ...]  # per class code, sample indices (ascending)
     stamp: tuple[int, ...]  # mtimes of the files above: the key of every derived cache
 
@@ -71,7 +71,7 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     inputs = rule_inputs(samples.labels, load_agreement(run), evidence)
     members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
     return RunData(run, samples, emb, inputs, evidence and evidence["score"],
-                   evidence and evidence["suggested"], nn[:, :5], members, stamp)
+                   evidence and evidence["suggested"], nn[:, :10], members, stamp)
 
 
 def _stamp(run: RunDir) -> tuple[int, ...]:

@@ -161,11 +161,15 @@ def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
 
 
 @files.memoize(timeout=3600)
-def background_png(run_path: str, mtime: int) -> bytes:
-    """The class view's backdrop of every point (cached per embedding file)."""
+def background_png(run_path: str, mtimes: tuple[int, int]) -> bytes:
+    """The class view's backdrop of every point, tinted by class (cached per embedding
+    and samples table: ``mtimes`` are theirs)."""
+    from worker.pipeline.rundir import RunDir
+
     from .background import render_png
 
-    return render_png(np.load(Path(run_path) / "embedding.npy"))
+    samples = RunDir(Path(run_path)).read_samples()
+    return render_png(np.load(Path(run_path) / "embedding.npy"), samples.labels, samples.classes)
 
 
 def _register_routes(server: Flask) -> None:
@@ -202,7 +206,8 @@ def _register_routes(server: Flask) -> None:
             abort(404)
         if not subpath.endswith(".png") or not run.embedding.is_file():
             abort(404)
-        png = background_png(str(run.path), run.embedding.stat().st_mtime_ns)
+        png = background_png(str(run.path), (run.embedding.stat().st_mtime_ns,
+                                             run.samples_csv.stat().st_mtime_ns))
         resp = Response(png, mimetype="image/png")
         resp.headers["Cache-Control"] = "private, max-age=3600"
         return resp

@@ -404,6 +404,7 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
         f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
         f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'
         f'<div class="small text-muted">#{it["index"]}{it["evidence"]}</div>'
+        f'<div class="small gallery-why">{escape(it["why"])}</div>'
         f'<button type="button" data-sample="{it["index"]}" '
         f'class="btn btn-sm w-100 gallery-toggle btn-{"success" if it["kept"] else "danger"}" '
         f'title="{escape(it["reason"])} · click to toggle">'
@@ -431,10 +432,11 @@ def on_hover(hover, run_id):
     lines = [
         html.Img(src=f"/thumb/{run_id}/{sample}.png", className="hover-img"),
         html.Div(f"#{sample} · {info['path']}", className="small text-muted text-break"),
-        html.Div([html.B(info["label"]), f" · cluster {info['cluster']} · ",
-                  html.Span(state, className="text-success" if info["kept"] else "text-danger"),
-                  f" ({info['reason']})"], className="small"),
-        html.Div("neighbours: " + ", ".join(info["neighbours"]), className="small"),
+        html.Div([html.B(info["label"]), " · ",
+                  html.Span(state, className="text-success" if info["kept"] else "text-danger")],
+                  className="small"),
+        html.Div(info["why"], className="small hover-why"),
+        html.Div("5 nearest: " + ", ".join(info["neighbours"]), className="small text-muted"),
     ]
     if info["score"] is not None:
         suggestion = f" · suggested: {info['suggested']}" if info["suggested"] else ""

@@ -306,6 +306,8 @@ def test_gallery_toggle_and_summary_tab(driver, server, ui_root):
             break
     button = driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")[0]
     sample, before = int(button.get_attribute("data-sample")), button.text
+    why = driver.find_elements(By.CSS_SELECTOR, ".gallery-why")[0].text
+    assert why.startswith("flagged: ") and "nearest neighbours are labelled" in why, why
     # A DOM click: below the fold of the headless window, a pointer click is intercepted.
     driver.execute_script("arguments[0].click()", button)
     wait_for(lambda: sample in store.overrides())
@@ -326,7 +328,9 @@ def test_hover_shows_the_image(driver, server):
     wait_for(lambda: driver.execute_script(
         "return arguments[0].complete && arguments[0].naturalWidth > 0", img))
     card = driver.find_element(By.CSS_SELECTOR, ".hover-card").text
-    assert "neighbours:" in card and "cluster" in card
+    # Why it is kept or dropped, in the reviewer's words.
+    assert "nearest neighbours are labelled" in card and "DBSCAN: " in card
+    assert "5 nearest:" in card and "score " in card
 
 
 def test_click_override_survives_reload_and_undo_reverts(driver, server, ui_root):

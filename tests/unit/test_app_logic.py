@@ -301,3 +301,22 @@ def test_auto_eps_is_stored_unrounded(root):
     logic.auto_eps_for(root, "digits", 0, 5)
     eps = CurationStore(root / "digits" / "curation.sqlite").class_params()[0][0]
     assert eps != round(eps, 4)
+
+
+def test_why_a_point_is_flagged_names_the_evidence(root):
+    data = run_data(root, "digits")
+    state = current_state(data)
+    d = state.decisions
+    wrong = np.flatnonzero(d.flagged & (data.samples.labels != data.samples.true_labels))
+    i = int(wrong[0])
+    text = logic.why(data, state, i)
+    assert text.startswith("flagged: ") and "of 10 nearest neighbours are labelled" in text
+    assert f"score {data.score[i]:.2f}" in text and "DBSCAN: " in text
+    if logic.suggestion(data, state, i):
+        assert f"suggested: {logic.suggestion(data, state, i)}" in text
+    kept = int(np.flatnonzero(d.kept)[0])
+    assert logic.why(data, state, kept).startswith("kept by the rule")
+    CurationStore(data.run.store).set_overrides([kept], "drop")
+    assert logic.why(data, current_state(data), kept).startswith("dropped by a reviewer")
+    items, _ = logic.gallery_items(data, current_state(data), int(data.samples.labels[i]), 1)
+    assert all(it["why"] for it in items)
