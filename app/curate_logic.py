@@ -191,23 +191,27 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
 
 
 def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple[list[dict], int]:
-    """One page of the class's flagged or overridden points.
+    """One page of the class's flagged or overridden points, most likely wrong first (by
+    mislabel score; index order for runs without one).
 
     Returns
     -------
-    (items, pages): items have index, path, kept, reason; pages is the page count.
+    (items, pages): items have index, path, kept, reason, evidence (given → suggested
+    label and score), why; pages is the page count.
     """
     idx = data.members[code]
     d = state.decisions
     interesting = idx[d.flagged[idx] | np.isin(idx, list(state.overrides))]
+    if data.score is not None:
+        interesting = interesting[np.argsort(-data.score[interesting], kind="stable")]
     pages = max(1, -(-len(interesting) // GALLERY_PAGE_SIZE))
     page = min(max(1, page or 1), pages)
     chosen = interesting[(page - 1) * GALLERY_PAGE_SIZE: page * GALLERY_PAGE_SIZE]
     def evidence(i: int) -> str:
-        if data.score is None:
-            return ""
+        given = data.samples.classes[data.samples.labels[i]]
         shown = suggestion(data, state, i)
-        return f" · {data.score[i]:.2f}" + (f" → {shown}" if shown else "")
+        label = f" · {given} → {shown}" if shown else f" · {given}"
+        return label + ("" if data.score is None else f" · score {data.score[i]:.2f}")
 
     return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(d.kept[i]),
              "reason": str(d.reason[i]), "evidence": evidence(i), "why": why(data, state, i)}
@@ -256,6 +260,15 @@ def suggestion(data: RunData, state: RunState, sample: int) -> str | None:
         return None
     code = int(data.suggested[sample])
     return None if code == data.samples.labels[sample] else data.samples.classes[code]
+
+
+def review_counts(data: RunData, state: RunState, code: int) -> dict[str, int]:
+    """For the gallery's header: the class's flagged points, how many of them a reviewer
+    has decided (overridden) and how many are left."""
+    idx = data.members[code]
+    flagged = idx[state.decisions.flagged[idx]]
+    decided = int(np.isin(flagged, list(state.overrides)).sum())
+    return {"flagged": len(flagged), "decided": decided, "left": len(flagged) - decided}
 
 
 def hover_info(data: RunData, state: RunState, sample: int) -> dict:

@@ -400,6 +400,10 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
     if not items:
         return note("Nothing flagged in this class at these parameters."), pages
     run = quote(run_id, safe="")
+    counts = logic.review_counts(data, state, code)
+    head = (f'<div class="small mb-1 gallery-counts">{counts["flagged"]} flagged · '
+            f'{counts["decided"]} decided by you · <b>{counts["left"]} left to review</b> · '
+            "most likely wrong first</div>")
     cards = "".join(
         f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
         f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'
@@ -410,7 +414,7 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
         f'title="{escape(it["reason"])} · click to toggle">'
         f'{"kept" if it["kept"] else "dropped"}</button></div>'
         for it in items)
-    return f'<div class="gallery">{cards}</div>', pages
+    return f'{head}<div class="gallery">{cards}</div>', pages
 
 
 @callback(

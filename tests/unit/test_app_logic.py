@@ -320,3 +320,20 @@ def test_why_a_point_is_flagged_names_the_evidence(root):
     assert logic.why(data, current_state(data), kept).startswith("dropped by a reviewer")
     items, _ = logic.gallery_items(data, current_state(data), int(data.samples.labels[i]), 1)
     assert all(it["why"] for it in items)
+
+
+def test_gallery_is_sorted_by_score_with_given_and_suggested_labels(root):
+    data = run_data(root, "digits")
+    state = current_state(data)
+    code = int(np.bincount(data.samples.labels[state.decisions.flagged]).argmax())
+    items, _ = logic.gallery_items(data, state, code, 1)
+    scores = [data.score[it["index"]] for it in items]
+    assert scores == sorted(scores, reverse=True) and len(items) > 1
+    name = data.samples.classes[code]
+    assert all(it["evidence"].startswith(f" · {name}") and "score " in it["evidence"]
+               for it in items)
+    counts = logic.review_counts(data, state, code)
+    assert counts["left"] == counts["flagged"] == int(state.decisions.flagged[
+        data.members[code]].sum()) and counts["decided"] == 0
+    CurationStore(data.run.store).set_overrides([items[0]["index"]], "keep")
+    assert logic.review_counts(data, current_state(data), code)["decided"] == 1
