@@ -130,6 +130,27 @@ def toggle(runs_root: Path, run_id: str, sample: int) -> int:
     return store.revision()
 
 
+def relabel(runs_root: Path, run_id: str, sample: int, label: str | None) -> int:
+    """Give one sample the class named ``label`` (None: the suggested one); returns the
+    revision. Relabelling to its given label clears the relabel."""
+    data = run_data(runs_root, run_id)
+    s = data.samples
+    if not 0 <= sample < len(s):
+        raise InputError(f"no sample {sample} in this run")
+    if label is None:
+        label = suggestion(data, current_state(data), sample)
+        if label is None:
+            raise InputError(f"sample {sample} has no suggested label: pick a class")
+    if label not in s.classes:
+        raise InputError(f"no class {label!r} in this run: use one of {', '.join(s.classes)}")
+    code = s.classes.index(label)
+    store = open_store(data.run)
+    store.set_relabels([sample], None if code == s.labels[sample] else code,
+                       f"relabel sample {sample} to {label}", n_samples=len(s),
+                       n_classes=len(s.classes))
+    return store.revision()
+
+
 def bulk(runs_root: Path, run_id: str, samples: list[int], decision: str | None) -> int:
     """Keep, drop or clear (None) many samples at once; returns the revision."""
     data = run_data(runs_root, run_id)
@@ -185,7 +206,7 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "flags": typed_array(bits, "u1"),
-            "overrides": typed_array(override_codes(idx, state.overrides), "u1"),
+            "overrides": typed_array(override_codes(idx, state.marks), "u1"),
             "rows": [{k: r[k] for k in COUNT_KEYS} for r in rows], "noise": noise,
             "status": STATUS_TEMPLATE, "counts": COUNTS_TEMPLATE, "style": MARKER_STYLE}
 
@@ -201,7 +222,7 @@ def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple
     """
     idx = data.members[code]
     d = state.decisions
-    interesting = idx[d.flagged[idx] | np.isin(idx, list(state.overrides))]
+    interesting = idx[d.flagged[idx] | np.isin(idx, list(state.decided))]
     if data.score is not None:
         interesting = interesting[np.argsort(-data.score[interesting], kind="stable")]
     pages = max(1, -(-len(interesting) // GALLERY_PAGE_SIZE))
@@ -214,7 +235,8 @@ def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple
         return label + ("" if data.score is None else f" · score {data.score[i]:.2f}")
 
     return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(d.kept[i]),
-             "reason": str(d.reason[i]), "evidence": evidence(i), "why": why(data, state, i)}
+             "reason": str(d.reason[i]), "evidence": evidence(i), "why": why(data, state, i),
+             "suggested": None if int(i) in state.relabels else suggestion(data, state, i)}
             for i in chosen], pages
 
 
@@ -228,7 +250,9 @@ def why(data: RunData, state: RunState, sample: int) -> str:
     s, d = data.samples, state.decisions
     classes, label = s.classes, int(s.labels[sample])
     reason = str(d.reason[sample])
-    if reason == "override_drop":
+    if sample in state.relabels and reason == "relabel":
+        head = f"relabelled to {classes[state.relabels[sample]]} by a reviewer"
+    elif reason == "override_drop":
         head = "dropped by a reviewer"
     elif reason == "override_keep":
         head = "kept by a reviewer"
@@ -267,7 +291,7 @@ def review_counts(data: RunData, state: RunState, code: int) -> dict[str, int]:
     has decided (overridden) and how many are left."""
     idx = data.members[code]
     flagged = idx[state.decisions.flagged[idx]]
-    decided = int(np.isin(flagged, list(state.overrides)).sum())
+    decided = int(np.isin(flagged, list(state.decided)).sum())
     return {"flagged": len(flagged), "decided": decided, "left": len(flagged) - decided}
 
 

@@ -11,7 +11,7 @@ in place, so it cannot be pickled); computed labels go to Flask-Caching (app/cac
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +116,18 @@ class RunState:
     overrides: dict[int, str]
     revision: int
     rule: str
+    relabels: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def marks(self) -> dict[int, str]:
+        """What the map marks per sample: a relabelled sample shows as kept (it trains,
+        with its new label) unless an override says otherwise."""
+        return {**{s: "keep" for s in self.relabels}, **self.overrides}
+
+    @property
+    def decided(self) -> set[int]:
+        """Samples a reviewer has acted on (kept, dropped or relabelled)."""
+        return set(self.overrides) | set(self.relabels)
 
 
 def current_state(data: RunData) -> RunState:
@@ -125,8 +137,10 @@ def current_state(data: RunData) -> RunState:
     for code, idx in enumerate(data.members):
         if len(idx):
             clusters[idx] = class_labels(data, code, *stored.params[code])
-    return RunState(decide(clusters, data.inputs, stored.overrides, stored.rule),
-                    stored.params, stored.overrides, stored.revision, stored.rule)
+    return RunState(decide(clusters, data.inputs, stored.overrides, stored.rule,
+                           stored.relabels),
+                    stored.params, stored.overrides, stored.revision, stored.rule,
+                    stored.relabels)
 
 
 def cached_figure(data: RunData, state: RunState, what: tuple, build) -> dict:

@@ -448,6 +448,20 @@ def cmd_override(a: argparse.Namespace) -> None:
     print(f"{n} sample(s) changed")
 
 
+def cmd_relabel(a: argparse.Namespace) -> None:
+    from .pipeline.curation import open_store
+
+    run = _rundir(a.run).require()
+    samples = run.read_samples()
+    if a.label != "clear" and a.label not in samples.classes:
+        raise InputError(f"no class {a.label!r} in this run: use one of "
+                         f"{', '.join(samples.classes)} (or 'clear')")
+    code = None if a.label == "clear" else samples.classes.index(a.label)
+    n = open_store(run).set_relabels(a.samples, code, f"relabel {len(a.samples)} to {a.label}",
+                                     n_samples=len(samples), n_classes=len(samples.classes))
+    print(f"{n} sample(s) changed")
+
+
 # --------------------------------------------------------------------------- parser
 class _Help(argparse.RawDescriptionHelpFormatter):
     """Keeps the example's line breaks and shows each option's default (when it has one
@@ -487,6 +501,7 @@ EXAMPLES = {
     "cancel": "curator cancel 3f2a9c1d0b7e --run runs/demo",
     "undo": "curator undo runs/demo",
     "params": "curator params runs/demo",
+    "relabel": "curator relabel runs/demo 7 1204 1530",
 }
 
 
@@ -603,6 +618,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("cancel", cmd_cancel, "cancel a job (it stops at its next progress step)")
     sp.add_argument("job")
     sp.add_argument("--run", type=Path, help="the job's run (default: search the runs root)")
+
+    sp = add("relabel", cmd_relabel,
+             "give samples a corrected label (exports and retraining of the filtered subset "
+             "use it); 'clear' removes it")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("label", metavar="CLASS", help="a class name of the run, or clear")
+    sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
 
     sp = add("params", cmd_params,
              "each class's eps and min_samples, with its size and flagged/kept counts")

@@ -287,6 +287,8 @@ def on_edit(click, _keep, _drop, _clear, gallery_click, selected, run_id, class_
             if point.get("curveNumber") != 1 or point.get("customdata") is None:
                 raise PreventUpdate
             logic.toggle(root, run_id, int(point["customdata"]))
+        elif trigger == GALLERY_CLICK and gallery_click.get("action") == "relabel":
+            logic.relabel(root, run_id, int(gallery_click["sample"]), gallery_click["label"])
         elif trigger == GALLERY_CLICK:
             logic.toggle(root, run_id, int(gallery_click["sample"]))
         else:
@@ -328,7 +330,7 @@ def _render(run_id, class_value, view: logic.PageView, state=None, background_ch
 
     def trace() -> dict:
         return cached_figure(data, state, ("class", code), lambda: class_trace(
-            data.embedding, data.members[code], d, state.overrides))
+            data.embedding, data.members[code], d, state.marks))
 
     if tab_changed or figure_current:
         fig = no_update
@@ -412,7 +414,13 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
         f'<button type="button" data-sample="{it["index"]}" '
         f'class="btn btn-sm w-100 gallery-toggle btn-{"success" if it["kept"] else "danger"}" '
         f'title="{escape(it["reason"])} · click to toggle">'
-        f'{"kept" if it["kept"] else "dropped"}</button></div>'
+        f'{"kept" if it["kept"] else "dropped"}</button>'
+        + (f'<button type="button" data-sample="{it["index"]}" '
+           f'data-label="{escape(it["suggested"])}" '
+           f'class="btn btn-sm btn-outline-primary w-100 mt-1 gallery-relabel" '
+           f'title="keep it, with the label {escape(it["suggested"])}">'
+           f'relabel → {escape(it["suggested"])}</button>' if it["suggested"] else "")
+        + '</div>'
         for it in items)
     return f'{head}<div class="gallery">{cards}</div>', pages
 

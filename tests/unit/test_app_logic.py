@@ -337,3 +337,24 @@ def test_gallery_is_sorted_by_score_with_given_and_suggested_labels(root):
         data.members[code]].sum()) and counts["decided"] == 0
     CurationStore(data.run.store).set_overrides([items[0]["index"]], "keep")
     assert logic.review_counts(data, current_state(data), code)["decided"] == 1
+
+
+def test_relabel_to_the_suggestion_from_the_gallery(root):
+    data = run_data(root, "digits")
+    state = current_state(data)
+    sample = next(i for i in np.flatnonzero(state.decisions.flagged)
+                  if logic.suggestion(data, state, int(i)))
+    sample = int(sample)
+    code = int(data.samples.labels[sample])
+    suggested = logic.suggestion(data, state, sample)
+    for item in logic.gallery_items(data, state, code, 1)[0]:  # the cards offer it
+        assert item["suggested"] == logic.suggestion(data, state, item["index"])
+    logic.relabel(root, "digits", sample, None)  # None: to the suggestion
+    state = current_state(data)
+    assert state.relabels == {sample: data.samples.classes.index(suggested)}
+    assert state.decisions.kept[sample] and state.marks[sample] == "keep"
+    assert logic.why(data, state, sample).startswith(f"relabelled to {suggested}")
+    logic.relabel(root, "digits", sample, data.samples.classes[code])  # back: cleared
+    assert current_state(data).relabels == {}
+    with pytest.raises(InputError, match="no class 'zebra'"):
+        logic.relabel(root, "digits", sample, "zebra")

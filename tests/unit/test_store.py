@@ -68,6 +68,25 @@ def test_snapshot_reads_everything_at_one_revision(tmp_path):
     store.set_class_params({0: (1.0, 5)})
     store.set_overrides([3], "drop")
     store.set_setting("rule", "dbscan")
-    params, overrides, settings, revision = store.snapshot()
-    assert params == {0: (1.0, 5)} and overrides == {3: "drop"}
-    assert settings["rule"] == "dbscan" and revision == store.revision() == 3
+    store.set_relabels([4], 2)
+    snap = store.snapshot()
+    assert snap.params == {0: (1.0, 5)} and snap.overrides == {3: "drop"}
+    assert snap.relabels == {4: 2}
+    assert snap.settings["rule"] == "dbscan" and snap.revision == store.revision() == 4
+
+
+def test_relabels_undo_and_redo_like_overrides(tmp_path):
+    store = CurationStore(tmp_path / "c.sqlite")
+    assert store.set_relabels([5, 7], 3, n_samples=10, n_classes=4) == 2
+    assert store.set_relabels([5], 3) == 0  # no change, no history entry
+    store.set_relabels([7], 1)
+    assert store.relabels() == {5: 3, 7: 1}
+    assert store.undo() and store.relabels() == {5: 3, 7: 3}
+    assert store.undo() and store.relabels() == {}
+    assert store.redo() and store.relabels() == {5: 3, 7: 3}
+    store.set_relabels([5], None)
+    assert store.relabels() == {7: 3}
+    with pytest.raises(InputError, match="class code 9 is out of range"):
+        store.set_relabels([1], 9, n_classes=4)
+    with pytest.raises(InputError, match="sample index 10 is out of range"):
+        store.set_relabels([10], 1, n_samples=10)

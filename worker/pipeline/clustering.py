@@ -20,6 +20,7 @@ Rules for which points are *flagged* (proposed for removal):
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -238,8 +239,11 @@ def flag_bits(inputs: RuleInputs | None, rule: str, n: int) -> np.ndarray:
 
 
 def decide(clusters: np.ndarray, inputs: RuleInputs | None, overrides: dict[int, str],
-           rule: str = DEFAULT_RULE) -> Decisions:
-    """Combine DBSCAN labels, the flagging rule and overrides (which always win)."""
+           rule: str = DEFAULT_RULE, relabelled: Iterable[int] = ()) -> Decisions:
+    """Combine DBSCAN labels, the flagging rule, relabels and overrides.
+
+    A sample a reviewer relabelled is kept (reason ``relabel``): its corrected label is
+    what it trains with. Keep/drop overrides win over everything."""
     bits = flag_bits(inputs, rule, len(clusters))
     flagged = ((clusters == -1) & (bits & NOISE_FLAGGED > 0)) | (bits & ALWAYS_FLAGGED > 0)
     kept = ~flagged
@@ -247,6 +251,10 @@ def decide(clusters: np.ndarray, inputs: RuleInputs | None, overrides: dict[int,
     # ~6 ms per call at 50,000 samples, and the app calls this on every edit.
     reason = np.full(len(kept), "cluster", dtype="<U13")
     reason[flagged] = "noise"
+    for sample in relabelled:
+        if 0 <= sample < len(kept):
+            kept[sample] = True
+            reason[sample] = "relabel"
     for sample, decision in overrides.items():
         if 0 <= sample < len(kept):
             kept[sample] = decision == "keep"

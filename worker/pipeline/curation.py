@@ -8,7 +8,7 @@ store through :func:`read_curation` and clusters with its cached per-class index
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -157,6 +157,7 @@ class StoredCuration:
     overrides: dict[int, str]
     rule: str
     revision: int
+    relabels: dict[int, int] = field(default_factory=dict)
 
 
 def read_curation(run: RunDir, n_classes: int) -> StoredCuration:
@@ -165,10 +166,21 @@ def read_curation(run: RunDir, n_classes: int) -> StoredCuration:
 
     Raises :class:`InputError` when some class has no parameters yet.
     """
-    params, overrides, settings, revision = open_store(run).snapshot()
-    if any(c not in params for c in range(n_classes)):
+    snap = open_store(run).snapshot()
+    if any(c not in snap.params for c in range(n_classes)):
         raise InputError(f"{run.path} has no clustering yet: run 'curator cluster {run.path}'")
-    return StoredCuration(params, overrides, settings.get("rule") or DEFAULT_RULE, revision)
+    return StoredCuration(snap.params, snap.overrides, snap.settings.get("rule") or DEFAULT_RULE,
+                          snap.revision, snap.relabels)
+
+
+def corrected_labels(labels: np.ndarray, relabels: dict[int, int]) -> np.ndarray:
+    """``labels`` (class codes, shape (N,)) with each reviewer's relabel applied: what
+    exports and retraining use. The given labels stay in the samples table."""
+    out = labels.copy()
+    for sample, code in relabels.items():
+        if 0 <= sample < len(out):
+            out[sample] = code
+    return out
 
 
 def load_agreement(run: RunDir) -> np.ndarray | None:
@@ -206,6 +218,11 @@ class CurationSnapshot:
     decisions: Decisions
     stored: StoredCuration
 
+    @property
+    def labels(self) -> np.ndarray:
+        """Class codes after the reviewers' relabels, shape (N,)."""
+        return corrected_labels(self.samples.labels, self.stored.relabels)
+
 
 def current_snapshot(run: RunDir) -> CurationSnapshot:
     """Decisions for every sample from one read of the store: an export's ``params.json``
@@ -214,7 +231,7 @@ def current_snapshot(run: RunDir) -> CurationSnapshot:
     stored = read_curation(run, len(samples.classes))
     clusters = cluster_all(run.load_embedding(), samples.labels, stored.params)
     decisions = decide(clusters, load_rule_inputs(run, samples.labels), stored.overrides,
-                       stored.rule)
+                       stored.rule, stored.relabels)
     return CurationSnapshot(samples, decisions, stored)
 
 
@@ -229,10 +246,12 @@ def summary_rows(samples: SampleTable, decisions: Decisions) -> list[dict]:
 
     Returns
     -------
-    list of dict with keys class, size, flagged, overridden, kept, reduction_pct; the
-    last row is the total.
+    list of dict with keys class, size, flagged, overridden, relabelled, kept,
+    reduction_pct; the last row is the total. Classes are the given labels' (the ones
+    DBSCAN ran in); ``relabelled`` counts samples a reviewer gave another label.
     """
     overridden = np.char.startswith(decisions.reason.astype(str), "override")
+    relabelled = decisions.reason == "relabel"
     masks = [(name, samples.labels == c) for c, name in enumerate(samples.classes)]
     masks.append(("total", np.ones(len(samples), dtype=bool)))
     rows = []
@@ -240,7 +259,8 @@ def summary_rows(samples: SampleTable, decisions: Decisions) -> list[dict]:
         size = int(m.sum())
         kept = int(decisions.kept[m].sum())
         rows.append({"class": name, "size": size, "flagged": int(decisions.flagged[m].sum()),
-                     "overridden": int(overridden[m].sum()), "kept": kept,
+                     "overridden": int(overridden[m].sum()),
+                     "relabelled": int(relabelled[m].sum()), "kept": kept,
                      "reduction_pct": round(100.0 * (size - kept) / size, 2) if size else 0.0})
     return rows
 
@@ -249,8 +269,8 @@ def format_table(rows: list[dict], params: dict[str, tuple[float, int]] | None =
     """Fixed-width text rendering of :func:`summary_rows`; with ``params`` (class name →
     (eps, min_samples)) each class row also shows its DBSCAN parameters."""
     extra = f"{'eps':>10}{'min_samples':>13}" if params is not None else ""
-    head = (f"{'class':<14}{extra}{'size':>8}{'flagged':>9}{'overridden':>12}{'kept':>8}"
-            f"{'reduction':>11}")
+    head = (f"{'class':<14}{extra}{'size':>8}{'flagged':>9}{'overridden':>12}"
+            f"{'relabelled':>12}{'kept':>8}{'reduction':>11}")
     lines = [head, "-" * len(head)]
     for r in rows:
         cols = ""
@@ -258,5 +278,6 @@ def format_table(rows: list[dict], params: dict[str, tuple[float, int]] | None =
             eps, ms = params.get(r["class"], (None, None))
             cols = f"{eps:>10.4g}{ms:>13}" if eps is not None else f"{'':>10}{'':>13}"
         lines.append(f"{r['class'][:14]:<14}{cols}{r['size']:>8}{r['flagged']:>9}"
-                     f"{r['overridden']:>12}{r['kept']:>8}{r['reduction_pct']:>10.2f}%")
+                     f"{r['overridden']:>12}{r['relabelled']:>12}{r['kept']:>8}"
+                     f"{r['reduction_pct']:>10.2f}%")
     return "\n".join(lines)

@@ -46,12 +46,15 @@ def check_export_name(run: RunDir, name: str) -> Path:
 
 
 MANIFEST_COLUMNS = ("index", "path", "label", "true_label", "cluster", "kept", "reason",
-                    "score", "suggested_label")
+                    "score", "suggested_label", "given_label")
 
 
-def _write_manifest(path: Path, samples, decisions, evidence: dict | None) -> None:
-    """One row per sample, in sample order. ``score`` is the mislabel score (empty for runs
-    clustered before it existed); ``suggested_label`` is filled for flagged samples only."""
+def _write_manifest(path: Path, samples, decisions, evidence: dict | None,
+                    labels: np.ndarray) -> None:
+    """One row per sample, in sample order. ``label`` is the label to train with (a
+    reviewer's relabel where there is one, else the given label, which ``given_label``
+    always holds); ``score`` is the mislabel score (empty for runs clustered before it
+    existed); ``suggested_label`` is filled for flagged samples only."""
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(MANIFEST_COLUMNS)
@@ -62,20 +65,21 @@ def _write_manifest(path: Path, samples, decisions, evidence: dict | None) -> No
                 score = f"{evidence['score'][i]:.4f}"
                 if decisions.flagged[i]:
                     suggested = samples.classes[int(evidence["suggested"][i])]
-            w.writerow([i, samples.paths[i], samples.classes[samples.labels[i]],
+            w.writerow([i, samples.paths[i], samples.classes[labels[i]],
                         samples.classes[true] if true >= 0 else "",
                         int(decisions.clusters[i]), int(decisions.kept[i]), decisions.reason[i],
-                        score, suggested])
+                        score, suggested, samples.classes[samples.labels[i]]])
 
 
-def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray,
+def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray, labels: np.ndarray,
                        progress: ProgressFn | None) -> None:
-    """``root/<class>/<index>_<name>``: symlinks to image files, PNG copies for arrays."""
+    """``root/<class>/<index>_<name>`` under each sample's corrected label (``labels``):
+    symlinks to image files, PNG copies for arrays."""
     idx = np.flatnonzero(kept)
     for name in ds.samples.classes:
         (root / name).mkdir(parents=True, exist_ok=True)
     for done, i in enumerate(idx, 1):
-        cls = ds.samples.classes[ds.samples.labels[i]]
+        cls = ds.samples.classes[labels[i]]
         src = ds.file_path(int(i))
         if src is not None:
             os.symlink(src.resolve(), root / cls / f"{i:06d}_{src.name}")
@@ -132,8 +136,9 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)
     try:
+        labels = snap.labels
         if fmt == "csv":
-            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence)
+            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence, labels)
         elif fmt == "indices":
             kept = np.flatnonzero(decisions.kept)
             (tmp / "kept_indices.txt").write_text("".join(f"{i}\n" for i in kept))
@@ -142,14 +147,15 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
                 from .ingest import open_run_dataset
 
                 ds = open_run_dataset(run)
-            _write_imagefolder(tmp / "images", ds, decisions.kept, progress)
-            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence)
+            _write_imagefolder(tmp / "images", ds, decisions.kept, labels, progress)
+            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence, labels)
         info = {
             "format": fmt, "name": name, "created_at": now_iso(), "run": run.run_id,
             "rule": stored.rule, "store_revision": stored.revision,
             "params": {samples.classes[c]: {"eps": e, "min_samples": m}
                        for c, (e, m) in sorted(stored.params.items())},
             "overrides": {str(k): v for k, v in sorted(stored.overrides.items())},
+            "relabels": {str(k): samples.classes[v] for k, v in sorted(stored.relabels.items())},
             "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),
             "summary": summary_rows(samples, decisions),
         }

@@ -1,9 +1,10 @@
 """The curation store: one SQLite file per run (WAL), the durable record of review work.
 
-It holds per-class DBSCAN parameters, keep/drop overrides, an undo/redo history and run
-settings. Every change runs in a ``BEGIN IMMEDIATE`` transaction that reads the previous
-values and writes the new ones together, so two processes editing the same run serialise
-instead of overwriting each other, and each change can be undone exactly.
+It holds per-class DBSCAN parameters, keep/drop overrides, relabels (a reviewer's
+corrected label for a sample), an undo/redo history and run settings. Every change runs
+in a ``BEGIN IMMEDIATE`` transaction that reads the previous values and writes the new
+ones together, so two processes editing the same run serialise instead of overwriting
+each other, and each change can be undone exactly.
 
 History semantics: each user action is one row of ``history`` holding its changes as
 ``(table, key, before, after)``. Undo reverts the newest applied action; redo re-applies
@@ -16,6 +17,7 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +66,44 @@ CREATE TABLE IF NOT EXISTS overrides (
     sample INTEGER PRIMARY KEY,
     decision TEXT NOT NULL CHECK (decision IN ('keep', 'drop')),
     updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS relabels (
+    sample INTEGER PRIMARY KEY, label INTEGER NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS history (
     id INTEGER PRIMARY KEY AUTOINCREMENT, description TEXT NOT NULL, changes TEXT NOT NULL,
     undone INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
 """
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    """Everything in the store at one revision (read in one transaction).
+
+    Attributes
+    ----------
+    params : class code → (eps, min_samples)
+    overrides : sample → "keep" | "drop"
+    relabels : sample → corrected class code
+    settings : key → value
+    revision : int
+    """
+
+    params: dict[int, tuple[float, int]]
+    overrides: dict[int, str]
+    relabels: dict[int, int]
+    settings: dict[str, str]
+    revision: int
+
+
+def _checked(samples: Iterable[int], n_samples: int | None) -> list[int]:
+    """Sorted unique sample indices, each below ``n_samples`` when it is given."""
+    samples = sorted({int(s) for s in samples})
+    top = n_samples if n_samples is not None else 2**63
+    bad = [s for s in samples if not 0 <= s < top]
+    if bad:
+        where = f"this run has {n_samples} samples (0 to {n_samples - 1})" \
+            if n_samples is not None else "indices must be non-negative"
+        raise InputError(f"sample index {bad[0]} is out of range: {where}")
+    return samples
 
 
 class CurationStore:
@@ -116,6 +152,11 @@ class CurationStore:
         with self._connect() as db:
             return dict(db.execute("SELECT sample, decision FROM overrides"))
 
+    def relabels(self) -> dict[int, int]:
+        """Sample index → the class code a reviewer gave it."""
+        with self._connect() as db:
+            return dict(db.execute("SELECT sample, label FROM relabels"))
+
     def class_params(self) -> dict[int, tuple[float, int]]:
         """Class code → (eps, min_samples), for the classes that have been set."""
         with self._connect() as db:
@@ -127,21 +168,21 @@ class CurationStore:
             row = db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
         return row[0] if row else default
 
-    def snapshot(self) -> tuple[dict[int, tuple[float, int]], dict[int, str],
-                                dict[str, str], int]:
-        """(class params, overrides, settings, revision), all read in one transaction, so
-        they belong together (WAL readers see one committed state for a whole transaction).
-        """
+    def snapshot(self) -> StoreSnapshot:
+        """Params, overrides, relabels, settings and revision, all read in one transaction,
+        so they belong together (WAL readers see one committed state for a whole
+        transaction)."""
         with self._connect() as db:
             db.execute("BEGIN")
             try:
                 params = {lab: (eps, ms) for lab, eps, ms in
                           db.execute("SELECT label, eps, min_samples FROM class_params")}
                 overrides = dict(db.execute("SELECT sample, decision FROM overrides"))
+                relabels = dict(db.execute("SELECT sample, label FROM relabels"))
                 settings = dict(db.execute("SELECT key, value FROM settings"))
             finally:
                 db.execute("COMMIT")
-        return params, overrides, settings, int(settings["revision"])
+        return StoreSnapshot(params, overrides, relabels, settings, int(settings["revision"]))
 
     def history(self, limit: int = 50) -> list[dict[str, Any]]:
         """Newest first: id, description, undone, created_at, number of changes."""
@@ -177,23 +218,35 @@ class CurationStore:
         """
         if decision is not None and decision not in DECISIONS:
             raise InputError(f"override must be 'keep', 'drop' or cleared, got {decision!r}")
-        samples = sorted({int(s) for s in samples})
-        top = n_samples if n_samples is not None else 2**63
-        bad = [s for s in samples if not 0 <= s < top]
-        if bad:
-            where = f"this run has {n_samples} samples (0 to {n_samples - 1})" \
-                if n_samples is not None else "indices must be non-negative"
-            raise InputError(f"sample index {bad[0]} is out of range: {where}")
+        return self._set_per_sample("overrides", "decision", _checked(samples, n_samples),
+                                    decision, description or
+                                    f"{decision or 'clear'} {{n}} sample(s)")
+
+    def set_relabels(self, samples: Iterable[int], label: int | None, description: str = "",
+                     n_samples: int | None = None, n_classes: int | None = None) -> int:
+        """Give ``samples`` the class code ``label`` (a reviewer's correction), or clear
+        their relabel with None. Returns how many samples changed (0 records no history)."""
+        if label is not None and not (0 <= int(label) < (n_classes or 2**63)):
+            raise InputError(f"class code {label} is out of range: this run has "
+                             f"{n_classes} classes")
+        return self._set_per_sample("relabels", "label", _checked(samples, n_samples),
+                                    None if label is None else int(label), description or
+                                    "relabel {n} sample(s)")
+
+    def _set_per_sample(self, table: str, column: str, samples: list[int], value: Any,
+                        description: str) -> int:
+        """Set ``table.column`` to ``value`` for ``samples`` (None deletes their rows), as
+        one undoable action; ``description`` may hold ``{n}``, the number changed."""
         with self._write() as db:
             changes = []
             for s in samples:
-                row = db.execute("SELECT decision FROM overrides WHERE sample=?", (s,)).fetchone()
+                row = db.execute(f"SELECT {column} FROM {table} WHERE sample=?",  # noqa: S608
+                                 (s,)).fetchone()
                 before = row[0] if row else None
-                if before != decision:
-                    changes.append(["overrides", s, before, decision])
+                if before != value:
+                    changes.append([table, s, before, value])
             self._apply(db, changes, after=True)
-            self._record(db, changes, description or
-                         f"{decision or 'clear'} {len(changes)} sample(s)")
+            self._record(db, changes, description.replace("{n}", str(len(changes))))
         return len(changes)
 
     def set_class_params(self, params: dict[int, tuple[float, int]],
@@ -242,11 +295,11 @@ class CurationStore:
         stamp = now_iso()
         for table, key, before, new in changes:
             value = new if after else before
-            if table == "overrides":
+            if table in ("overrides", "relabels"):
                 if value is None:
-                    db.execute("DELETE FROM overrides WHERE sample=?", (key,))
+                    db.execute(f"DELETE FROM {table} WHERE sample=?", (key,))  # noqa: S608
                 else:
-                    db.execute("INSERT OR REPLACE INTO overrides VALUES (?, ?, ?)",
+                    db.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)",  # noqa: S608
                                (key, value, stamp))
             elif value is None:
                 db.execute("DELETE FROM class_params WHERE label=?", (key,))

@@ -3,8 +3,9 @@
 Subsets (indices into the run's samples):
 
 - ``full``: every training sample;
-- ``filtered``: the samples the curation keeps (DBSCAN + rule + overrides), snapshotted
-  when the job starts, so later edits do not change a running job;
+- ``filtered``: the samples the curation keeps (DBSCAN + rule + relabels + overrides),
+  with the reviewers' corrected labels, snapshotted when the job starts, so later edits do
+  not change a running job (``full`` and ``random`` keep the labels as given);
 - ``random``: a seeded random subset of ``full`` with the size and the class proportions of
   ``filtered`` (the paper's control).
 
@@ -120,12 +121,14 @@ class Subset:
     Attributes
     ----------
     indices : int64 (n,), sample indices, ascending
+    labels : int64 (n,), the class codes trained with (reviewers' relabels applied)
     key : str, sha256 (16 hex) of the indices and their labels: equal keys mean the same
         images with the same labels
     revision : int, the curation store revision the subset was read at
     """
 
     indices: np.ndarray
+    labels: np.ndarray
     key: str
     revision: int
 
@@ -146,7 +149,7 @@ def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
     if subset not in SUBSETS:
         raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
     snap = current_snapshot(run)
-    samples, decisions = snap.samples, snap.decisions
+    samples, decisions, labels = snap.samples, snap.decisions, snap.labels
     pool = np.arange(len(samples))
     if not _has_test_split(run):
         pool = pool[~holdout_mask(samples.labels)]
@@ -160,15 +163,20 @@ def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
     if len(chosen) == 0:
         raise InputError(f"the {subset} subset is empty: nothing would be trained on")
     chosen = np.sort(np.asarray(chosen, dtype=np.int64))
-    return Subset(chosen, subset_key(chosen, samples.labels[chosen]), snap.stored.revision)
+    # Only the curated subset trains with the reviewers' relabels: full and random are the
+    # controls, as the data came.
+    y = (labels if subset == "filtered" else samples.labels)[chosen]
+    return Subset(chosen, y, subset_key(chosen, y), snap.stored.revision)
 
 
-def load_train_data(run: RunDir, indices: np.ndarray) -> TrainData:
-    """Images from ingest's thumbnails (exact for CIFAR-size data) plus the test set."""
+def load_train_data(run: RunDir, indices: np.ndarray,
+                    labels: np.ndarray | None = None) -> TrainData:
+    """Images from ingest's thumbnails (exact for CIFAR-size data) plus the test set;
+    ``labels`` (shape like ``indices``) are the ones to train with, default the given."""
     samples = run.read_samples()
     thumbs = np.load(run.thumbnails, mmap_mode="r")
     x = np.ascontiguousarray(np.asarray(thumbs[indices]).transpose(0, 3, 1, 2))
-    y = samples.labels[indices]
+    y = samples.labels[indices] if labels is None else labels
     test = _test_split_images(run) if _has_test_split(run) else None
     if test is None:
         hold = np.flatnonzero(holdout_mask(samples.labels))
@@ -216,13 +224,16 @@ class FileImages:
         return x, int(self.labels[k])
 
 
-def streaming_sets(run: RunDir, indices: np.ndarray) -> tuple[FileImages, FileImages, str]:
-    """(train set, test set, test source) read from the image files."""
+def streaming_sets(run: RunDir, indices: np.ndarray, labels: np.ndarray | None = None
+                   ) -> tuple[FileImages, FileImages, str]:
+    """(train set, test set, test source) read from the image files; ``labels`` as in
+    :func:`load_train_data`."""
     from worker.pipeline.ingest import open_run_dataset
 
     size = stream_size(run)
     ds = open_run_dataset(run)
-    train = FileImages(ds, indices, ds.samples.labels[indices], size)
+    train = FileImages(ds, indices, ds.samples.labels[indices] if labels is None else labels,
+                       size)
     if _has_test_split(run):
         test_ds, labels = _test_dataset(run)
         return train, FileImages(test_ds, np.arange(len(labels)), labels, size), "test split"

@@ -154,6 +154,7 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
             f"(the same {len(chosen.indices)} images and labels)"))
     out.mkdir(parents=True, exist_ok=True)
     save_npy(out / "subset.npy", chosen.indices)
+    save_npy(out / "subset_labels.npy", chosen.labels)
     write_text(out / "config.json", json.dumps(config, indent=2) + "\n")
     return Prepared(out, cfg, plan, None)
 

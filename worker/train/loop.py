@@ -181,12 +181,15 @@ def main(argv: list[str] | None = None) -> int:
 
     run = RunDir(cfg["run"])
     subset = np.load(out / "subset.npy")
+    # The labels to train with (reviewers' relabels applied); older trainings lack the file.
+    labels = np.load(out / "subset_labels.npy") if (out / "subset_labels.npy").is_file() \
+        else None
     per_rank = cfg["batch_size"] // world
     if in_memory(run):
-        source = _InMemory(load_train_data(run, subset), device, rank, world, per_rank)
+        source = _InMemory(load_train_data(run, subset, labels), device, rank, world, per_rank)
     else:
-        source = _Streaming(*streaming_sets(run, subset), device, rank, world, per_rank,
-                            cfg["seed"])
+        source = _Streaming(*streaming_sets(run, subset, labels), device, rank, world,
+                            per_rank, cfg["seed"])
     mean, std = source.mean, source.std
 
     def prep(batch: torch.Tensor) -> torch.Tensor:

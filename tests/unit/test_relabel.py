@@ -1,0 +1,63 @@
+"""Relabel as a first-class override: stored with undo, kept, exported with the corrected
+label (the given one kept beside it), trained with, counted in the summary."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+
+import numpy as np
+
+from tests.unit.test_cli import CURATOR
+from worker.pipeline.curation import current_snapshot, open_store, summary_rows
+from worker.pipeline.export import export
+from worker.train.data import select_subset
+
+
+def test_a_relabel_reaches_decisions_exports_training_and_the_summary(fresh_run):
+    snap = current_snapshot(fresh_run)
+    flagged = np.flatnonzero(snap.decisions.flagged & (snap.samples.labels
+                                                      != snap.samples.true_labels))
+    sample = int(flagged[0])
+    given, true = int(snap.samples.labels[sample]), int(snap.samples.true_labels[sample])
+    before_key = select_subset(fresh_run, "filtered", 0).key
+    store = open_store(fresh_run)
+    assert store.set_relabels([sample], true, n_samples=len(snap.samples)) == 1
+
+    snap = current_snapshot(fresh_run)
+    assert snap.decisions.kept[sample] and snap.decisions.reason[sample] == "relabel"
+    assert snap.labels[sample] == true and snap.samples.labels[sample] == given
+    rows = summary_rows(snap.samples, snap.decisions)
+    assert rows[given]["relabelled"] == 1 and rows[-1]["relabelled"] == 1
+
+    dest = export(fresh_run, "csv", "relabelled")
+    row = list(csv.DictReader(open(dest / "manifest.csv")))[sample]
+    names = snap.samples.classes
+    assert row["label"] == names[true] and row["given_label"] == names[given]
+    assert row["reason"] == "relabel" and row["kept"] == "1"
+
+    filtered = select_subset(fresh_run, "filtered", 0)
+    pos = int(np.searchsorted(filtered.indices, sample))
+    assert filtered.indices[pos] == sample and filtered.labels[pos] == true
+    assert filtered.key != before_key  # another subset: a retrain trains anew
+    full = select_subset(fresh_run, "full", 0)  # the controls keep the given labels
+    assert full.labels[int(np.searchsorted(full.indices, sample))] == given
+
+    assert store.undo() and store.relabels() == {}
+    assert select_subset(fresh_run, "filtered", 0).key == before_key
+
+
+def test_cli_relabel_and_its_errors(fresh_run):
+    def run(*args):
+        return subprocess.run([CURATOR, "relabel", str(fresh_run.path), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    names = fresh_run.read_samples().classes
+    r = run(names[3], "5", "6")
+    assert r.returncode == 0 and "2 sample(s) changed" in r.stdout
+    assert open_store(fresh_run).relabels() == {5: 3, 6: 3}
+    assert run("clear", "5").returncode == 0 and open_store(fresh_run).relabels() == {6: 3}
+    for args, message in ((("zebra", "1"), "no class 'zebra'"),
+                          ((names[0], "99999"), "sample index 99999 is out of range")):
+        r = run(*args)
+        assert r.returncode == 2 and message in r.stderr and len(r.stderr.splitlines()) == 1
