@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
-             "parity", "drag", "tabs")
+             "parity", "drag", "tabs", "relabel")
 
 
 @pytest.fixture(scope="module")
@@ -537,3 +537,48 @@ def test_serve_prints_the_curate_url_of_the_demo_run(driver, tmp_path, digits_ru
         wait_for(lambda: trace_markers(driver))
     finally:
         srv.stop()
+
+
+def test_relabel_from_the_gallery_reaches_the_export_and_the_training_subset(
+        driver, server, ui_root):
+    """The gallery offers the suggested label; one click stores the relabel (the card then
+    says so), the exported manifest carries it beside the given label, the filtered
+    subset trains with it, and Undo takes it back."""
+    from worker.pipeline.rundir import RunDir
+    from worker.train.data import holdout_mask, select_subset
+
+    store = CurationStore(ui_root / "relabel" / "curation.sqlite")
+    samples = RunDir(ui_root / "relabel").read_samples()
+    classes, held_out = samples.classes, holdout_mask(samples.labels)
+
+    def trainable() -> list:  # relabel buttons of samples a training can use
+        return [b for b in driver.find_elements(By.CSS_SELECTOR, ".gallery-relabel")
+                if not held_out[int(b.get_attribute("data-sample"))]]
+
+    _open(driver, server, "relabel")
+    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label"):
+        label.click()
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
+                 or "Nothing flagged" in driver.page_source)
+        if trainable():
+            break
+    button = trainable()[0]
+    sample, new = int(button.get_attribute("data-sample")), button.get_attribute("data-label")
+    driver.execute_script("arguments[0].click()", button)
+    wait_for(lambda: store.relabels() == {sample: classes.index(new)})
+    wait_for(lambda: any(w.text.startswith(f"relabelled to {new}") for w in
+                         driver.find_elements(By.CSS_SELECTOR, ".gallery-why")))
+
+    tab = driver.find_element(By.LINK_TEXT, "Export")
+    driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
+    _set(driver, "export-name", "relabelled")
+    _click(driver, "export-go")
+    wait_for(lambda: driver.find_element(By.ID, "export-download"), timeout=60)
+    manifest = ui_root / "relabel" / "exports" / "relabelled" / "manifest.csv"
+    row = list(csv.DictReader(open(manifest)))[sample]
+    assert row["label"] == new != row["given_label"] and row["reason"] == "relabel"
+    subset = select_subset(RunDir(ui_root / "relabel"), "filtered", 0)
+    assert subset.labels[list(subset.indices).index(sample)] == classes.index(new)
+
+    _click(driver, "curate-undo")
+    wait_for(lambda: store.relabels() == {})
