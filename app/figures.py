@@ -23,14 +23,17 @@ CLASS_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b
 NOISE_COLOUR = "#111111"
 KEEP_COLOUR = "#1a9e3a"
 DROP_COLOUR = "#d62728"
-UNFLAGGED_NOISE_COLOUR = "#343a40"
+# Noise the rule keeps is a pale filled dot: WebGL draws an open circle without an outline
+# as a filled dark dot, which read as a ✕.
+UNFLAGGED_NOISE_COLOUR = "#adb5bd"
 
+# (symbols, colours, text): what the class view draws, in the same symbols and colours.
 LEGEND = [
-    ("●", "#1f77b4", "cluster (kept)"),
+    ("●●●", CLUSTER_COLOURS[:3], "DBSCAN clusters (kept), one colour each"),
+    ("●", UNFLAGGED_NOISE_COLOUR, "DBSCAN noise the rule keeps"),
     ("✕", NOISE_COLOUR, "flagged: will be dropped"),
-    ("○", UNFLAGGED_NOISE_COLOUR, "DBSCAN noise the rule keeps"),
-    ("◆", KEEP_COLOUR, "override: keep"),
-    ("✕", DROP_COLOUR, "override: drop"),
+    ("◆", KEEP_COLOUR, "kept by you (override or relabel)"),
+    ("✕", DROP_COLOUR, "dropped by you"),
 ]
 
 
@@ -41,7 +44,7 @@ LEGEND = [
 UNFLAGGED_NOISE, FLAGGED, KEEP, DROP = range(len(CLUSTER_COLOURS), len(CLUSTER_COLOURS) + 4)
 MARKER_COLOURS = CLUSTER_COLOURS + [UNFLAGGED_NOISE_COLOUR, NOISE_COLOUR, KEEP_COLOUR,
                                     DROP_COLOUR]
-SYMBOLS = {"circle": 0, "diamond": 2, "x": 4, "circle-open": 100}
+SYMBOLS = {"circle": 0, "diamond": 2, "x": 4}
 SIZES = {"point": 6, "flagged": 8, "override": 10}
 _HEX = np.array(MARKER_COLOURS, dtype=object)
 OVERRIDE_CODES = {"keep": 1, "drop": 2}  # 0: no override
@@ -81,7 +84,6 @@ def marker_style(idx: np.ndarray, d: Decisions,
     sizes = np.full(len(idx), SIZES["point"])
     noise = clusters == -1
     colours[noise] = UNFLAGGED_NOISE
-    symbols[noise] = SYMBOLS["circle-open"]
     flagged = d.flagged[idx]
     colours[flagged] = FLAGGED
     symbols[flagged] = SYMBOLS["x"]

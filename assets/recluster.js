@@ -115,7 +115,7 @@
       const noise = labels[i] < 0;
       const flagged = (flags[i] & 2) !== 0 || (noise && (flags[i] & 1) !== 0);
       let c = noise ? s.unflagged_noise : labels[i] % s.n_cluster_colours;
-      let sym = noise ? s.symbols["circle-open"] : s.symbols.circle;
+      let sym = s.symbols.circle;  // noise the rule keeps: a pale filled dot
       let sz = s.sizes.point;
       if (flagged) { c = s.flagged; sym = s.symbols.x; sz = s.sizes.flagged; }
       const o = overrides[i];

@@ -89,8 +89,13 @@ def _controls() -> dbc.Card:
 
 
 def _toolbar() -> dbc.Row:
-    legend = [html.Span([html.Span(sym, style={"color": col}, className="me-1"), text],
-                        className="me-3 small text-nowrap") for sym, col, text in LEGEND]
+    def marks(symbols: str, colours) -> list[html.Span]:  # noqa: ANN001 - str or list
+        colours = [colours] * len(symbols) if isinstance(colours, str) else colours
+        return [html.Span(s, style={"color": c}) for s, c in zip(symbols, colours, strict=True)]
+
+    legend = [html.Span([*marks(sym, col), html.Span(text, className="ms-1")],
+                        className="me-3 small text-nowrap legend-item")
+              for sym, col, text in LEGEND]
     return dbc.Row([
         dbc.Col(dbc.ButtonGroup([
             dbc.Button("Keep", id=KEEP_BTN, color="success", outline=True, size="sm"),
