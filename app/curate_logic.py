@@ -124,9 +124,15 @@ def toggle(runs_root: Path, run_id: str, sample: int) -> int:
     if not 0 <= sample < len(data.samples):
         raise InputError(f"no sample {sample} in this run")
     kept = bool(current_state(data).decisions.kept[sample])
+    return set_decision(runs_root, run_id, sample, "drop" if kept else "keep")
+
+
+def set_decision(runs_root: Path, run_id: str, sample: int, decision: str) -> int:
+    """Keep or drop one sample (as an override); returns the revision."""
+    data = run_data(runs_root, run_id)
     store = open_store(data.run)
-    store.set_overrides([sample], "drop" if kept else "keep",
-                        f"{'drop' if kept else 'keep'} sample {sample}")
+    store.set_overrides([sample], decision, f"{decision} sample {sample}",
+                        n_samples=len(data.samples))
     return store.revision()
 
 

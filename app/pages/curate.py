@@ -294,6 +294,9 @@ def on_edit(click, _keep, _drop, _clear, gallery_click, selected, run_id, class_
             logic.toggle(root, run_id, int(point["customdata"]))
         elif trigger == GALLERY_CLICK and gallery_click.get("action") == "relabel":
             logic.relabel(root, run_id, int(gallery_click["sample"]), gallery_click["label"])
+        elif trigger == GALLERY_CLICK and gallery_click.get("action") in ("keep", "drop"):
+            logic.set_decision(root, run_id, int(gallery_click["sample"]),
+                               gallery_click["action"])
         elif trigger == GALLERY_CLICK:
             logic.toggle(root, run_id, int(gallery_click["sample"]))
         else:
@@ -410,7 +413,10 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
     counts = logic.review_counts(data, state, code)
     head = (f'<div class="small mb-1 gallery-counts">{counts["flagged"]} flagged · '
             f'{counts["decided"]} decided by you · <b>{counts["left"]} left to review</b> · '
-            "most likely wrong first</div>")
+            "most likely wrong first</div>"
+            '<div class="small text-muted mb-1 gallery-keys">keys: <kbd>j</kbd>/<kbd>k</kbd> '
+            'next/previous · <kbd>a</kbd> keep · <kbd>d</kbd> drop · <kbd>r</kbd> relabel to '
+            'the suggestion · <kbd>u</kbd> undo</div>')
     cards = "".join(
         f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
         f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'

@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
-             "parity", "drag", "tabs", "relabel")
+             "parity", "drag", "tabs", "relabel", "triage")
 
 
 @pytest.fixture(scope="module")
@@ -582,3 +582,45 @@ def test_relabel_from_the_gallery_reaches_the_export_and_the_training_subset(
 
     _click(driver, "curate-undo")
     wait_for(lambda: store.relabels() == {})
+
+
+def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, ui_root):
+    store = CurationStore(ui_root / "triage" / "curation.sqlite")
+    _open(driver, server, "triage")
+    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label"):
+        label.click()
+        wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
+                 or "Nothing flagged" in driver.page_source)
+        if len(driver.find_elements(By.CSS_SELECTOR, ".gallery-relabel")) >= 1 and \
+                len(driver.find_elements(By.CSS_SELECTOR, ".gallery-item")) >= 3:
+            break
+    assert "keys:" in driver.find_element(By.CSS_SELECTOR, ".gallery-keys").text
+
+    def focused() -> int:
+        card = driver.find_element(By.CSS_SELECTOR, ".gallery-item.focused")
+        return int(card.find_element(By.CSS_SELECTOR, ".gallery-toggle")
+                   .get_attribute("data-sample"))
+
+    def cards() -> list[int]:
+        return [int(b.get_attribute("data-sample"))
+                for b in driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")]
+
+    body = driver.find_element(By.TAG_NAME, "body")
+    first = wait_for(focused)
+    body.send_keys("j")
+    wait_for(lambda: focused() == cards()[1])
+    body.send_keys("d")  # drop the second card; the focus moves on to the third
+    wait_for(lambda: store.overrides().get(cards()[1]) == "drop")
+    wait_for(lambda: focused() == cards()[2])
+    body.send_keys("k", "k")
+    wait_for(lambda: focused() == first)
+    body.send_keys("a")
+    wait_for(lambda: store.overrides().get(first) == "keep")
+    body.send_keys("u")  # undo the keep
+    wait_for(lambda: first not in store.overrides())
+    relabel = driver.find_elements(By.CSS_SELECTOR, ".gallery-relabel")[0]
+    target = int(relabel.get_attribute("data-sample"))
+    while focused() != target:
+        body.send_keys("j")
+    body.send_keys("r")
+    wait_for(lambda: target in store.relabels())
