@@ -8,7 +8,9 @@ the eps box, the mouse reaching a point, the click on a class) to the end of the
 re-cluster has arrived (the change is in the store). The eps change is timed twice:
 through the server alone (the baseline, ``window.curateServerOnly``) and as the page does
 it, re-clustered in the browser (assets/recluster.js). Prints p50/p95 per action, their
-ratio and, last, ``p95_ms=<eps change p95>``.
+ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a key press in the noise
+gallery (``j``, assets/triage.js) until the next card is shown focused and painted (two
+animation frames later).
 
     python -m bench.ui_latency [--run runs/cifar10n] [--eps-changes 30]
 """
@@ -73,12 +75,22 @@ def repaint_ms(driver, counts: bool = True, timeout: float = 30.0) -> float:
     return max(b["plot"], b["status"] if counts else 0) - b["t0"]
 
 
+# One keyboard triage step: "j" until the focused card has moved and been painted.
+TRIAGE_STEP = """
+const done = arguments[arguments.length - 1];
+const t0 = performance.now();
+document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j', bubbles: true}));
+requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
+"""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=Path("runs/cifar10n"))
     ap.add_argument("--eps-changes", type=int, default=30)
     ap.add_argument("--hovers", type=int, default=20)
     ap.add_argument("--switches", type=int, default=10)
+    ap.add_argument("--triage", type=int, default=30)
     args = ap.parse_args()
     if not (args.run / "embedding.npy").is_file():
         raise SystemExit(f"{args.run} is not a finished run: build one first, e.g. "
@@ -95,7 +107,7 @@ def main() -> None:
     results: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
                                        "eps change, stored": [],
                                        "hover image": [], "class switch": [],
-                                       "overview (all classes)": []}
+                                       "overview (all classes)": [], "triage step": []}
     try:
         driver.get(f"{server.url}/curate/bench")
         wait_for(lambda: trace_markers(driver), timeout=60)
@@ -153,6 +165,11 @@ def main() -> None:
             labels[0].click()
             results["overview (all classes)"].append(repaint_ms(driver, counts=False))
             labels = driver.find_elements("css selector", ".class-pick label")
+        labels[1].click()
+        wait_for(lambda: len(driver.find_elements("css selector", ".gallery-item")) > 2,
+                 timeout=30)
+        for _ in range(args.triage):
+            results["triage step"].append(driver.execute_async_script(TRIAGE_STEP))
     finally:
         driver.quit()
         server.stop()
