@@ -7,8 +7,14 @@ import platform
 import tarfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from worker.pipeline.features import FeatureOptions
+    from worker.pipeline.ingest import DatasetOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
@@ -80,3 +86,22 @@ def cifar_subset(root: Path, per_class: int,
         w.writeheader()
         w.writerows(r for r in reader if r["path"] in keep)
     return dest, labels
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark row: a dataset with its labels, the features, and a one-line note."""
+
+    name: str
+    dataset: DatasetOptions
+    features: FeatureOptions
+    note: str
+
+
+def resnet56_features() -> FeatureOptions:
+    """The shared CIFAR ResNet-56 weights (trained on CIFAR-10's *true* labels, which
+    flatters every detector that uses their features)."""
+    from worker.pipeline.features import FeatureOptions
+
+    return FeatureOptions(model="cifar-resnet56",
+                          weights=SHARED / "weights/resnet56-4bfd9763.th")

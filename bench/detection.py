@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import SHARED, cifar_folder, cifar_subset, machine
+from bench.common import SHARED, Row, cifar_folder, cifar_subset, machine, resnet56_features
 from bench.peers import cleanlab_peer, simifeat_vote
 from worker.pipeline.clustering import DEFAULT_RULE, RULES, decide
 from worker.pipeline.curation import current_decisions, load_evidence, load_rule_inputs
@@ -45,14 +44,6 @@ SCRATCH_PER_CLASS = 1000
 SCRATCH_EPOCHS = 15
 
 
-@dataclass(frozen=True)
-class Row:
-    name: str
-    dataset: DatasetOptions
-    features: FeatureOptions
-    note: str
-
-
 def rows(skip_cifar: bool) -> list[Row]:
     pixels = FeatureOptions()
     out = [Row(f"digits-sym{int(r * 100)}",
@@ -61,7 +52,7 @@ def rows(skip_cifar: bool) -> list[Row]:
     if skip_cifar:
         return out
     root = cifar_folder()
-    r56 = FeatureOptions(model="cifar-resnet56", weights=SHARED / "weights/resnet56-4bfd9763.th")
+    r56 = resnet56_features()
     folder = parse_spec(f"folder:{root}")
     out.append(Row("cifar10n", DatasetOptions(
         folder, labels_csv=SHARED / "cifar10n-train-labels.csv", label_column="aggre_label",

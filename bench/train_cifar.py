@@ -27,10 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from bench.common import SHARED, cifar_folder, cifar_subset, machine
+from bench.common import Row, cifar_folder, cifar_subset, machine, resnet56_features
 from worker.pipeline.curation import current_decisions
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.embedding import EmbeddingOptions
@@ -49,18 +48,10 @@ SCRATCH_EPOCHS = 15
 MODEL = "cifar-resnet20"
 
 
-@dataclass(frozen=True)
-class Row:
-    name: str
-    dataset: DatasetOptions
-    features: FeatureOptions
-    note: str
-
-
 def rows() -> list[Row]:
     folder, labels = cifar_subset(cifar_folder(), PER_CLASS, TEST_PER_CLASS)
     spec = parse_spec(f"folder:{folder}")
-    r56 = FeatureOptions(model="cifar-resnet56", weights=SHARED / "weights/resnet56-4bfd9763.th")
+    r56 = resnet56_features()
     pairs = DatasetOptions(spec, inject_noise=0.4, seed=0, noise_kind="pairs")
     return [
         Row("aggre-r56", DatasetOptions(spec, labels_csv=labels, label_column="aggre_label",
