@@ -105,3 +105,18 @@ def resnet56_features() -> FeatureOptions:
 
     return FeatureOptions(model="cifar-resnet56",
                           weights=SHARED / "weights/resnet56-4bfd9763.th")
+
+
+def run_row(row: Row, run):  # noqa: ANN001, ANN201 - RunDir → (s, samples, decisions, noisy)
+    """Run (or reuse) the pipeline of ``row`` in ``run`` with default settings; returns
+    (seconds, samples, decisions, noisy) where ``noisy`` (bool, shape (N,)) marks the
+    samples whose label differs from the true one."""
+    from worker.pipeline.curation import current_decisions
+    from worker.pipeline.embedding import EmbeddingOptions
+    from worker.pipeline.runner import run_pipeline
+
+    t = time.perf_counter()
+    run_pipeline(run, row.dataset, row.features, EmbeddingOptions())
+    seconds = time.perf_counter() - t
+    samples, decisions, _ = current_decisions(run)
+    return seconds, samples, decisions, samples.labels != samples.true_labels

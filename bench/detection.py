@@ -23,22 +23,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import SHARED, Row, cifar_folder, cifar_subset, machine, resnet56_features
+from bench.common import (
+    SHARED,
+    Row,
+    cifar_folder,
+    cifar_subset,
+    machine,
+    resnet56_features,
+    run_row,
+)
 from bench.peers import cleanlab_peer, simifeat_vote
 from worker.pipeline.clustering import DEFAULT_RULE, RULES, decide
-from worker.pipeline.curation import current_decisions, load_evidence, load_rule_inputs
+from worker.pipeline.curation import load_evidence, load_rule_inputs
 from worker.pipeline.datasets import parse_spec
-from worker.pipeline.embedding import EmbeddingOptions
 from worker.pipeline.evaluation import auroc, detection_scores
 from worker.pipeline.features import FeatureOptions
 from worker.pipeline.ingest import DatasetOptions
 from worker.pipeline.rundir import RunDir
-from worker.pipeline.runner import run_pipeline
 
 SCRATCH_PER_CLASS = 1000
 SCRATCH_EPOCHS = 15
@@ -74,11 +79,7 @@ def rows(skip_cifar: bool) -> list[Row]:
 
 def score_row(row: Row, runs: Path) -> dict:
     run = RunDir(runs / f"bench-{row.name}")
-    t = time.perf_counter()
-    run_pipeline(run, row.dataset, row.features, EmbeddingOptions())
-    pipeline_s = time.perf_counter() - t
-    samples, decisions, _ = current_decisions(run)
-    noisy = samples.labels != samples.true_labels
+    pipeline_s, samples, decisions, noisy = run_row(row, run)
     inputs = load_rule_inputs(run, samples.labels)
     scores = {"adaptive": load_evidence(run)["score"], "dbscan-knn": 1.0 - inputs.agreement,
               "dbscan": None}

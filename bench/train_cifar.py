@@ -29,15 +29,12 @@ import json
 import time
 from pathlib import Path
 
-from bench.common import Row, cifar_folder, cifar_subset, machine, resnet56_features
-from worker.pipeline.curation import current_decisions
+from bench.common import Row, cifar_folder, cifar_subset, machine, resnet56_features, run_row
 from worker.pipeline.datasets import parse_spec
-from worker.pipeline.embedding import EmbeddingOptions
 from worker.pipeline.evaluation import detection_scores
 from worker.pipeline.features import FeatureOptions
 from worker.pipeline.ingest import DatasetOptions
 from worker.pipeline.rundir import RunDir
-from worker.pipeline.runner import run_pipeline
 from worker.train.experiment import read_results, run_experiment, verdict_report
 from worker.train.launch import TrainConfig
 from worker.train.verdict import compare
@@ -65,13 +62,9 @@ def rows() -> list[Row]:
     ]
 
 
-def run_row(row: Row, runs: Path, seeds: int) -> dict:
+def train_row(row: Row, runs: Path, seeds: int) -> dict:
     run = RunDir(runs / f"bench-train-{row.name}")
-    t = time.perf_counter()
-    run_pipeline(run, row.dataset, row.features, EmbeddingOptions())
-    pipeline_s = time.perf_counter() - t
-    samples, decisions, _ = current_decisions(run)
-    noisy = samples.labels != samples.true_labels
+    pipeline_s, samples, decisions, noisy = run_row(row, run)
     detection = detection_scores(decisions.flagged, noisy)
     configs = [TrainConfig(subset=s, model=MODEL, seed=seed, nproc=1)
                for s in ("full", "filtered", "random") for seed in range(seeds)]
@@ -104,7 +97,7 @@ def main() -> None:
           f"{TEST_PER_CLASS}/class clean test · {machine()}", flush=True)
     out = []
     for row in chosen:
-        r = run_row(row, a.runs, a.seeds)
+        r = train_row(row, a.runs, a.seeds)
         d = r["detection"]
         print(f"\n## {r['row']}: {r['note']}\n{r['n']} images, {r['noise_pct']}% wrong labels; "
               f"flagged {r['flagged']} (precision {d['precision']:.3f}, recall {d['recall']:.3f},"
