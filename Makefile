@@ -48,9 +48,11 @@ bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.tsne
 	PYTHONPATH=. $(BIN)/python -m bench.extract
 	PYTHONPATH=. $(BIN)/python -m bench.detection
-	PYTHONPATH=. $(BIN)/python -m bench.ui_latency
+	PYTHONPATH=. $(BIN)/python -m bench.ui_latency --run runs/bench-cifar10n
 	PYTHONPATH=. $(BIN)/python -m bench.train
+	PYTHONPATH=. $(BIN)/python -m bench.train_cifar
 	PYTHONPATH=. $(BIN)/python -m bench.pipeline_time
+	PYTHONPATH=. $(BIN)/python -m bench.cli_start
 
 clean:
 	rm -rf $(VENV) .pytest_cache
