@@ -52,18 +52,20 @@
     event.preventDefault();
   });
 
-  // The server replaces the gallery's HTML after every change: re-mark the focused card.
-  const observer = new MutationObserver(function () {
+  // The server replaces the gallery's HTML after every change (and Dash re-creates the
+  // gallery element on page changes): re-mark the focused card whenever the gallery's
+  // content changes. The body is observed, filtered to mutations inside the gallery.
+  const observer = new MutationObserver(function (mutations) {
+    const inGallery = mutations.some(function (m) {
+      const el = m.target.nodeType === 1 ? m.target : m.target.parentElement;
+      return el && el.closest && el.closest("#curate-gallery");
+    });
+    if (!inGallery) return;
     const all = cards();
     if (all.length && !all.some(function (c) { return c.classList.contains("focused"); })) {
       const at = Math.min(focus, all.length - 1);
       all.forEach(function (card, i) { card.classList.toggle("focused", i === at); });
     }
   });
-  function watch() {
-    const gallery = document.getElementById("curate-gallery");
-    if (gallery) observer.observe(gallery, {childList: true, subtree: true});
-    else setTimeout(watch, 500);
-  }
-  watch();
+  observer.observe(document.body, {childList: true, subtree: true});
 })();

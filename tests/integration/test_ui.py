@@ -556,7 +556,7 @@ def test_relabel_from_the_gallery_reaches_the_export_and_the_training_subset(
                 if not held_out[int(b.get_attribute("data-sample"))]]
 
     _open(driver, server, "relabel")
-    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label"):
+    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label")[1:]:
         label.click()
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
                  or "Nothing flagged" in driver.page_source)
@@ -587,7 +587,7 @@ def test_relabel_from_the_gallery_reaches_the_export_and_the_training_subset(
 def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, ui_root):
     store = CurationStore(ui_root / "triage" / "curation.sqlite")
     _open(driver, server, "triage")
-    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label"):
+    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label")[1:]:
         label.click()
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
                  or "Nothing flagged" in driver.page_source)
@@ -596,17 +596,20 @@ def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, u
             break
     assert "keys:" in driver.find_element(By.CSS_SELECTOR, ".gallery-keys").text
 
-    def focused() -> int:
-        card = driver.find_element(By.CSS_SELECTOR, ".gallery-item.focused")
-        return int(card.find_element(By.CSS_SELECTOR, ".gallery-toggle")
-                   .get_attribute("data-sample"))
+    # Read in the page, in one go: the server re-renders the gallery after each change.
+    def focused() -> int | None:
+        return driver.execute_script(
+            "const b = document.querySelector('.gallery-item.focused .gallery-toggle');"
+            "return b ? Number(b.dataset.sample) : null;")
 
     def cards() -> list[int]:
-        return [int(b.get_attribute("data-sample"))
-                for b in driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")]
+        return driver.execute_script(
+            "return Array.from(document.querySelectorAll('.gallery-toggle'))"
+            ".map(b => Number(b.dataset.sample));")
 
     body = driver.find_element(By.TAG_NAME, "body")
-    first = wait_for(focused)
+    wait_for(lambda: focused() is not None)
+    first = focused()
     body.send_keys("j")
     wait_for(lambda: focused() == cards()[1])
     body.send_keys("d")  # drop the second card; the focus moves on to the third
@@ -618,8 +621,8 @@ def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, u
     wait_for(lambda: store.overrides().get(first) == "keep")
     body.send_keys("u")  # undo the keep
     wait_for(lambda: first not in store.overrides())
-    relabel = driver.find_elements(By.CSS_SELECTOR, ".gallery-relabel")[0]
-    target = int(relabel.get_attribute("data-sample"))
+    target = driver.execute_script(
+        "return Number(document.querySelector('.gallery-relabel').dataset.sample);")
     body.send_keys(*["k"] * len(cards()))  # back to the first card
     for _ in range(len(cards())):
         if focused() == target:
