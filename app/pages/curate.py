@@ -25,7 +25,7 @@ from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
 from app.data import cached_figure, current_state, run_data
-from app.figures import LEGEND, class_figure, class_trace, overview_figure
+from app.figures import LEGEND, REASON_MARKS, class_figure, class_trace, overview_figure
 from app.layout import error_alert
 from app.panels import export_panel, retrain_panel
 from app.server import settings
@@ -420,7 +420,8 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
     cards = "".join(
         f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
         f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'
-        f'<div class="small text-muted">#{it["index"]}{it["evidence"]}</div>'
+        f'<div class="small text-muted"><span style="color:{REASON_MARKS[it["reason"]][1]}">'
+        f'{REASON_MARKS[it["reason"]][0]}</span> #{it["index"]}{it["evidence"]}</div>'
         f'<div class="small gallery-why">{escape(it["why"])}</div>'
         f'<button type="button" data-sample="{it["index"]}" '
         f'class="btn btn-sm w-100 gallery-toggle btn-{"success" if it["kept"] else "danger"}" '
