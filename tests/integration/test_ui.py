@@ -89,8 +89,8 @@ def test_pages_load_without_console_errors(driver, server):
     driver.find_element(By.CSS_SELECTOR, "label[for$='0']")  # class list rendered
     assert _severe_errors(driver) == []
     driver.get(server.url + "/curate/no-such-run")
-    assert wait_for(lambda: "not found" in driver.page_source or "no embedding" in
-                    driver.page_source or "invalid run id" in driver.page_source)
+    assert wait_for(lambda: "no run 'no-such-run' in the runs root" in driver.page_source
+                    or "invalid run id" in driver.page_source)
 
 
 def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
@@ -104,7 +104,8 @@ def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
         return int(text.split(" DBSCAN noise")[0].rsplit("· ", 1)[1])
 
     wait_for(lambda: noise(status_text(driver)) > noise(before_status))
-    after = wait_for(lambda: (m := trace_markers(driver)) and m["symbol"] != before["symbol"]
+    # Noise the rule keeps changes colour (a pale dot), flagged noise also its symbol.
+    after = wait_for(lambda: (m := trace_markers(driver)) and m["color"] != before["color"]
                      and m)
     assert after["customdata"] == before["customdata"]  # same points, only markers changed
     assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
@@ -207,7 +208,7 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     hold.perform()
     preview = wait_for(lambda: driver.execute_script("return window.curateLastRecluster"))
     assert preview["eps"] < stored[0]
-    wait_for(lambda: trace_markers(driver)["symbol"] != before["symbol"])  # drawn live
+    wait_for(lambda: trace_markers(driver)["color"] != before["color"])  # drawn live
     time.sleep(0.3)
     assert store.class_params()[0] == stored and store.revision() == revision  # not stored
     ActionChains(driver).release().perform()
