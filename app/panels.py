@@ -213,13 +213,17 @@ def _train_params(subset, model, batch, epochs, nproc) -> dict:  # noqa: ANN001
 def show_plan(subset, model, batch, epochs, nproc, _job, run_id):
     """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
     warning when that is too few optimizer steps to train."""
+    from app.data import current_state, run_data
     from worker.jobs import coerce_train_config, train_config
     from worker.train.launch import plan_for
 
     try:
         cfg = coerce_train_config(train_config(
             _train_params(subset, model, batch, epochs, nproc or 1)))
-        plan = plan_for(resolve_run(settings().runs_root, run_id).require(), cfg)
+        # The page's cached state: no second clustering of every class for a preview.
+        data = run_data(settings().runs_root, run_id)
+        plan = plan_for(data.run, cfg, data.samples.labels,
+                        current_state(data).decisions.kept)
     except InputError as exc:
         return error_alert(str(exc))
     return html.Div([html.Div(f"Will train on {plan.describe()}.", className="small text-muted"),

@@ -141,28 +141,35 @@ def subset_key(indices: np.ndarray, labels: np.ndarray) -> str:
     return h.hexdigest()[:16]
 
 
+def subset_indices(run: RunDir, labels: np.ndarray, kept: np.ndarray, subset: str,
+                   seed: int) -> np.ndarray:
+    """Sorted int64 indices of ``subset`` given the given labels and the kept mask (both
+    shape (N,)), excluding any hold-out; an empty subset is an error."""
+    if subset not in SUBSETS:
+        raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
+    pool = np.arange(len(labels))
+    if not _has_test_split(run):
+        pool = pool[~holdout_mask(labels)]
+    filtered = pool[kept[pool]]
+    if subset == "full":
+        chosen = pool
+    elif subset == "filtered":
+        chosen = filtered
+    else:
+        chosen = random_like(pool, labels, filtered, seed)
+    if len(chosen) == 0:
+        raise InputError(f"the {subset} subset is empty: nothing would be trained on")
+    return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
 def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
     """The samples of ``subset`` (see module docstring), excluding any hold-out, read from
     one snapshot of the curation store."""
     from worker.pipeline.curation import current_snapshot
 
-    if subset not in SUBSETS:
-        raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
     snap = current_snapshot(run)
-    samples, decisions, labels = snap.samples, snap.decisions, snap.labels
-    pool = np.arange(len(samples))
-    if not _has_test_split(run):
-        pool = pool[~holdout_mask(samples.labels)]
-    kept = pool[decisions.kept[pool]]
-    if subset == "full":
-        chosen = pool
-    elif subset == "filtered":
-        chosen = kept
-    else:
-        chosen = random_like(pool, samples.labels, kept, seed)
-    if len(chosen) == 0:
-        raise InputError(f"the {subset} subset is empty: nothing would be trained on")
-    chosen = np.sort(np.asarray(chosen, dtype=np.int64))
+    samples, labels = snap.samples, snap.labels
+    chosen = subset_indices(run, samples.labels, snap.decisions.kept, subset, seed)
     # Only the curated subset trains with the reviewers' relabels: full and random are the
     # controls, as the data came.
     y = (labels if subset == "filtered" else samples.labels)[chosen]

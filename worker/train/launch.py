@@ -16,11 +16,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.rundir import RunDir, save_npy, write_text
 
-from .data import SUBSETS, select_subset
+from .data import SUBSETS, select_subset, subset_indices
 from .model import TRAIN_MODELS
 from .plan import Plan, resolve
 
@@ -111,10 +113,11 @@ class Prepared:
     reused: str | None
 
 
-def plan_for(run: RunDir, cfg: TrainConfig) -> Plan:
-    """What ``cfg`` would do on the run's current subset (for a preview: nothing written)."""
+def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray) -> Plan:
+    """What ``cfg`` would do on the subset that ``kept`` (shape (N,), the curation's
+    decisions as the caller already holds them) gives: a preview, nothing written."""
     validate(cfg)
-    return resolve(cfg, len(select_subset(run, cfg.subset, cfg.seed).indices))[1]
+    return resolve(cfg, len(subset_indices(run, labels, kept, cfg.subset, cfg.seed)))[1]
 
 
 def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:

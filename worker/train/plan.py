@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # launch imports this module
+    from .launch import TrainConfig
 
 MIN_STEPS_PER_EPOCH = 20
 MIN_TOTAL_STEPS = 300
@@ -104,7 +108,7 @@ def make_plan(n: int, batch_size: int | None, epochs: int | None, lr: float | No
                 tuple(warnings))
 
 
-def resolve(cfg, n: int):  # noqa: ANN001, ANN201 - TrainConfig → (TrainConfig, Plan)
+def resolve(cfg: TrainConfig, n: int) -> tuple[TrainConfig, Plan]:
     """``cfg`` with its left-out settings filled in for a subset of ``n`` images."""
     plan = make_plan(n, cfg.batch_size, cfg.epochs, cfg.lr, cfg.nproc * cfg.nnodes)
     return replace(cfg, batch_size=plan.batch_size, epochs=plan.epochs, lr=plan.lr), plan
