@@ -468,8 +468,10 @@ def test_retrain_with_the_panel_defaults_trains_and_reuses_only_an_identical_sub
 
 
 def _click_link(driver, href: str) -> None:
-    driver.execute_script("arguments[0].click();",
-                          driver.find_element(By.CSS_SELECTOR, f"a[href='{href}']"))
+    # Found and clicked in one script: the page may re-render between a lookup and a click.
+    wait_for(lambda: driver.execute_script(
+        "const a = document.querySelector(arguments[0]); if (a) a.click(); return !!a;",
+        f"a[href='{href}']"))
 
 
 def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_root):
