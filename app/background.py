@@ -49,14 +49,24 @@ def render_png(emb: np.ndarray, labels: np.ndarray, classes: list[str]) -> bytes
     x0, x1, y0, y1 = extent(emb)
     scale = SIZE / max(x1 - x0, y1 - y0)
     w, h = max(1, int((x1 - x0) * scale)), max(1, int((y1 - y0) * scale))
-    img = Image.new("RGBA", (w, h), (255, 255, 255, 0))
-    draw = ImageDraw.Draw(img)
     px = (emb[:, 0] - x0) * scale
     py = (y1 - emb[:, 1]) * scale  # image rows grow downward
-    r = 2.0 if len(emb) > 20000 else 3.0
-    fills = [_pale(c) for c in range(len(classes))]
-    for x, y, c in zip(px.tolist(), py.tolist(), labels.tolist(), strict=True):
-        draw.ellipse((x - r, y - r, x + r, y + r), fill=fills[c])
+    r = 2 if len(emb) > 20000 else 3
+    # Every dot is a disk of radius r stamped with numpy, one offset at a time, later
+    # points over earlier ones: 1.28M points take about a second, where PIL's ellipse per
+    # point took minutes.
+    fills = np.array([_pale(c) for c in range(len(classes))], dtype=np.uint8)
+    canvas = np.zeros((h, w, 4), dtype=np.uint8)
+    col, row = np.rint(px).astype(np.int64), np.rint(py).astype(np.int64)
+    colour = fills[labels]
+    for dx in range(-r, r + 1):
+        for dy in range(-r, r + 1):
+            if dx * dx + dy * dy <= r * r:
+                cc, rr = col + dx, row + dy
+                inside = (cc >= 0) & (cc < w) & (rr >= 0) & (rr < h)
+                canvas[rr[inside], cc[inside]] = colour[inside]
+    img = Image.fromarray(canvas, "RGBA")
+    draw = ImageDraw.Draw(img)
     if len(classes) <= LABEL_LIMIT:
         font = ImageFont.load_default(size=22)
         for c, name in enumerate(classes):

@@ -18,9 +18,13 @@ T = TypeVar("T")
 
 # Thumbnail and backdrop PNGs: a few kB each, immutable per file mtime.
 files = Cache()
-# Clusterings and figures: up to ~1 MB each (the 50,000-point overview), one set per
-# store revision, so this one keeps few entries.
+# Figures: up to ~1 MB each (the 50,000-point overview), one set per store revision, so
+# this one keeps few entries.
 derived = Cache()
+# Per-class DBSCAN labels: ~10-40 kB each, one per class and parameters. A page's state
+# needs one per class, so this holds many: with 1,000 classes in the figures' 256 slots,
+# every request re-clustered every class.
+labels = Cache()
 
 
 def init_app(server: Flask) -> None:
@@ -28,18 +32,20 @@ def init_app(server: Flask) -> None:
                                    "CACHE_DEFAULT_TIMEOUT": 3600})
     derived.init_app(server, config={"CACHE_TYPE": "SimpleCache", "CACHE_THRESHOLD": 256,
                                      "CACHE_DEFAULT_TIMEOUT": 3600})
+    labels.init_app(server, config={"CACHE_TYPE": "SimpleCache", "CACHE_THRESHOLD": 20000,
+                                    "CACHE_DEFAULT_TIMEOUT": 3600})
 
 
-def memoized(key: tuple[Hashable, ...], compute: Callable[[], T]) -> T:
-    """``compute()``, kept in the ``derived`` cache under ``key``.
+def memoized(key: tuple[Hashable, ...], compute: Callable[[], T], cache: Cache = derived) -> T:
+    """``compute()``, kept in ``cache`` (the figures' by default) under ``key``.
 
     Outside a Flask app (unit tests, scripts) there is no cache: it is computed each time.
     """
     if not has_app_context():
         return compute()
     name = repr(key)
-    value = derived.get(name)
+    value = cache.get(name)
     if value is None:
         value = compute()
-        derived.set(name, value)
+        cache.set(name, value)
     return value

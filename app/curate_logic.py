@@ -18,7 +18,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.store import CurationStore
 
 from .data import RunData, RunState, current_state, run_data
-from .figures import MARKER_STYLE, override_codes, typed_array
+from .figures import MARKER_STYLE, look_table, override_codes, typed_array
 
 GALLERY_PAGE_SIZE = 24
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
@@ -30,7 +30,8 @@ COUNT_KEYS = ("size", "flagged", "overridden", "kept")
 
 @dataclass(frozen=True)
 class PageView:
-    """What the page shows now (the VIEW_STATE values), so unchanged outputs are skipped."""
+    """What the page shows now (app/pages/curate.py VIEW_IN, by name), so unchanged
+    outputs are skipped, and how the gallery is filtered."""
 
     show_background: bool | None = True
     page: int | None = 1
@@ -39,6 +40,24 @@ class PageView:
     pages: int | None = None
     undo_disabled: bool | None = None
     redo_disabled: bool | None = None
+    filter: str | None = "review"
+    selection: tuple[int, ...] | None = None  # samples in the map's lasso/box selection
+    class_search: str | None = None
+    class_sort: str | None = "code"
+    more: str | None = None  # the class list's "showing 60 of …" line
+
+    @classmethod
+    def read(cls, values: dict) -> PageView:
+        """From the callback's dict of States; ``selection`` is Plotly's selectedData."""
+        points = values.get("selection")
+        selection = None if not points else tuple(selected_samples(points))
+        return cls(**{**values, "selection": selection})
+
+
+def selected_samples(selected: dict | None) -> list[int]:
+    """The sample indices in Plotly's ``selectedData`` (points of the class trace)."""
+    return [int(p["customdata"]) for p in (selected or {}).get("points", [])
+            if p.get("customdata") is not None]
 
 
 def store_for(runs_root: Path, run_id: str) -> CurationStore:
@@ -179,6 +198,42 @@ def class_counts(data: RunData, state: RunState) -> list[dict]:
     return summary_rows(data.samples, state.decisions)
 
 
+# The class list shows at most this many classes (plus the selected one): at 1,000
+# classes every repaint would otherwise send and render 1,000 labels. A search box and a
+# sort order reach the rest.
+CLASS_LIST_MAX = 60
+CLASS_SORTS = {"code": "dataset order", "flagged": "flagged share, highest first",
+               "size": "size, largest first", "name": "name"}
+
+
+def class_list(rows: list[dict], search: str | None = None, sort: str | None = "code",
+               selected: int | None = None, limit: int = CLASS_LIST_MAX) -> tuple[list[int], int]:
+    """Which classes the class list shows, in order: those whose name contains ``search``
+    (case-insensitive), sorted by ``sort`` (a key of CLASS_SORTS), the first ``limit``, and
+    the ``selected`` class whatever the search.
+
+    Parameters
+    ----------
+    rows : per-class count rows from :func:`class_counts` (the total row last)
+
+    Returns
+    -------
+    (codes, matched): the class codes to show, and how many classes matched the search
+    """
+    if sort not in CLASS_SORTS:
+        sort = "code"
+    needle = (search or "").strip().lower()
+    codes = [c for c, r in enumerate(rows[:-1]) if needle in str(r["class"]).lower()]
+    key = {"code": lambda c: c, "name": lambda c: str(rows[c]["class"]),
+           "size": lambda c: (-rows[c]["size"], c),
+           "flagged": lambda c: (-rows[c]["flagged"] / max(rows[c]["size"], 1), c)}[sort]
+    codes.sort(key=key)
+    shown = codes[:limit]
+    if selected is not None and selected not in shown:
+        shown = [selected, *shown]
+    return shown, len(codes)
+
+
 def noise_per_class(data: RunData, state: RunState) -> list[int]:
     """DBSCAN noise points in each class (before the rule and overrides)."""
     noise = state.decisions.clusters == -1
@@ -195,55 +250,109 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
                  noise: list[int]) -> dict:
     """What the browser needs to re-cluster class ``code`` itself (assets/recluster.js).
 
-    The coordinates are not repeated: the browser reads them from the plotted trace.
+    The coordinates are not repeated: the browser reads them from the plotted trace. The
+    rule is not repeated either: each point comes with its look (a row of
+    :data:`~app.figures.LOOKS`) for both DBSCAN outcomes, so the browser only re-clusters
+    and looks up.
 
     Returns
     -------
-    dict with the stored ``eps`` and ``ms``, the store ``revision`` it reflects, per-point
-    ``flags`` (:func:`~worker.pipeline.clustering.flag_bits`) and ``overrides``
-    (:func:`~app.figures.override_codes`) as uint8 typed arrays of shape (n_c,), the
-    count ``rows`` and per-class ``noise`` the page shows, and the text templates and
-    marker style. ``exact`` is False for classes small enough that the server hands them
+    dict with the stored ``eps`` and ``ms``, the store ``revision`` it reflects, ``looks``
+    (:func:`~app.figures.look_table` flattened: a uint8 typed array of shape (2 n_c,),
+    point i's look in a cluster at 2i, as noise at 2i + 1), the count ``rows`` and
+    per-class ``noise`` the page shows, the text templates and the look table itself
+    (``style``). ``exact`` is False for classes small enough that the server hands them
     to scikit-learn, whose brute-force distances could differ in the last bit.
     """
     idx = data.members[code]
     eps, ms = state.params[code]
     bits = flag_bits(data.inputs.take(idx), state.rule, len(idx))
+    looks = look_table(bits, override_codes(idx, state.marks))
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
-            "flags": typed_array(bits, "u1"),
-            "overrides": typed_array(override_codes(idx, state.marks), "u1"),
+            "looks": typed_array(looks.ravel(), "u1"),
             "rows": [{k: r[k] for k in COUNT_KEYS} for r in rows], "noise": noise,
             "status": STATUS_TEMPLATE, "counts": COUNTS_TEMPLATE, "style": MARKER_STYLE}
 
 
-def gallery_items(data: RunData, state: RunState, code: int, page: int) -> tuple[list[dict], int]:
-    """One page of the class's flagged or overridden points, most likely wrong first (by
-    mislabel score; index order for runs without one).
+# The gallery's state filter: label -> which of a class's points it shows.
+GALLERY_FILTERS = {
+    "review": "flagged or decided by you",
+    "left": "left to review",
+    "decided": "decided by you",
+    "dropped": "dropped",
+    "kept": "kept",
+    "all": "every point",
+}
+
+
+def gallery_points(data: RunData, state: RunState, code: int, which: str = "review",
+                   selection: tuple[int, ...] | None = None) -> np.ndarray:
+    """The class's points the gallery lists, most likely wrong first (by mislabel score;
+    index order for runs without one).
+
+    Parameters
+    ----------
+    which : a key of GALLERY_FILTERS
+    selection : samples selected on the map (lasso or box); None: no selection
+
+    Returns
+    -------
+    ndarray of int64, shape (m,): sample indices
+    """
+    if which not in GALLERY_FILTERS:
+        raise InputError(f"no gallery filter {which!r}: use one of {', '.join(GALLERY_FILTERS)}")
+    idx = data.members[code]
+    d = state.decisions
+    decided = np.isin(idx, list(state.decided))
+    keep = {"review": d.flagged[idx] | decided, "left": d.flagged[idx] & ~decided,
+            "decided": decided, "dropped": ~d.kept[idx], "kept": d.kept[idx],
+            "all": np.ones(len(idx), bool)}[which]
+    if selection is not None:
+        keep &= np.isin(idx, np.asarray(selection, dtype=np.int64))
+    chosen = idx[keep]
+    if data.score is not None:
+        chosen = chosen[np.argsort(-data.score[chosen], kind="stable")]
+    return chosen
+
+
+def gallery_items(data: RunData, state: RunState, code: int, page: int, which: str = "review",
+                  selection: tuple[int, ...] | None = None) -> tuple[list[dict], int]:
+    """One page of :func:`gallery_points`.
 
     Returns
     -------
     (items, pages): items have index, path, kept, reason, evidence (given → suggested
-    label and score), why; pages is the page count.
+    label and score), why, suggested; pages is the page count.
     """
-    idx = data.members[code]
-    d = state.decisions
-    interesting = idx[d.flagged[idx] | np.isin(idx, list(state.decided))]
-    if data.score is not None:
-        interesting = interesting[np.argsort(-data.score[interesting], kind="stable")]
-    pages = max(1, -(-len(interesting) // GALLERY_PAGE_SIZE))
+    points = gallery_points(data, state, code, which, selection)
+    pages = max(1, -(-len(points) // GALLERY_PAGE_SIZE))
     page = min(max(1, page or 1), pages)
-    chosen = interesting[(page - 1) * GALLERY_PAGE_SIZE: page * GALLERY_PAGE_SIZE]
+    chosen = points[(page - 1) * GALLERY_PAGE_SIZE: page * GALLERY_PAGE_SIZE]
+
     def evidence(i: int) -> str:
         given = data.samples.classes[data.samples.labels[i]]
         shown = suggestion(data, state, i)
         label = f" · {given} → {shown}" if shown else f" · {given}"
         return label + ("" if data.score is None else f" · score {data.score[i]:.2f}")
 
-    return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(d.kept[i]),
-             "reason": str(d.reason[i]), "evidence": evidence(i), "why": why(data, state, i),
+    return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(state.decisions.kept[i]),
+             "reason": str(state.decisions.reason[i]), "evidence": evidence(i),
+             "why": why(data, state, i),
              "suggested": None if int(i) in state.relabels else suggestion(data, state, i)}
             for i in chosen], pages
+
+
+def gallery_action(runs_root: Path, run_id: str, click: dict) -> int:
+    """What a gallery button or key sent (assets/gallery.js, assets/triage.js):
+    ``{sample, action, label}`` with action keep, drop, toggle or relabel; returns the
+    revision."""
+    sample, action = int(click["sample"]), click.get("action")
+    if action == "relabel":
+        return relabel(runs_root, run_id, sample, click.get("label"))
+    if action in ("keep", "drop"):
+        return set_decision(runs_root, run_id, sample, action)
+    return toggle(runs_root, run_id, sample)
 
 
 def why(data: RunData, state: RunState, sample: int) -> str:

@@ -31,12 +31,14 @@ from worker.pipeline.curation import (
     load_evidence,
     neighbours_path,
     read_curation,
+    recorded_clusters,
     rule_inputs,
 )
 from worker.pipeline.datasets import SampleTable
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
 
+from .caching import labels as labels_cache
 from .caching import memoized
 
 
@@ -57,6 +59,8 @@ class RunData:
     neighbours: np.ndarray  # (N, 10) int64, nearest samples in feature space (PCA-50)
     members: tuple[np.ndarray, ...]  # per class code, sample indices (ascending)
     stamp: tuple[int, ...]  # mtimes of the files above: the key of every derived cache
+    # clusters.npy and each class's parameters then (curation.recorded_clusters), or None
+    recorded: tuple[np.ndarray, dict[int, tuple[float, int]]] | None = None
 
 
 @functools.lru_cache(maxsize=8)
@@ -71,11 +75,13 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     inputs = rule_inputs(samples.labels, load_agreement(run), evidence)
     members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
     return RunData(run, samples, emb, inputs, evidence and evidence["score"],
-                   evidence and evidence["suggested"], nn[:, :10], members, stamp)
+                   evidence and evidence["suggested"], nn[:, :10], members, stamp,
+                   recorded_clusters(run, samples))
 
 
 def _stamp(run: RunDir) -> tuple[int, ...]:
     return tuple(_mtime(p) for p in (run.samples_csv, run.embedding, run.features,
+                                     run.path / "clusters.npy", run.run_json,
                                      agreement_path(run), neighbours_path(run),
                                      *evidence_paths(run).values()))
 
@@ -103,8 +109,11 @@ def _clusterer(path: str, stamp: tuple[int, ...], code: int) -> ClassClusterer:
 def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
     """DBSCAN labels of class ``code``'s points, shape (n_c,), memoized per parameters."""
     path, eps, min_samples = str(data.run.path), float(eps), int(min_samples)
+    if data.recorded is not None and data.recorded[1].get(code) == (eps, min_samples):
+        return data.recorded[0][data.members[code]]  # as the cluster step saved them
     return memoized(("labels", path, data.stamp, code, eps, min_samples),
-                    lambda: _clusterer(path, data.stamp, code).labels(eps, min_samples))
+                    lambda: _clusterer(path, data.stamp, code).labels(eps, min_samples),
+                    cache=labels_cache)
 
 
 @dataclass

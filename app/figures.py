@@ -9,10 +9,11 @@ coordinates of 50,000 points cross the wire once.
 from __future__ import annotations
 
 import base64
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from worker.pipeline.clustering import Decisions
+from worker.pipeline.clustering import Decisions, flagged_by
 
 # Qualitative palette for clusters (Plotly's D3/T10, minus red, green and grey, which
 # mean drop, keep and background here).
@@ -47,18 +48,74 @@ REASON_MARKS = {"noise": ("✕", NOISE_COLOUR), "override_keep": ("◆", KEEP_CO
 # change's response on a 5,314-point class from 145 kB to about 90 kB. Colours stay hex
 # strings: integer codes through a colorscale were smaller still (52 kB) but Plotly's
 # colorscale path made each repaint ~20 ms slower in Chromium here.
-UNFLAGGED_NOISE, FLAGGED, KEEP, DROP = range(len(CLUSTER_COLOURS), len(CLUSTER_COLOURS) + 4)
-MARKER_COLOURS = CLUSTER_COLOURS + [UNFLAGGED_NOISE_COLOUR, NOISE_COLOUR, KEEP_COLOUR,
-                                    DROP_COLOUR]
 SYMBOLS = {"circle": 0, "diamond": 2, "x": 4}
 SIZES = {"point": 6, "flagged": 8, "override": 10}
-_HEX = np.array(MARKER_COLOURS, dtype=object)
 OVERRIDE_CODES = {"keep": 1, "drop": 2}  # 0: no override
 
-# Everything assets/recluster.js needs to draw markers exactly as marker_style() does.
-MARKER_STYLE = {"colours": MARKER_COLOURS, "n_cluster_colours": len(CLUSTER_COLOURS),
-                "unflagged_noise": UNFLAGGED_NOISE, "flagged": FLAGGED, "keep": KEEP,
-                "drop": DROP, "symbols": SYMBOLS, "sizes": SIZES}
+
+@dataclass(frozen=True)
+class Look:
+    """How one kind of point is drawn and counted. ``colour`` None: its cluster's colour."""
+
+    name: str
+    colour: str | None
+    symbol: int
+    size: int
+    flagged: bool
+    kept: bool
+    overridden: bool
+
+
+# Every kind of point, by code: the one table the server's markers (marker_style) and the
+# browser's re-cluster (assets/recluster.js, through look_table) read. Codes: 0 cluster,
+# 1 noise the rule keeps, 2 flagged, 3 + flagged kept by you, 5 + flagged dropped by you.
+LOOKS = [
+    Look("cluster", None, SYMBOLS["circle"], SIZES["point"], False, True, False),
+    Look("noise kept", UNFLAGGED_NOISE_COLOUR, SYMBOLS["circle"], SIZES["point"], False, True,
+         False),
+    Look("flagged", NOISE_COLOUR, SYMBOLS["x"], SIZES["flagged"], True, False, False),
+    *(Look(f"{what}{' flagged' if flagged else ''}", colour, symbol, SIZES["override"],
+           flagged, what == "keep", True)
+      for what, colour, symbol in (("keep", KEEP_COLOUR, SYMBOLS["diamond"]),
+                                   ("drop", DROP_COLOUR, SYMBOLS["x"]))
+      for flagged in (False, True)),
+]
+_LOOK_SYMBOL = np.array([look.symbol for look in LOOKS])
+_LOOK_SIZE = np.array([look.size for look in LOOKS])
+_LOOK_COLOUR = np.array([look.colour for look in LOOKS], dtype=object)
+
+
+def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray) -> np.ndarray:
+    """Each point's row of LOOKS.
+
+    Parameters
+    ----------
+    flagged, noise : ndarray of bool, shape (n,)
+    overrides : ndarray of uint8, shape (n,): 0 or an OVERRIDE_CODES value
+
+    Returns
+    -------
+    ndarray of uint8, shape (n,)
+    """
+    codes = np.where(flagged, 2, np.where(noise, 1, 0)).astype(np.uint8)
+    for value, first in ((OVERRIDE_CODES["keep"], 3), (OVERRIDE_CODES["drop"], 5)):
+        hit = overrides == value
+        codes[hit] = first + flagged[hit]
+    return codes
+
+
+def look_table(bits: np.ndarray, overrides: np.ndarray) -> np.ndarray:
+    """Each point's look for both DBSCAN outcomes, for the browser to look up after it
+    re-clusters: shape (n, 2), column 0 if the point is in a cluster, 1 if it is noise.
+
+    ``bits``: :func:`~worker.pipeline.clustering.flag_bits`, shape (n,).
+    """
+    return np.stack([look_codes(flagged_by(bits, noise), np.full(len(bits), noise), overrides)
+                     for noise in (False, True)], axis=1)
+
+
+# Everything assets/recluster.js needs besides each point's look codes.
+MARKER_STYLE = {"looks": [asdict(look) for look in LOOKS], "clusters": CLUSTER_COLOURS}
 
 
 def override_codes(idx: np.ndarray, overrides: dict[int, str]) -> np.ndarray:
@@ -80,26 +137,14 @@ def override_codes(idx: np.ndarray, overrides: dict[int, str]) -> np.ndarray:
 
 def marker_style(idx: np.ndarray, d: Decisions,
                  overrides: dict[int, str]) -> tuple[list[str], list[int], list[int]]:
-    """Colours, symbol numbers and sizes for the samples ``idx`` (shape (n,), ascending).
-
-    Colours come from ``MARKER_COLOURS``; symbols are the values of ``SYMBOLS``.
-    """
+    """Colours (hex), symbol numbers (values of ``SYMBOLS``) and sizes for the samples
+    ``idx`` (shape (n,), ascending), from LOOKS."""
     clusters = d.clusters[idx]
-    colours = np.maximum(clusters, 0) % len(CLUSTER_COLOURS)
-    symbols = np.full(len(idx), SYMBOLS["circle"])
-    sizes = np.full(len(idx), SIZES["point"])
-    noise = clusters == -1
-    colours[noise] = UNFLAGGED_NOISE
-    flagged = d.flagged[idx]
-    colours[flagged] = FLAGGED
-    symbols[flagged] = SYMBOLS["x"]
-    sizes[flagged] = SIZES["flagged"]
-    codes = override_codes(idx, overrides)
-    keep, drop = codes == OVERRIDE_CODES["keep"], codes == OVERRIDE_CODES["drop"]
-    colours[keep], colours[drop] = KEEP, DROP
-    symbols[keep], symbols[drop] = SYMBOLS["diamond"], SYMBOLS["x"]
-    sizes[keep | drop] = SIZES["override"]
-    return _HEX[colours].tolist(), symbols.tolist(), sizes.tolist()
+    codes = look_codes(d.flagged[idx], clusters == -1, override_codes(idx, overrides))
+    colours = _LOOK_COLOUR[codes]
+    own = codes == 0
+    colours[own] = np.array(CLUSTER_COLOURS, dtype=object)[clusters[own] % len(CLUSTER_COLOURS)]
+    return colours.tolist(), _LOOK_SYMBOL[codes].tolist(), _LOOK_SIZE[codes].tolist()
 
 
 def _base_layout(**extra) -> dict:
@@ -167,9 +212,22 @@ def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,
                    unselected=dict(marker=dict(opacity=0.35)))
 
 
+# Above this many points the overview is the class-tinted raster (the class view's
+# backdrop) with only the points to be dropped drawn on top: one WebGL trace per class of
+# 1.28M points would send ~10 MB and draw for seconds.
+OVERVIEW_POINTS_MAX = 200_000
+
+
 def overview_figure(emb: np.ndarray, labels: np.ndarray, classes: list[str],
-                    d: Decisions) -> dict:
-    """All classes coloured by class, with the points to be dropped marked."""
+                    d: Decisions, background_url: str | None = None) -> dict:
+    """All classes coloured by class, with the points to be dropped marked; for runs over
+    OVERVIEW_POINTS_MAX points, the raster at ``background_url`` instead of the points."""
+    if len(emb) > OVERVIEW_POINTS_MAX and background_url:
+        dropped = _points(emb, np.flatnonzero(~d.kept), name="dropped",
+                          marker=dict(size=5, symbol="x", color=NOISE_COLOUR))
+        fig = class_figure(emb, dropped, background_url)
+        fig["layout"]["dragmode"] = "zoom"
+        return fig
     data = [_points(emb, np.flatnonzero(labels == code), name=name,
                     marker=dict(size=3, color=CLASS_COLOURS[code % len(CLASS_COLOURS)]))
             for code, name in enumerate(classes)]

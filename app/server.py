@@ -13,6 +13,7 @@ the values it was sent. The token never reaches the access log.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import io
 import logging
@@ -160,6 +161,42 @@ def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
     return buf.getvalue()
 
 
+@functools.lru_cache(maxsize=4)
+def _run_dataset(run_path: str, mtime: int):  # noqa: ANN202 - Dataset
+    """The run's dataset (its samples table read once per ``mtime`` of samples.csv)."""
+    from worker.pipeline.ingest import open_run_dataset
+    from worker.pipeline.rundir import RunDir
+
+    return open_run_dataset(RunDir(Path(run_path)))
+
+
+# What a sample without an image shows: a features: run made without image paths.
+NO_IMAGE = (200, 200, 200)
+
+
+@files.memoize(timeout=3600)
+def image_png(run_path: str, index: int, mtime: int) -> bytes:
+    """PNG bytes of one sample's thumbnail, decoded from its image file: for runs made from
+    a features file, which have no thumbnails.npy. The file must lie inside the dataset's
+    folder (the features file's); a sample without one gets a plain grey square."""
+    from worker.pipeline.ingest import MAX_THUMB, thumbnail
+
+    ds = _run_dataset(run_path, mtime)
+    if not 0 <= index < len(ds.samples):
+        abort(404)
+    img = Image.new("RGB", (MAX_THUMB, MAX_THUMB), NO_IMAGE)
+    path = ds.file_path(index)
+    if path is not None and path.resolve().is_relative_to(ds.spec.root.resolve()):
+        try:
+            img = Image.fromarray(thumbnail(ds.load_image(index), MAX_THUMB))
+        except Exception:  # noqa: BLE001 - a missing or corrupt file shows as no image
+            current_app.logger.warning("cannot read the image of sample %d of %s", index,
+                                       run_path)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
 @files.memoize(timeout=3600)
 def background_png(run_path: str, mtimes: tuple[int, int]) -> bytes:
     """The class view's backdrop of every point, tinted by class (cached per embedding
@@ -190,9 +227,12 @@ def _register_routes(server: Flask) -> None:
             run = resolve_run(settings().runs_root, run_id)
         except InputError:
             abort(404)
-        if not run.thumbnails.is_file():
+        if run.thumbnails.is_file():
+            png = thumbnail_png(str(run.path), index, run.thumbnails.stat().st_mtime_ns)
+        elif run.exists():  # a features: run: its images, if it has paths, read on demand
+            png = image_png(str(run.path), index, run.samples_csv.stat().st_mtime_ns)
+        else:
             abort(404)
-        png = thumbnail_png(str(run.path), index, run.thumbnails.stat().st_mtime_ns)
         resp = Response(png, mimetype="image/png")
         resp.headers["Cache-Control"] = "private, max-age=86400"
         return resp

@@ -104,31 +104,25 @@
     return labels;
   }
 
-  // Marker colours, symbols and sizes as app/figures.py marker_style() draws them, and
-  // the class's counts; model comes from app/curate_logic.py client_model().
+  // Marker colours, symbols and sizes, and the class's counts, looked up: model.looks
+  // holds each point's row of model.style.looks for both DBSCAN outcomes (in a cluster,
+  // noise), computed by the server from its rule (app/figures.py look_table); model comes
+  // from app/curate_logic.py client_model().
   function paint(model, labels) {
-    const s = model.style, flags = decode(model.flags), overrides = decode(model.overrides);
+    const table = model.style.looks, clusters = model.style.clusters;
+    const looks = decode(model.looks);
     const n = labels.length;
     const color = new Array(n), symbol = new Array(n), size = new Array(n);
     const counts = {size: n, flagged: 0, overridden: 0, kept: 0, noise: 0};
     for (let i = 0; i < n; i++) {
       const noise = labels[i] < 0;
-      const flagged = (flags[i] & 2) !== 0 || (noise && (flags[i] & 1) !== 0);
-      let c = noise ? s.unflagged_noise : labels[i] % s.n_cluster_colours;
-      let sym = s.symbols.circle;  // noise the rule keeps: a pale filled dot
-      let sz = s.sizes.point;
-      if (flagged) { c = s.flagged; sym = s.symbols.x; sz = s.sizes.flagged; }
-      const o = overrides[i];
-      if (o !== 0) {
-        c = o === 1 ? s.keep : s.drop;
-        sym = o === 1 ? s.symbols.diamond : s.symbols.x;
-        sz = s.sizes.override;
-      }
-      color[i] = s.colours[c]; symbol[i] = sym; size[i] = sz;
+      const look = table[looks[2 * i + (noise ? 1 : 0)]];
+      color[i] = look.colour === null ? clusters[labels[i] % clusters.length] : look.colour;
+      symbol[i] = look.symbol; size[i] = look.size;
       counts.noise += noise ? 1 : 0;
-      counts.flagged += flagged ? 1 : 0;
-      counts.overridden += o !== 0 ? 1 : 0;
-      counts.kept += (o === 0 ? !flagged : o === 1) ? 1 : 0;
+      counts.flagged += look.flagged ? 1 : 0;
+      counts.overridden += look.overridden ? 1 : 0;
+      counts.kept += look.kept ? 1 : 0;
     }
     return {color, symbol, size, counts};
   }

@@ -10,7 +10,9 @@ through the server alone (the baseline, ``window.curateServerOnly``) and as the 
 it, re-clustered in the browser (assets/recluster.js). Prints p50/p95 per action, their
 ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a key press in the noise
 gallery (``j``, assets/triage.js) until the next card is shown focused and painted (two
-animation frames later).
+animation frames later). "apply to all classes" is a click on Apply to all until the
+server's answer arrives (every class stored and re-clustered); the server's peak
+resident memory (VmHWM) is printed last but one.
 
     python -m bench.ui_latency [--run runs/cifar10n] [--eps-changes 30]
 """
@@ -23,6 +25,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from selenium.webdriver.common.keys import Keys
 
 from bench.common import machine
 from tests.integration.browser import Server, chrome, point_position, trace_markers, wait_for
@@ -84,6 +88,21 @@ requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() -
 """
 
 
+def _dom_click(driver, element) -> None:  # noqa: ANN001 - Selenium objects
+    """Scroll ``element`` into view inside its scroll box (a long class list), then click
+    it through the DOM: the capture-phase click listener in HOOKS still stamps t0."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'nearest'});"
+                          "arguments[0].click();", element)
+
+
+def _peak_rss_gb(pid: int) -> float:
+    """A live process's peak resident memory (VmHWM), in GB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 2**20
+    return float("nan")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=Path("runs/cifar10n"))
@@ -91,6 +110,10 @@ def main() -> None:
     ap.add_argument("--hovers", type=int, default=20)
     ap.add_argument("--switches", type=int, default=10)
     ap.add_argument("--triage", type=int, default=30)
+    ap.add_argument("--apply-all", type=int, default=3)
+    ap.add_argument("--eps-range", default="0.6,1.4",
+                    help="eps changes span these multiples of the stored eps; they must "
+                         "change the counts (the repaint is timed to the counts too)")
     args = ap.parse_args()
     if not (args.run / "embedding.npy").is_file():
         raise SystemExit(f"{args.run} is not a finished run: build one first, e.g. "
@@ -107,10 +130,15 @@ def main() -> None:
     results: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
                                        "eps change, stored": [],
                                        "hover image": [], "class switch": [],
-                                       "overview (all classes)": [], "triage step": []}
+                                       "overview (all classes)": [], "triage step": [],
+                                       "apply to all classes": []}
     try:
+        t_load = time.perf_counter()
         driver.get(f"{server.url}/curate/bench")
-        wait_for(lambda: trace_markers(driver), timeout=60)
+        # The first paint clusters every class (memoized afterwards): minutes at 1,000
+        # classes of a 1.28M-point run.
+        wait_for(lambda: trace_markers(driver), timeout=1200)
+        first_load = time.perf_counter() - t_load
         time.sleep(1)
         driver.execute_script(HOOKS)
         n_points = driver.execute_script(
@@ -124,11 +152,11 @@ def main() -> None:
         for name, server_only in (("eps change, server path", True), ("eps change", False)):
             driver.execute_script(f"window.curateServerOnly = {str(server_only).lower()}")
             for k in range(args.eps_changes):
-                from selenium.webdriver.common.keys import Keys
 
                 box.send_keys(Keys.CONTROL, "a")
-                box.send_keys(f"{base * (0.6 + 0.8 * (k % 10) / 9) + 1e-3 * server_only:.4f}",
-                              Keys.ENTER)
+                low, high = (float(v) for v in args.eps_range.split(","))
+                eps = base * (low + (high - low) * (k % 10) / 9) + 1e-3 * server_only
+                box.send_keys(f"{eps:.4f}", Keys.ENTER)
                 results[name].append(repaint_ms(driver))
                 if not server_only:
                     b = driver.execute_script("return window.bench")
@@ -160,16 +188,31 @@ def main() -> None:
         labels = driver.find_elements("css selector", ".class-pick label")
         for k in range(args.switches):
             target = labels[1 + (k + 1) % (len(labels) - 1)]
-            target.click()
+            _dom_click(driver, target)
             results["class switch"].append(repaint_ms(driver, counts=False))
-            labels[0].click()
+            _dom_click(driver, labels[0])
             results["overview (all classes)"].append(repaint_ms(driver, counts=False))
             labels = driver.find_elements("css selector", ".class-pick label")
-        labels[1].click()
+        _dom_click(driver, labels[1])
         wait_for(lambda: len(driver.find_elements("css selector", ".gallery-item")) > 2,
                  timeout=30)
         for _ in range(args.triage):
             results["triage step"].append(driver.execute_async_script(TRIAGE_STEP))
+        # Apply to all classes: from the click until the server's answer (every class
+        # stored and re-clustered, the page's counts computed) has arrived.
+        for k in range(args.apply_all):
+            box = driver.find_element("id", "curate-eps-input")
+            box.send_keys(Keys.CONTROL, "a")
+            box.send_keys(f"{base * (0.8 + 0.1 * k):.4f}", Keys.ENTER)
+            repaint_ms(driver)
+            time.sleep(0.5)  # the stored change's answer lands first
+            t0 = driver.execute_script("window.bench.t0 = performance.now();"
+                                       "document.getElementById('curate-apply-all').click();"
+                                       "return window.bench.t0;")
+            b = wait_for(lambda t=t0: (v := driver.execute_script("return window.bench"))
+                         ["answered"] > t and v, timeout=1200, poll=0.05)
+            results["apply to all classes"].append(b["answered"] - t0)
+        server_rss = _peak_rss_gb(server.proc.pid)
     finally:
         driver.quit()
         server.stop()
@@ -179,6 +222,8 @@ def main() -> None:
         print(f"{name:<24} n={len(values):>3}  p50 {statistics.median(values):7.1f} ms  "
               f"p95 {pct(values, 0.95):7.1f} ms")
     print(f"browser DBSCAN of the class (inside the eps change): {dbscan_ms:.1f} ms median")
+    print(f"first page load (every class clustered): {first_load:.1f} s")
+    print(f"server peak RSS while serving: {server_rss:.2f} GB")
     ratio = pct(results["eps change, server path"], 0.95) / pct(results["eps change"], 0.95)
     print(f"eps change p95, server path / browser path: {ratio:.2f}x")
     print(f"p95_ms={pct(results['eps change'], 0.95):.1f}")

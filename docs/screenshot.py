@@ -1,4 +1,5 @@
-"""Make docs/curate.png: the Curate page on the digits demo, in headless Chromium at 1366×768.
+"""Make docs/curate.png: the Curate page on the digits demo, in headless Chromium at 1366×1450
+(the map at its 720 px cap, the gallery's first cards below it).
 
     python docs/screenshot.py [--run runs/demo]
 """
@@ -26,7 +27,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="shot-"))
     shutil.copytree(args.run, work / "runs" / "demo", ignore=shutil.ignore_patterns("cache"))
     server = Server(work / "runs")
-    driver = chrome(1366, 768)
+    driver = chrome(1366, 1450)
     try:
         driver.get(f"{server.url}/curate/demo")
         wait_for(lambda: trace_markers(driver), timeout=60)

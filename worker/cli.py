@@ -182,7 +182,7 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
                  a.min_samples if a.min_samples is not None else 1)
     run = _rundir(a.out)
     dataset = _dataset_opts(a)
-    check_out_dir(run.path, dataset.spec.root if dataset else None)
+    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
     dispatcher, run_id = _dispatcher_for(a.out)
     # Held for the whole command, so a second pipeline on this --out is refused at once
     # rather than racing this one (the steps' own jobs take the step lock).
@@ -208,7 +208,7 @@ def cmd_extract(a: argparse.Namespace) -> None:
     dataset = _dataset_opts(a)
     if dataset is None and not run.exists():  # before the lock makes the folder
         raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
-    check_out_dir(run.path, dataset.spec.root if dataset else None)
+    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
     bar = TqdmProgress()
     with run_lock(run, f"curator extract (pid {os.getpid()})"):
         ds = ensure_ingested(run, dataset, bar)

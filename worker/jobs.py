@@ -79,7 +79,7 @@ def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.runner import ensure_ingested
 
     dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
-    check_out_dir(run.path, dataset.spec.root if dataset else None)
+    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
     with run_lock(run, "an extract job", wait=STEP_WAIT_S):
         ds = ensure_ingested(run, dataset, progress)
         feats = extract(run, ds, _feature_opts(params.get("features", {})), progress)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 from urllib.parse import quote
 
 import dash
@@ -56,6 +57,10 @@ SUMMARY = "curate-summary"
 GALLERY = "curate-gallery"
 GALLERY_PAGES = "curate-gallery-pages"
 GALLERY_CLICK = "curate-gallery-click"  # written by assets/gallery.js
+GALLERY_FILTER = "curate-gallery-filter"
+CLASS_SEARCH = "curate-class-search"
+CLASS_SORT = "curate-class-sort"
+CLASS_MORE = "curate-class-more"  # "showing 60 of 1,000 classes"
 TABS = "curate-tabs"
 MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
 PARAMS = "curate-params"  # an eps / min_samples change, written by assets/recluster.js
@@ -123,7 +128,8 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         return html.Div([html.H4("Curate"), error_alert(str(exc)),
                          dcc.Link("← back to runs", href="/")])
     options = [{"label": "All classes", "value": "all"}] + [
-        {"label": name, "value": code} for code, name in enumerate(data.samples.classes)]
+        {"label": name, "value": code}
+        for code, name in enumerate(data.samples.classes[:logic.CLASS_LIST_MAX])]
     return html.Div([
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN), dcc.Store(id=GALLERY_CLICK),
         dcc.Store(id=MODEL), dcc.Store(id=PARAMS),
@@ -139,8 +145,17 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                 _controls(),
                 dbc.Card(dbc.CardBody([
                     html.H6("Classes", className="card-title"),
+                    dbc.Row([
+                        dbc.Col(dbc.Input(id=CLASS_SEARCH, type="search", size="sm",
+                                          placeholder="search classes", debounce=0.3)),
+                        dbc.Col(dbc.Select(
+                            id=CLASS_SORT, value="code", size="sm",
+                            options=[{"label": f"sort: {text}", "value": key}
+                                     for key, text in logic.CLASS_SORTS.items()]), width=6),
+                    ], class_name="g-1 mb-1"),
                     html.Div("size · flagged · overridden · kept",
                              className="text-muted small mb-1"),
+                    html.Div(id=CLASS_MORE, className="text-muted small mb-1"),
                     dbc.RadioItems(id=CLASS_PICK, options=options, value=0,
                                    class_name="class-pick", input_class_name="btn-check",
                                    label_class_name="btn btn-outline-primary btn-sm w-100 "
@@ -150,16 +165,27 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
             ], md=3, lg=3),
             dbc.Col([
                 _toolbar(),
-                dcc.Graph(id=GRAPH, style={"height": "560px"}, clear_on_unhover=True,
+                # As tall as the window allows with the tabs' headers still in view below
+                # (at 1366×768 too), between 360 and 720 px: on a tall screen the gallery
+                # starts in view as well.
+                dcc.Graph(id=GRAPH, style={"height": "clamp(360px, calc(100vh - 250px), 720px)"},
+                          clear_on_unhover=True,
                           config={"scrollZoom": True, "displaylogo": False,
                                   "modeBarButtonsToRemove": ["toImage"]}),
                 dcc.Tooltip(id=TOOLTIP, direction="right"),
                 dbc.Tabs([
-                    dbc.Tab([dbc.Pagination(id=GALLERY_PAGES, max_value=1, active_page=1,
-                                            size="sm", class_name="mt-2",
-                                            fully_expanded=False),
-                             dcc.Markdown(id=GALLERY, dangerously_allow_html=True)],
-                            label="Noise gallery", tab_id="gallery"),
+                    dbc.Tab([dbc.Row([
+                        dbc.Col(dbc.Select(
+                            id=GALLERY_FILTER, value="review", size="sm",
+                            options=[{"label": f"show: {text}", "value": key}
+                                     for key, text in logic.GALLERY_FILTERS.items()]),
+                            width="auto"),
+                        dbc.Col(dbc.Pagination(id=GALLERY_PAGES, max_value=1, active_page=1,
+                                               size="sm", class_name="mb-0",
+                                               fully_expanded=False), width="auto"),
+                    ], class_name="g-2 align-items-center mt-2 mb-1"),
+                        dcc.Markdown(id=GALLERY, dangerously_allow_html=True)],
+                        label="Gallery", tab_id="gallery"),
                     dbc.Tab(html.Div(id=SUMMARY, className="mt-2"), label="Summary",
                             tab_id="summary"),
                     dbc.Tab(export_panel(), label="Export", tab_id="export"),
@@ -171,21 +197,53 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 
 
 # --------------------------------------------------------------------------- callbacks
-# Every callback that changes something also repaints, in the same round trip: the view
-# outputs below are shared (the first owner is on_controls, which also runs on load).
+# One callback per intent. Every callback that changes something also repaints, in the
+# same round trip, through the shared view outputs (the first owner is on_class, which
+# also runs on load). Values pass by name: the view outputs are a dict returned by
+# _render, and what the page shows now arrives as a dict of States, read into a PageView.
 # Outputs whose value the page already shows go back as no_update: each updated component
 # costs the Dash renderer a store update that re-runs every component's selector, which
 # on this page took more time than Plotly's repaint.
-VIEW = [(GRAPH, "figure"), (SHOWN, "data"), (CLASS_PICK, "options"), (SUMMARY, "children"),
-        (GALLERY, "children"), (GALLERY_PAGES, "max_value"), (UNDO_BTN, "disabled"),
-        (REDO_BTN, "disabled"), (STATUS, "children"), (MODEL, "data")]
-VIEW_STATE = [State(BG_SWITCH, "value"), State(GALLERY_PAGES, "active_page"),
-              State(SHOWN, "data"), State(TABS, "active_tab"), State(GALLERY_PAGES, "max_value"),
-              State(UNDO_BTN, "disabled"), State(REDO_BTN, "disabled")]
+VIEW_OUT = {"figure": (GRAPH, "figure"), "shown": (SHOWN, "data"),
+            "options": (CLASS_PICK, "options"), "summary": (SUMMARY, "children"),
+            "gallery": (GALLERY, "children"), "pages": (GALLERY_PAGES, "max_value"),
+            "undo_disabled": (UNDO_BTN, "disabled"), "redo_disabled": (REDO_BTN, "disabled"),
+            "status": (STATUS, "children"), "model": (MODEL, "data"),
+            "more": (CLASS_MORE, "children")}
+CONTROLS_OUT = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
+                "eps_max": (EPS_SLIDER, "max"), "eps_step": (EPS_SLIDER, "step"),
+                "ms": (MS_SLIDER, "value"), "ms_box": (MS_INPUT, "value")}
+# PageView's fields and where they are read from.
+VIEW_IN = {"show_background": (BG_SWITCH, "value"), "page": (GALLERY_PAGES, "active_page"),
+           "shown": (SHOWN, "data"), "tab": (TABS, "active_tab"),
+           "pages": (GALLERY_PAGES, "max_value"), "undo_disabled": (UNDO_BTN, "disabled"),
+           "redo_disabled": (REDO_BTN, "disabled"), "filter": (GALLERY_FILTER, "value"),
+           "selection": (GRAPH, "selectedData"), "class_search": (CLASS_SEARCH, "value"),
+           "class_sort": (CLASS_SORT, "value"), "more": (CLASS_MORE, "children")}
 
 
-def _view_outputs(duplicate: bool) -> list[Output]:
-    return [Output(c, p, allow_duplicate=duplicate) for c, p in VIEW]
+def _outputs(spec: dict, duplicate: bool = True) -> dict[str, Output]:
+    return {name: Output(c, p, allow_duplicate=duplicate) for name, (c, p) in spec.items()}
+
+
+def _changing_outputs(controls: bool = True) -> dict:
+    """The outputs of a callback that changes the store: the alert and the view, and the
+    parameter controls (``controls``)."""
+    out = {"alert": Output(ALERT, "children", allow_duplicate=True), "view": _outputs(VIEW_OUT)}
+    return {"controls": _outputs(CONTROLS_OUT), **out} if controls else out
+
+
+def _page_inputs(**triggers) -> dict:
+    """A callback's inputs: its own ``triggers`` (and States), then the shown class, the
+    run and what the page shows (VIEW_IN), all by name."""
+    return {**triggers, "class_value": State(CLASS_PICK, "value"), "run_id": State(RUN, "data"),
+            "view": _view_in()}
+
+
+def _view_in(*triggers: str) -> dict:
+    """VIEW_IN as States, except the fields named in ``triggers``, which are Inputs."""
+    return {name: (Input if name in triggers else State)(c, p)
+            for name, (c, p) in VIEW_IN.items()}
 
 
 def _code(value) -> int | None:
@@ -198,7 +256,7 @@ def _changed(new, old):
 
 # eps / min_samples changes: assets/recluster.js re-clusters the shown class in the browser
 # and repaints it at once (live while a slider is dragged), then, for a typed value or a
-# released slider, writes the change into PARAMS for on_controls to store.
+# released slider, writes the change into PARAMS for on_params to store.
 clientside_callback(
     ClientsideFunction(namespace="curate", function_name="recluster"),
     Output(PARAMS, "data"), Output(STATUS, "children", allow_duplicate=True),
@@ -211,127 +269,182 @@ clientside_callback(
 )
 
 
-@callback(
-    Output(EPS_SLIDER, "value"), Output(EPS_INPUT, "value"), Output(EPS_SLIDER, "max"),
-    Output(EPS_SLIDER, "step"), Output(MS_SLIDER, "value"), Output(MS_INPUT, "value"),
-    Output(ALERT, "children"), *_view_outputs(False),
-    Input(CLASS_PICK, "value"), Input(PARAMS, "data"), Input(AUTO_BTN, "n_clicks"),
-    Input(APPLY_ALL_BTN, "n_clicks"), Input(UNDO_BTN, "n_clicks"), Input(REDO_BTN, "n_clicks"),
-    State(EPS_SLIDER, "max"), State(RUN, "data"), State(EPS_INPUT, "value"),
-    State(MS_INPUT, "value"), *VIEW_STATE,
-)
-def on_controls(class_value, request, _auto, _apply_all, _undo, _redo, eps_max, run_id,
-                eps_input, ms_input, *view_state):
-    """Parameter changes, auto eps, apply-to-all, undo/redo, and class switches.
+def _respond(run_id: str, class_value, view: dict, action=None, *, controls: bool = True,
+             figure: str = "draw") -> dict:
+    """Run ``action()`` (a store change), then answer with the alert, the view and (if
+    ``controls``) the class's parameter controls.
 
-    ``request`` comes from assets/recluster.js: the new eps and min_samples, whether they
-    were typed (else slid), and whether the browser already repainted the class from the
-    store revision ``base``. If so, and nothing else was stored since, the plot is left
-    as it is.
+    An InputError from the action becomes the alert; the page is repainted either way.
     """
     root = settings().runs_root
-    fired = {t["prop_id"].split(".")[0] for t in ctx.triggered} if ctx.triggered_id else set()
-    code = _code(class_value)
-    alert = no_update
-    edited = PARAMS in fired and bool(request) and code is not None
-    typed = edited and bool(request.get("typed"))
-    painted = False
-    try:
-        if edited:
-            # The class the browser tuned, even if another was picked since.
-            target = request.get("class", code)
-            painted = (bool(request.get("painted")) and target == code
-                       and logic.store_for(root, run_id).revision() == request.get("base"))
-            logic.set_params(root, run_id, target, request.get("eps"), request.get("ms"),
-                             tolerance=1e-4 if typed else 0.0)
-        elif APPLY_ALL_BTN in fired:
-            logic.set_params(root, run_id, code, eps_input, ms_input, all_classes=True)
-        elif AUTO_BTN in fired and code is not None:
-            logic.auto_eps_for(root, run_id, code, ms_input)
-        elif fired & {UNDO_BTN, REDO_BTN}:
-            _, what = logic.undo_redo(root, run_id, redo=REDO_BTN in fired)
-            if what is None:
-                alert = error_alert(f"nothing to {'redo' if REDO_BTN in fired else 'undo'}")
-    except InputError as exc:
-        alert = error_alert(str(exc))
+    alert = None
+    if action is not None:
+        try:
+            action(root)
+        except InputError as exc:
+            alert = error_alert(str(exc))
     data = run_data(root, run_id)
     state = current_state(data)
-    view = _render(run_id, class_value, logic.PageView(*view_state), state=state,
-                   figure_current=painted and alert is no_update)
-    if code is None:
-        return (no_update,) * 6 + (alert, *view)
-    v = logic.control_values(data, state, code)
-    controls = [v.eps, v.eps, v.eps_max, v.eps_max / 200, v.min_samples, v.min_samples]
-    if edited and alert is no_update and v.eps <= (eps_max or 0):
-        # The control the user moved already shows its value: only its twin follows. After
-        # a refused value (an alert) both go back to the stored one.
-        controls = [v.eps if typed else no_update, no_update if typed else v.eps,
-                    no_update, no_update, v.min_samples if typed else no_update,
-                    no_update if typed else v.min_samples]
-    return (*controls, alert, *view)
+    out = {"alert": alert if action is not None else no_update,
+           "view": _render(run_id, class_value, logic.PageView.read(view), state, figure)}
+    if controls:
+        code = _code(class_value)
+        if code is None:
+            out["controls"] = dict.fromkeys(CONTROLS_OUT, no_update)
+        else:
+            v = logic.control_values(data, state, code)
+            out["controls"] = {"eps": v.eps, "eps_box": v.eps, "eps_max": v.eps_max,
+                               "eps_step": v.eps_max / 200, "ms": v.min_samples,
+                               "ms_box": v.min_samples}
+    return out
 
 
 @callback(
-    Output(ALERT, "children", allow_duplicate=True), *_view_outputs(True),
-    Input(GRAPH, "clickData"), Input(KEEP_BTN, "n_clicks"), Input(DROP_BTN, "n_clicks"),
-    Input(CLEAR_BTN, "n_clicks"), Input(GALLERY_CLICK, "data"),
-    State(GRAPH, "selectedData"), State(RUN, "data"), State(CLASS_PICK, "value"), *VIEW_STATE,
+    output={"controls": _outputs(CONTROLS_OUT, False), "alert": Output(ALERT, "children"),
+            "view": _outputs(VIEW_OUT, False)},
+    inputs={"class_value": Input(CLASS_PICK, "value"), "run_id": State(RUN, "data"),
+            "view": _view_in()},
+)
+def on_class(class_value, run_id, view):
+    """A class picked (and the page's first paint): its plot, gallery and parameters."""
+    return _respond(run_id, class_value, view)
+
+
+@callback(
+    output=_changing_outputs(),
+    inputs=_page_inputs(request=Input(PARAMS, "data"), eps_max=State(EPS_SLIDER, "max")),
     prevent_initial_call=True,
 )
-def on_edit(click, _keep, _drop, _clear, gallery_click, selected, run_id, class_value,
-            *view_state):
-    """Overrides: click toggles, lasso/box + buttons act in bulk, gallery toggles."""
-    root = settings().runs_root
+def on_params(request, class_value, run_id, eps_max, view):
+    """Store an eps / min_samples change that assets/recluster.js sent.
+
+    ``request``: the new eps and min_samples, whether they were typed (else slid), the
+    class, and whether the browser already repainted it from the store revision ``base``.
+    If so, and nothing else was stored since, the plot is left as it is.
+    """
+    code = _code(class_value)
+    if not request or code is None:
+        raise PreventUpdate
+    typed = bool(request.get("typed"))
+    target = request.get("class", code)  # the class the browser tuned, even if another
+    root = settings().runs_root           # was picked since
+    painted = (bool(request.get("painted")) and target == code
+               and logic.store_for(root, run_id).revision() == request.get("base"))
+    out = _respond(run_id, class_value, view, lambda root: logic.set_params(
+        root, run_id, target, request.get("eps"), request.get("ms"),
+        tolerance=1e-4 if typed else 0.0))
+    if out["alert"] is None:
+        out["view"]["figure"] = no_update if painted else out["view"]["figure"]
+        c = out["controls"]
+        if c["eps"] <= (eps_max or 0):
+            # The control the user moved already shows its value: only its twin follows.
+            # After a refused value (an alert) both go back to the stored one.
+            out["controls"] = {**dict.fromkeys(CONTROLS_OUT, no_update),
+                               "eps": c["eps"] if typed else no_update,
+                               "eps_box": no_update if typed else c["eps"],
+                               "ms": c["ms"] if typed else no_update,
+                               "ms_box": no_update if typed else c["ms"]}
+    return out
+
+
+@callback(
+    output=_changing_outputs(),
+    inputs=_page_inputs(_clicks=Input(AUTO_BTN, "n_clicks"), ms=State(MS_INPUT, "value")),
+    prevent_initial_call=True,
+)
+def on_auto_eps(_clicks, class_value, ms, run_id, view):
+    """Set the class's eps from its k-distance knee at the shown min_samples."""
+    code = _code(class_value)
+    if code is None:
+        raise PreventUpdate
+    return _respond(run_id, class_value, view,
+                    lambda root: logic.auto_eps_for(root, run_id, code, ms))
+
+
+@callback(
+    output=_changing_outputs(),
+    inputs=_page_inputs(_clicks=Input(APPLY_ALL_BTN, "n_clicks"), eps=State(EPS_INPUT, "value"),
+                        ms=State(MS_INPUT, "value")),
+    prevent_initial_call=True,
+)
+def on_apply_all(_clicks, class_value, eps, ms, run_id, view):
+    """Store the shown eps and min_samples for every class."""
+    return _respond(run_id, class_value, view, lambda root: logic.set_params(
+        root, run_id, _code(class_value), eps, ms, all_classes=True))
+
+
+@callback(
+    output=_changing_outputs(),
+    inputs=_page_inputs(_undo=Input(UNDO_BTN, "n_clicks"), _redo=Input(REDO_BTN, "n_clicks")),
+    prevent_initial_call=True,
+)
+def on_undo_redo(_undo, _redo, class_value, run_id, view):
+    """Undo or redo the last stored change, whatever it was (parameters or overrides)."""
+    redo = ctx.triggered_id == REDO_BTN
+
+    def step(root: Path) -> None:
+        if logic.undo_redo(root, run_id, redo=redo)[1] is None:
+            raise InputError(f"nothing to {'redo' if redo else 'undo'}")
+
+    return _respond(run_id, class_value, view, step)
+
+
+@callback(
+    output=_changing_outputs(controls=False),
+    inputs=_page_inputs(click=Input(GRAPH, "clickData"), _keep=Input(KEEP_BTN, "n_clicks"),
+                        _drop=Input(DROP_BTN, "n_clicks"), _clear=Input(CLEAR_BTN, "n_clicks"),
+                        gallery_click=Input(GALLERY_CLICK, "data")),
+    prevent_initial_call=True,
+)
+def on_override(click, _keep, _drop, _clear, gallery_click, class_value, run_id, view):
+    """Overrides: a click on the map toggles, lasso/box + buttons act in bulk, the
+    gallery's buttons and keys keep, drop, toggle or relabel one sample."""
     trigger = ctx.triggered_id
     if not ctx.triggered or not ctx.triggered[0]["value"]:
         raise PreventUpdate
-    alert = None
-    try:
-        if trigger == GRAPH:
-            point = (click or {}).get("points", [{}])[0]
-            if point.get("curveNumber") != 1 or point.get("customdata") is None:
-                raise PreventUpdate
-            logic.toggle(root, run_id, int(point["customdata"]))
-        elif trigger == GALLERY_CLICK and gallery_click.get("action") == "relabel":
-            logic.relabel(root, run_id, int(gallery_click["sample"]), gallery_click["label"])
-        elif trigger == GALLERY_CLICK and gallery_click.get("action") in ("keep", "drop"):
-            logic.set_decision(root, run_id, int(gallery_click["sample"]),
-                               gallery_click["action"])
-        elif trigger == GALLERY_CLICK:
-            logic.toggle(root, run_id, int(gallery_click["sample"]))
-        else:
-            samples = [int(p["customdata"]) for p in (selected or {}).get("points", [])
-                       if p.get("customdata") is not None]
-            decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[trigger]
-            logic.bulk(root, run_id, samples, decision)
-    except InputError as exc:
-        alert = error_alert(str(exc))
-    return (alert, *_render(run_id, class_value, logic.PageView(*view_state)))
+    if trigger == GRAPH:
+        point = (click or {}).get("points", [{}])[0]
+        if point.get("curveNumber") != 1 or point.get("customdata") is None:
+            raise PreventUpdate
+
+        def action(root: Path) -> int:
+            return logic.toggle(root, run_id, int(point["customdata"]))
+    elif trigger == GALLERY_CLICK:
+        def action(root: Path) -> int:
+            return logic.gallery_action(root, run_id, gallery_click)
+    else:
+        samples = logic.selected_samples(view["selection"])
+        decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[trigger]
+
+        def action(root: Path) -> int:
+            return logic.bulk(root, run_id, samples, decision)
+    return _respond(run_id, class_value, view, action, controls=False)
 
 
 @callback(
-    *_view_outputs(True),
-    Input(BG_SWITCH, "value"), Input(GALLERY_PAGES, "active_page"), Input(TABS, "active_tab"),
-    State(RUN, "data"), State(CLASS_PICK, "value"), *VIEW_STATE[2:],
+    output={"view": _outputs(VIEW_OUT)},
+    inputs={"class_value": State(CLASS_PICK, "value"), "run_id": State(RUN, "data"),
+            "view": _view_in("show_background", "page", "tab", "filter", "selection",
+                             "class_search", "class_sort")},
     prevent_initial_call=True,
 )
-def on_view(show_background, page, tab, run_id, class_value, *view_state):
-    """Background on/off, gallery paging and tab switches: nothing is written."""
-    view = logic.PageView(show_background, page, view_state[0], tab, *view_state[2:])
-    return _render(run_id, class_value, view, background_changed=ctx.triggered_id == BG_SWITCH,
-                   tab_changed=ctx.triggered_id == TABS)
+def on_view(class_value, run_id, view):
+    """Background on/off, gallery paging, filters and selection, tab switches, the class
+    list's search and sort: nothing is written, and only the background switch touches
+    the plot."""
+    figure = "background" if ctx.triggered_id == BG_SWITCH else "keep"
+    return {"view": _respond(run_id, class_value, view, controls=False, figure=figure)["view"]}
 
 
-def _render(run_id, class_value, view: logic.PageView, state=None, background_changed: bool = False,
-            tab_changed: bool = False, figure_current: bool = False) -> tuple:
+def _render(run_id, class_value, view: logic.PageView, state, figure: str = "draw") -> dict:
     """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch.
 
-    The summary and the gallery are only rendered while their tab is open.
-    ``figure_current``: the browser already drew these markers (assets/recluster.js).
+    ``figure``: ``draw`` (what changed), ``background`` (only its visibility), or ``keep``
+    (the plot is current). The summary and the gallery are only rendered while their tab
+    is open.
     """
     root = settings().runs_root
     data = run_data(root, run_id)
-    state = state or current_state(data)
     code = _code(class_value)
     d = state.decisions
     shown = view.shown
@@ -340,14 +453,18 @@ def _render(run_id, class_value, view: logic.PageView, state=None, background_ch
         return cached_figure(data, state, ("class", code), lambda: class_trace(
             data.embedding, data.members[code], d, state.marks))
 
-    if tab_changed or figure_current:
+    if figure == "keep" or (figure == "background" and shown != code):
         fig = no_update
     elif code is None:
         fig = cached_figure(data, state, ("overview",), lambda: overview_figure(
-            data.embedding, data.samples.labels, data.samples.classes, d))
+            data.embedding, data.samples.labels, data.samples.classes, d,
+            f"/background/{run_id}.png"))
     elif shown in (None, "all"):
         fig = class_figure(data.embedding, trace(), f"/background/{run_id}.png",
                            bool(view.show_background))
+    elif figure == "background":  # a layout change costs a full relayout: only when asked
+        fig = Patch()
+        fig["layout"]["images"][0]["visible"] = bool(view.show_background)
     else:
         fig = Patch()
         if shown != code:
@@ -356,21 +473,26 @@ def _render(run_id, class_value, view: logic.PageView, state=None, background_ch
             marker = trace()["marker"]
             for key in ("color", "symbol", "size"):
                 fig["data"][1]["marker"][key] = marker[key]
-        if background_changed:  # a layout change costs a full relayout: only when asked
-            fig["layout"]["images"][0]["visible"] = bool(view.show_background)
     rows = logic.class_counts(data, state)
+    listed, matched = logic.class_list(rows, view.class_search, view.class_sort, code)
     options = [{"label": _class_label("All classes", rows[-1]), "value": "all"}] + [
-        {"label": _class_label(r["class"], r), "value": c} for c, r in enumerate(rows[:-1])]
+        {"label": _class_label(rows[c]["class"], rows[c]), "value": c} for c in listed]
+    more = (f"showing {min(matched, logic.CLASS_LIST_MAX)} of {matched} matching classes: "
+            "search to narrow" if matched > logic.CLASS_LIST_MAX else
+            f"{matched} of {len(rows) - 1} classes match" if view.class_search else "")
     summary = _summary_table(rows) if view.tab == "summary" else no_update
-    gallery, pages = (_gallery(data, state, code, view.page, run_id)
+    gallery, pages = (_gallery(data, state, code, view, run_id)
                       if view.tab == "gallery" else (no_update, no_update))
     store = logic.store_for(root, run_id)
     noise = logic.noise_per_class(data, state)
     model = None if code is None else logic.client_model(data, state, code, rows, noise)
-    return (fig, _changed("all" if code is None else code, shown), options, summary, gallery,
-            _changed(pages, view.pages), _changed(not store.can_undo(), view.undo_disabled),
-            _changed(not store.can_redo(), view.redo_disabled),
-            logic.status_text(rows, noise, state.rule), model)
+    return {"figure": fig, "shown": _changed("all" if code is None else code, shown),
+            "options": options, "summary": summary, "gallery": gallery,
+            "pages": _changed(pages, view.pages),
+            "undo_disabled": _changed(not store.can_undo(), view.undo_disabled),
+            "redo_disabled": _changed(not store.can_redo(), view.redo_disabled),
+            "status": logic.status_text(rows, noise, state.rule), "model": model,
+            "more": _changed(more, view.more)}
 
 
 def _class_label(name: str, r: dict) -> html.Span:
@@ -392,8 +514,8 @@ def _summary_table(rows: list[dict]) -> dbc.Table:
     return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
 
 
-def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
-    """The noise gallery as one HTML string for a dcc.Markdown, and its page count.
+def _gallery(data, state, code, view: logic.PageView, run_id) -> tuple[str, int]:
+    """The gallery as one HTML string for a dcc.Markdown, and its page count.
 
     Void tags must be self-closed (``<img/>``): Dash's Markdown drops the whole block
     otherwise. One component instead of ~100: every Dash component on the page re-runs its store
@@ -402,21 +524,27 @@ def _gallery(data, state, code, page, run_id) -> tuple[str, int]:
     delegated listener (assets/gallery.js) that writes the sample into GALLERY_CLICK.
     """
     def note(text: str) -> str:
-        return f'<div class="text-muted small mt-2">{escape(text)}</div>'
+        return f'<div class="text-muted small mt-2 gallery-note">{escape(text)}</div>'
 
     if code is None:
         return note("Pick a class to review its flagged points."), 1
-    items, pages = logic.gallery_items(data, state, code, page or 1)
-    if not items:
-        return note("Nothing flagged in this class at these parameters."), pages
-    run = quote(run_id, safe="")
+    which = view.filter or "review"
+    items, pages = logic.gallery_items(data, state, code, view.page or 1, which, view.selection)
     counts = logic.review_counts(data, state, code)
     head = (f'<div class="small mb-1 gallery-counts">{counts["flagged"]} flagged · '
             f'{counts["decided"]} decided by you · <b>{counts["left"]} left to review</b> · '
-            "most likely wrong first</div>"
-            '<div class="small text-muted mb-1 gallery-keys">keys: <kbd>j</kbd>/<kbd>k</kbd> '
-            'next/previous · <kbd>a</kbd> keep · <kbd>d</kbd> drop · <kbd>r</kbd> relabel to '
-            'the suggestion · <kbd>u</kbd> undo</div>')
+            "most likely wrong first</div>")
+    if view.selection is not None:
+        head += ('<div class="small mb-1 gallery-selection">only the points selected on the '
+                 f'map ({len(view.selection)}): double-click the map to show all</div>')
+    if not items:
+        what = logic.GALLERY_FILTERS[which]
+        where = " among the selected points" if view.selection is not None else ""
+        return head + note(f"No points here: {what}{where}, at these parameters."), pages
+    head += ('<div class="small text-muted mb-1 gallery-keys">keys: <kbd>j</kbd>/<kbd>k</kbd> '
+             'next/previous · <kbd>a</kbd> keep · <kbd>d</kbd> drop · <kbd>r</kbd> relabel to '
+             'the suggestion · <kbd>u</kbd> undo</div>')
+    run = quote(run_id, safe="")
     cards = "".join(
         f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
         f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'

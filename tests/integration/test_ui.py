@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(browser_available() is not None,
                                  reason=browser_available() or "")]
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
-             "parity", "drag", "tabs", "relabel", "triage")
+             "parity", "drag", "tabs", "relabel", "triage", "filter")
 
 
 @pytest.fixture(scope="module")
@@ -302,7 +302,7 @@ def test_gallery_toggle_and_summary_tab(driver, server, ui_root):
     for label in labels[1:]:  # the first class with something flagged
         label.click()
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")
-                 or "Nothing flagged" in driver.page_source)
+                 or "No points here" in driver.page_source)
         if driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle"):
             break
     button = driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")[0]
@@ -361,28 +361,113 @@ def test_click_override_survives_reload_and_undo_reverts(driver, server, ui_root
     wait_for(lambda: store.overrides() == {clicked: decision})
 
 
-def test_lasso_then_drop(driver, server, ui_root):
-    store = CurationStore(ui_root / "lasso" / "curation.sqlite")
-    _open(driver, server, "lasso")
+def _lasso_middle(driver, half: int = 25) -> list[int]:
+    """Draw a lasso loop around the middle of the shown class; returns the samples it
+    selected, once Plotly has them."""
     ids = trace_markers(driver)["customdata"]
     pts = [point_position(driver, s) for s in ids]
     xs, ys = [p[0] for p in pts], [p[1] for p in pts]
     cx, cy = sorted(xs)[len(xs) // 2], sorted(ys)[len(ys) // 2]
-    # A lasso loop around the middle of the class.
-    loop = [(cx - 25, cy - 25), (cx + 25, cy - 25), (cx + 25, cy + 25), (cx - 25, cy + 25),
-            (cx - 25, cy - 24)]
+    loop = [(cx - half, cy - half), (cx + half, cy - half), (cx + half, cy + half),
+            (cx - half, cy + half), (cx - half, cy - half + 1)]
     actions = ActionBuilder(driver)
     actions.pointer_action.move_to_location(int(loop[0][0]), int(loop[0][1])).pointer_down()
     for x, y in loop[1:]:
         actions.pointer_action.move_to_location(int(x), int(y))
     actions.pointer_action.pointer_up()
     actions.perform()
-    wait_for(lambda: driver.execute_script(
+    chosen = wait_for(lambda: driver.execute_script(
         "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
-        "const sel = gd._fullData[1].selectedpoints; return sel && sel.length > 0"))
+        "const sel = gd._fullData[1].selectedpoints; return sel && sel.length > 0 && sel"))
+    return [ids[k] for k in chosen]
+
+
+def test_lasso_then_drop(driver, server, ui_root):
+    store = CurationStore(ui_root / "lasso" / "curation.sqlite")
+    _open(driver, server, "lasso")
+    _lasso_middle(driver)
     driver.find_element(By.ID, "curate-drop").click()
     overrides = wait_for(lambda: store.overrides())
     assert len(overrides) >= 2 and set(overrides.values()) == {"drop"}
+
+
+def _gallery_cards(driver) -> list[int]:
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#curate-gallery .gallery-toggle'))"
+        ".map(b => Number(b.dataset.sample));")
+
+
+def test_gallery_follows_the_lasso_and_the_state_filter(driver, server, ui_root):
+    """A lasso selection narrows the gallery to the selected points, most likely wrong
+    first; a double-click clears it. The state filter shows what is left to review, so
+    a decided card leaves it."""
+    from app.data import current_state, run_data
+
+    data = run_data(ui_root, "filter")
+    store = CurationStore(ui_root / "filter" / "curation.sqlite")
+    _open(driver, server, "filter")
+    Select(driver.find_element(By.ID, "curate-gallery-filter")).select_by_value("all")
+    everything = wait_for(lambda: len(_gallery_cards(driver)) == 24 and _gallery_cards(driver))
+    selected = _lasso_middle(driver)
+    assert 0 < len(selected) < len(data.members[0])
+    header = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-selection"))
+    assert f"({len(selected)})" in header[0].text
+    shown = wait_for(lambda: (c := _gallery_cards(driver)) != everything and c)
+    assert set(shown) <= set(selected) and len(shown) == min(24, len(selected))
+    scores = [data.score[s] for s in shown]
+    assert scores == sorted(scores, reverse=True)  # most likely wrong first
+    graph = driver.find_element(By.CSS_SELECTOR, "#curate-graph .nsewdrag")
+    corner = (-graph.size["width"] // 2 + 4, -graph.size["height"] // 2 + 4)  # no points
+    (ActionChains(driver).move_to_element_with_offset(graph, *corner).double_click()
+     .perform())  # Plotly: clears the selection
+    assert store.overrides() == {}
+    wait_for(lambda: not driver.find_elements(By.CSS_SELECTOR, ".gallery-selection"))
+    wait_for(lambda: _gallery_cards(driver) == everything)
+
+    Select(driver.find_element(By.ID, "curate-gallery-filter")).select_by_value("left")
+    state = current_state(data)
+    flagged = data.members[0][state.decisions.flagged[data.members[0]]]
+    left = wait_for(lambda: (c := _gallery_cards(driver)) != everything and c)
+    assert set(left) <= set(flagged.tolist()) and len(left) == min(24, len(flagged))
+    button = driver.find_element(By.CSS_SELECTOR, f".gallery-toggle[data-sample='{left[0]}']")
+    driver.execute_script("arguments[0].click()", button)
+    wait_for(lambda: left[0] in store.overrides())
+    wait_for(lambda: left[0] not in _gallery_cards(driver))
+    counts = driver.find_element(By.CSS_SELECTOR, ".gallery-counts").text
+    assert f"{len(flagged) - 1} left to review" in counts
+
+
+def test_class_search_and_sort_narrow_the_class_list(driver, server):
+    _open(driver, server, "load")
+
+    def listed() -> list[str]:
+        return driver.execute_script(
+            "return Array.from(document.querySelectorAll('.class-pick label .fw-semibold'))"
+            ".map(e => e.textContent);")
+
+    assert listed()[:3] == ["All classes", "0", "1"]
+    box = driver.find_element(By.ID, "curate-class-search")
+    box.send_keys("7")
+    wait_for(lambda: listed() == ["All classes", "0", "7"])  # the shown class stays
+    assert "1 of 10 classes match" in driver.find_element(By.ID, "curate-class-more").text
+    box.send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
+    Select(driver.find_element(By.ID, "curate-class-sort")).select_by_value("flagged")
+    wait_for(lambda: len(listed()) == 11 and listed()[1:3] != ["0", "1"])
+
+
+def test_tabs_start_under_the_map_at_1366x768(server):
+    """At 1366×768 the map leaves the tab headers in view without scrolling."""
+    small = chrome(1366, 768)
+    try:
+        _open(small, server, "load")
+        top, bottom, inner = small.execute_script(
+            "const tabs = document.getElementById('curate-tabs').getBoundingClientRect();"
+            "const graph = document.getElementById('curate-graph').getBoundingClientRect();"
+            "return [tabs.top, graph.bottom, window.innerHeight];")
+        assert bottom <= top < inner - 20, (bottom, top, inner)
+        assert bottom >= 360 + 100  # the map keeps a usable height
+    finally:
+        small.quit()
 
 
 def test_export_produces_the_manifest(driver, server, ui_root):
@@ -419,6 +504,7 @@ def test_retrain_with_the_panel_defaults_trains_and_reuses_only_an_identical_sub
     tab = driver.find_element(By.LINK_TEXT, "Retrain")
     driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
     plan = wait_for(lambda: driver.find_element(By.ID, "train-plan-text"))
+    wait_for(lambda: plan.text)  # the tab fades in: hidden text reads as ""
     assert "batch 32" in plan.text and "chosen from the subset size" in plan.text
     # A batch too large for the subset warns before anything runs; clearing it goes back.
     _set(driver, "train-batch", "512")
@@ -482,7 +568,9 @@ def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_
     assert table.location["y"] < toggle.location["y"]
     assert not driver.find_element(By.ID, "new-name").is_displayed()
     toggle.click()
-    wait_for(lambda: driver.find_element(By.ID, "new-name").is_displayed())
+    # Up to a minute: once in a full suite (a fresh clone, after the 100k scale test) the
+    # form took over 20 s to open; alone, and in this file's run, it opens at once.
+    wait_for(lambda: driver.find_element(By.ID, "new-name").is_displayed(), timeout=60)
     assert Select(driver.find_element(By.ID, "new-model")).first_selected_option.text \
         == "resnet18"
     Select(driver.find_element(By.ID, "new-model")).select_by_visible_text("pixels")
@@ -562,7 +650,7 @@ def test_relabel_from_the_gallery_reaches_the_export_and_the_training_subset(
     for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label")[1:]:
         label.click()
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
-                 or "Nothing flagged" in driver.page_source)
+                 or "No points here" in driver.page_source)
         if trainable():
             break
     button = trainable()[0]
@@ -593,7 +681,7 @@ def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, u
     for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label")[1:]:
         label.click()
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
-                 or "Nothing flagged" in driver.page_source)
+                 or "No points here" in driver.page_source)
         if len(driver.find_elements(By.CSS_SELECTOR, ".gallery-relabel")) >= 1 and \
                 len(driver.find_elements(By.CSS_SELECTOR, ".gallery-item")) >= 3:
             break

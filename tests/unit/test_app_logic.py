@@ -169,7 +169,7 @@ def test_the_form_reads_files_only_under_the_data_roots(root, tmp_path):
 def test_client_model_carries_what_the_browser_needs(root):
     import base64
 
-    from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED
+    from app.figures import LOOKS, marker_style
 
     logic.toggle(root, "digits", 0)
     data = run_data(root, "digits")
@@ -178,18 +178,21 @@ def test_client_model_carries_what_the_browser_needs(root):
     noise = logic.noise_per_class(data, state)
     code = int(data.samples.labels[0])
     model = logic.client_model(data, state, code, rows, noise)
-
-    def decoded(spec):
-        return np.frombuffer(base64.b64decode(spec["bdata"]), dtype=np.uint8)
-
+    looks = np.frombuffer(base64.b64decode(model["looks"]["bdata"]), np.uint8).reshape(-1, 2)
     idx = data.members[code]
-    flags, overrides = decoded(model["flags"]), decoded(model["overrides"])
-    assert len(flags) == len(overrides) == model["n"] == len(idx)
-    # The bits reproduce the server's flags from the DBSCAN labels alone.
+    assert len(looks) == model["n"] == len(idx)
+    # Looked up at the server's DBSCAN labels, the table gives the server's flags,
+    # decisions and markers: the browser needs no rule of its own.
     is_noise = state.decisions.clusters[idx] == -1
-    from_bits = (is_noise & (flags & NOISE_FLAGGED > 0)) | (flags & ALWAYS_FLAGGED > 0)
-    assert (from_bits == state.decisions.flagged[idx]).all()
-    assert overrides[np.searchsorted(idx, 0)] in (1, 2) and overrides.sum() in (1, 2)
+    shown = [LOOKS[c] for c in looks[np.arange(len(idx)), is_noise.astype(int)]]
+    assert [look.flagged for look in shown] == state.decisions.flagged[idx].tolist()
+    assert [look.kept for look in shown] == state.decisions.kept[idx].tolist()
+    assert [look.overridden for look in shown] == [int(i) in state.marks for i in idx]
+    colours, symbols, sizes = marker_style(idx, state.decisions, state.marks)
+    assert [look.symbol for look in shown] == symbols
+    assert [look.size for look in shown] == sizes
+    assert all(look.colour in (None, c) for look, c in zip(shown, colours, strict=True))
+    assert shown[int(np.searchsorted(idx, 0))].overridden
     assert sum(noise) == int(is_noise.sum() + (state.decisions.clusters[
         np.setdiff1d(np.arange(len(data.samples)), idx)] == -1).sum())
     assert model["rows"][-1]["kept"] == rows[-1]["kept"]
@@ -211,16 +214,28 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         built.append(state.revision)
         return {"revision": state.revision}
 
+    from worker.pipeline.clustering import ClassClusterer
+
+    def no_dbscan(*_a):
+        pytest.fail("recomputed")
+
     with app.server.app_context():
         caching.derived.clear()
+        caching.labels.clear()
         data = run_data(root, "digits")
-        first = current_state(data)  # fills the labels of every class
-        labels = caching.derived.cache._cache.keys()
-        assert sum("'labels'" in k for k in labels) == len(data.members)
+        # Every class still has the parameters the cluster step saved clusters.npy with:
+        # the labels come from there, no DBSCAN runs.
+        monkeypatch.setattr(ClassClusterer, "labels", no_dbscan)
+        first = current_state(data)
+        assert (first.decisions.clusters == np.load(data.run.path / "clusters.npy")).all()
+        monkeypatch.undo()
+        eps, ms = first.params[2]
+        logic.set_params(root, "digits", 2, eps * 0.9, ms)  # class 2 changes
+        data = run_data(root, "digits")
+        first = current_state(data)  # computes class 2 only, into the labels cache
+        assert sum("'labels'" in k for k in caching.labels.cache._cache.keys()) == 1
         # A second read computes no DBSCAN: the labels come from Flask-Caching.
-        from worker.pipeline.clustering import ClassClusterer
-
-        monkeypatch.setattr(ClassClusterer, "labels", lambda *a: pytest.fail("recomputed"))
+        monkeypatch.setattr(ClassClusterer, "labels", no_dbscan)
         again = current_state(data)
         assert (again.decisions.clusters == first.decisions.clusters).all()
         monkeypatch.undo()
@@ -358,3 +373,20 @@ def test_relabel_to_the_suggestion_from_the_gallery(root):
     assert current_state(data).relabels == {}
     with pytest.raises(InputError, match="no class 'zebra'"):
         logic.relabel(root, "digits", sample, "zebra")
+
+
+def test_class_list_searches_sorts_and_stays_bounded():
+    rows = [{"class": f"c{c:04d}", "size": 100 + c % 7, "flagged": c % 13}
+            for c in range(1000)] + [{"class": "total", "size": 0, "flagged": 0}]
+    shown, matched = logic.class_list(rows)
+    assert shown == list(range(logic.CLASS_LIST_MAX)) and matched == 1000
+    shown, matched = logic.class_list(rows, search="C09", selected=3)
+    assert matched == 100 and shown[0] == 3 and len(shown) == logic.CLASS_LIST_MAX + 1
+    assert all("c09" in rows[c]["class"] for c in shown[1:])
+    shown, _ = logic.class_list(rows, sort="flagged")
+    shares = [rows[c]["flagged"] / rows[c]["size"] for c in shown]
+    assert shares == sorted(shares, reverse=True)
+    shown, _ = logic.class_list(rows, sort="size", limit=5)
+    assert [rows[c]["size"] for c in shown] == [106] * 5
+    assert logic.class_list(rows, sort="bogus", limit=2)[0] == [0, 1]  # falls back
+    assert logic.class_list(rows, search="nothing like it") == ([], 0)

@@ -119,3 +119,44 @@ def test_evaluate_reports_the_estimated_noise_beside_the_truth(fresh_run):
     assert result["rules"]["adaptive"]["f1"] >= 0.9
     text = format_report(result)
     assert "wrong labels, estimated from the data" in text and "AUROC" in text
+
+
+def _dense_confident_joint(nn: np.ndarray, labels: np.ndarray, n_classes: int):
+    """knn_evidence's verdict and suggestion computed the obvious way, with (N, C) votes."""
+    votes = neighbour_votes(nn, labels, n_classes)
+    thresholds = np.array([votes[labels == c, c].mean() for c in range(n_classes)])
+    confident = np.where(votes >= thresholds - 1e-9, votes, -1.0)
+    best = confident.argmax(1)
+    return (confident.max(1) >= 0) & (best != labels), votes.argmax(1)
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.3])
+def test_knn_evidence_is_the_confident_joint_of_the_votes_without_dense_matrices(
+        digits_space, rate):
+    from worker.pipeline.evidence import knn_evidence
+
+    _, nn, clean = digits_space
+    labels = inject_noise(_table(clean), rate, seed=2).labels
+    ev = knn_evidence(nn, labels, 10, block=97)  # blocks that do not divide N
+    issue, suggested = _dense_confident_joint(nn, labels, 10)
+    assert np.array_equal(ev.issue, issue) and np.array_equal(ev.suggested, suggested)
+    assert np.allclose(ev.score, 1 - neighbour_votes(nn, labels, 10)[np.arange(len(labels)),
+                                                                     labels], atol=1e-5)
+    wrong = labels != clean
+    tp = (ev.issue & wrong).sum()
+    f1 = 2 * tp / (ev.issue.sum() + wrong.sum())
+    assert f1 >= 0.8, f1
+
+
+def test_large_runs_use_the_neighbour_evidence(fresh_run, monkeypatch):
+    """Above DENSE_MAX = N·C the cluster step stores knn_evidence's result."""
+    from worker.pipeline import curation
+    from worker.pipeline.evidence import knn_evidence
+
+    samples = fresh_run.read_samples()
+    monkeypatch.setattr(curation, "DENSE_MAX", len(samples) * 10 - 1)
+    curation.ensure_evidence(fresh_run, samples)
+    stored = curation.load_evidence(fresh_run)
+    want = knn_evidence(np.load(curation.neighbours_path(fresh_run)), samples.labels, 10)
+    assert np.array_equal(stored["issue"], want.issue)
+    assert np.array_equal(stored["suggested"], want.suggested)

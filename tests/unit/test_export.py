@@ -109,3 +109,25 @@ def test_params_json_comes_from_the_manifest_s_snapshot(fresh_run):
         rows = list(csv.DictReader(fh))
     assert info["n_kept"] == sum(r["kept"] == "1" for r in rows)
     assert {r["index"] for r in rows if r["reason"] == "override_drop"} == {"3", "4"}
+
+
+def test_saved_clusters_are_reused_only_for_the_file_and_params_they_were_made_with(
+        fresh_run):
+    """current_snapshot takes clusters.npy's labels for classes whose parameters are those
+    recorded with it; a clusters.npy that run.json does not describe is not trusted."""
+    import os
+
+    from worker.pipeline.clustering import cluster_all
+    from worker.pipeline.curation import current_snapshot, read_curation, recorded_clusters
+
+    samples = fresh_run.read_samples()
+    recorded = recorded_clusters(fresh_run, samples)
+    assert recorded is not None
+    params = read_curation(fresh_run, len(samples.classes)).params
+    fresh = cluster_all(fresh_run.load_embedding(), samples.labels, params)
+    assert (recorded[0] == fresh).all() and recorded[1] == params
+    assert (current_snapshot(fresh_run).decisions.clusters == fresh).all()
+    path = fresh_run.path / "clusters.npy"
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))  # rewritten, run.json not
+    assert recorded_clusters(fresh_run, samples) is None

@@ -132,3 +132,44 @@ def test_a_non_numeric_setting_is_one_line():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == \
         "error: CURATOR_PORT must be a whole number, got 'abc'"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode),
+       st.integers(min_value=0, max_value=6))
+def test_features_labels_parse_or_fail_cleanly(tmp_path_factory, data, n_rows):
+    """The ``features:`` labels reader: any bytes give a table of exactly ``n_rows`` rows
+    or one clear InputError."""
+    from worker.pipeline.datasets import read_features_labels
+
+    path = tmp_path_factory.mktemp("csv") / "l.csv"
+    path.write_bytes(data)
+    try:
+        samples, _ = read_features_labels(path, n_rows, "label")
+    except InputError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert len(samples) == n_rows and len(samples.classes) >= 2
+        assert samples.labels.min() >= 0 and samples.labels.max() < len(samples.classes)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(["cat", "dog", "10", "9", "bird"]), min_size=2, max_size=30),
+       st.booleans())
+def test_features_labels_keep_row_order_and_order_classes(tmp_path_factory, labels, paths):
+    from worker.pipeline.datasets import read_features_labels
+
+    path = tmp_path_factory.mktemp("csv") / "l.csv"
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["label", "path"] if paths else ["label"])
+        w.writerows([lab, f"img/{i}.png"] if paths else [lab] for i, lab in enumerate(labels))
+    if len(set(labels)) < 2:
+        with pytest.raises(InputError, match="names one class"):
+            read_features_labels(path, len(labels))
+        return
+    samples, has_images = read_features_labels(path, len(labels))
+    assert [samples.classes[c] for c in samples.labels] == labels and has_images == paths
+    numeric = all(lab.isdigit() for lab in set(labels))
+    assert samples.classes == sorted(set(labels), key=int if numeric else str)
+    assert samples.paths[0] == ("img/0.png" if paths else "row/0000000")

@@ -4,7 +4,11 @@ A *spec* names where images come from:
 
 - ``digits``: scikit-learn's bundled 8×8 digits (1,797 images, the embedded default);
 - ``cifar10:DIR``: the standard torchvision ``cifar-10-batches-py`` folder;
-- ``folder:DIR``: one subfolder per class (``DIR/<split>/<class>/…`` when split folders exist).
+- ``folder:DIR``: one subfolder per class (``DIR/<split>/<class>/…`` when split folders exist);
+- ``features:FILE.npy``: bring your own embeddings, an (N, D) float16/float32 array, with a
+  labels CSV of N rows in the same order (:func:`read_features_labels`). Image paths in
+  its optional ``path`` column are relative to FILE's folder; without them the run has
+  no images (no thumbnails, image-folder export or retraining).
 
 Every sample gets a path relative to the spec's DIR. Array datasets (digits, CIFAR pickles)
 get virtual paths such as ``train/00042`` so that labels CSVs and manifests can name them.
@@ -16,6 +20,8 @@ from __future__ import annotations
 import csv
 import pickle
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,11 +39,20 @@ SPLITS = ("train", "test")
 class DatasetSpec:
     """A parsed ``--dataset`` value."""
 
-    kind: str  # "digits" | "cifar10" | "folder"
-    root: Path | None
+    kind: str  # "digits" | "cifar10" | "folder" | "features"
+    root: Path | None  # the images' folder (for features: the features file's folder)
     split: str = "train"
+    file: Path | None = None  # the features file
+
+    @property
+    def class_root(self) -> Path | None:
+        """The folder whose class subfolders a run folder inside it would join (none for a
+        features file)."""
+        return None if self.kind == "features" else self.root
 
     def __str__(self) -> str:
+        if self.file is not None:
+            return f"{self.kind}:{self.file}"
         return self.kind if self.root is None else f"{self.kind}:{self.root}"
 
 
@@ -52,18 +67,25 @@ def parse_spec(text: str, split: str = "train") -> DatasetSpec:
     if split not in SPLITS:
         raise InputError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
     if "\x00" in text:
-        raise InputError("dataset spec has a NUL character: give 'digits', 'cifar10:DIR' or "
-                         "'folder:DIR'")
+        raise InputError("dataset spec has a NUL character: give 'digits', 'cifar10:DIR', "
+                         "'folder:DIR' or 'features:FILE.npy'")
     kind, _, rest = text.partition(":")
     if kind == "digits" and not rest:
         return DatasetSpec("digits", None, split)
+    if kind == "features" and rest:
+        file = Path(rest).expanduser().resolve()
+        if not file.is_file() or file.suffix != ".npy":
+            raise InputError(f"features file not found: {rest} (give an existing .npy file of "
+                             "shape N×D)")
+        return DatasetSpec("features", file.parent, split, file)
     if kind in ("cifar10", "folder") and rest:
         root = Path(rest).expanduser().resolve()
         if not root.is_dir():
             raise InputError(f"dataset folder not found: {rest} (give an existing directory)")
         return DatasetSpec(kind, root, split)
     raise InputError(
-        f"unknown dataset spec {text!r}: use 'digits', 'cifar10:DIR' or 'folder:DIR'"
+        f"unknown dataset spec {text!r}: use 'digits', 'cifar10:DIR', 'folder:DIR' or "
+        "'features:FILE.npy'"
     )
 
 
@@ -114,10 +136,11 @@ class Dataset:
     samples: SampleTable
     arrays: np.ndarray | None = None
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    has_images: bool = True  # False: a features file without image paths
 
     def file_path(self, i: int) -> Path | None:
         """The image file of sample i, or None for array datasets."""
-        if self.arrays is not None or self.spec.root is None:
+        if self.arrays is not None or self.spec.root is None or not self.has_images:
             return None
         return self.spec.root / self.samples.paths[i]
 
@@ -192,6 +215,33 @@ def _list_folder(root: Path, split: str) -> tuple[list[str], np.ndarray, list[st
 _COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ .-]{0,39}")
 
 
+@contextmanager
+def _label_rows(csv_path: Path) -> Iterator[csv.DictReader]:
+    """A DictReader over a labels CSV (UTF-8, with or without a BOM; header names
+    stripped), turning unreadable text into one InputError."""
+    if not csv_path.is_file():
+        raise InputError(f"labels CSV not found: {csv_path}")
+    try:
+        with open(csv_path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            reader.fieldnames = [f.strip() for f in reader.fieldnames or []]
+            yield reader
+    except UnicodeDecodeError:
+        raise InputError(f"labels CSV {csv_path.name} is not UTF-8 text: save it as UTF-8 "
+                         "(CSV UTF-8 in Excel)") from None
+    except csv.Error as exc:
+        raise InputError(f"labels CSV {csv_path.name} is not a valid CSV file "
+                         f"({str(exc).split(':')[0]})") from None
+
+
+def _columns_text(fields: list[str]) -> str:
+    """The columns a CSV has, for an error message; named only when they look like column
+    names: a file that is not a labels CSV must not have its first line echoed."""
+    if fields and len(fields) <= 20 and all(_COLUMN_NAME.fullmatch(f) for f in fields):
+        return ", ".join(fields)
+    return f"{len(fields)} unnamed" if fields else "none"
+
+
 def read_label_csv(csv_path: Path, column: str) -> dict[str, str]:
     """Map ``path`` → label from a CSV with a ``path`` column and ``column``.
 
@@ -200,40 +250,25 @@ def read_label_csv(csv_path: Path, column: str) -> dict[str, str]:
     rows that repeat a path with the same label are fine. Messages never quote the file
     beyond column names and paths.
     """
-    if not csv_path.is_file():
-        raise InputError(f"labels CSV not found: {csv_path}")
     out: dict[str, str] = {}
     first_line: dict[str, int] = {}
-    try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
-            fields = [f.strip() for f in reader.fieldnames or []]
-            reader.fieldnames = fields
-            if "path" not in fields or column not in fields:
-                # Name the columns only when they look like column names: a file that is
-                # not a labels CSV must not have its first line echoed into an error.
-                names = ", ".join(fields) if fields and len(fields) <= 20 and all(
-                    _COLUMN_NAME.fullmatch(f) for f in fields) else f"{len(fields)} unnamed"
-                raise InputError(f"labels CSV {csv_path.name} needs columns 'path' and "
-                                 f"{column!r}; it has {names or 'none'} "
-                                 "(pick one with --label-column)")
-            for row in reader:
-                line = reader.line_num
-                path, label = (row.get("path") or "").strip(), (row.get(column) or "").strip()
-                if not path or not label:
-                    raise InputError(f"labels CSV {csv_path.name} line {line} has no "
-                                     f"{'path' if not path else repr(column)} value")
-                if path in out and out[path] != label:
-                    raise InputError(f"labels CSV {csv_path.name} gives {path!r} two labels, "
-                                     f"on lines {first_line[path]} and {line}: keep one")
-                out[path] = label
-                first_line.setdefault(path, line)
-    except UnicodeDecodeError:
-        raise InputError(f"labels CSV {csv_path.name} is not UTF-8 text: save it as UTF-8 "
-                         "(CSV UTF-8 in Excel)") from None
-    except csv.Error as exc:
-        raise InputError(f"labels CSV {csv_path.name} is not a valid CSV file "
-                         f"({str(exc).split(':')[0]})") from None
+    with _label_rows(csv_path) as reader:
+        fields = reader.fieldnames
+        if "path" not in fields or column not in fields:
+            raise InputError(f"labels CSV {csv_path.name} needs columns 'path' and "
+                             f"{column!r}; it has {_columns_text(fields)} "
+                             "(pick one with --label-column)")
+        for row in reader:
+            line = reader.line_num
+            path, label = (row.get("path") or "").strip(), (row.get(column) or "").strip()
+            if not path or not label:
+                raise InputError(f"labels CSV {csv_path.name} line {line} has no "
+                                 f"{'path' if not path else repr(column)} value")
+            if path in out and out[path] != label:
+                raise InputError(f"labels CSV {csv_path.name} gives {path!r} two labels, "
+                                 f"on lines {first_line[path]} and {line}: keep one")
+            out[path] = label
+            first_line.setdefault(path, line)
     return out
 
 
@@ -274,6 +309,86 @@ def apply_labels_csv(samples: SampleTable, csv_path: Path, label_column: str = "
         true = _apply_label_map(samples, read_label_csv(csv_path, true_label_column),
                                 csv_path.name, true_label_column)
     return SampleTable(samples.paths, new_labels, true, samples.classes)
+
+
+def features_shape(file: Path) -> tuple[int, ...]:
+    """The shape of a features file, read from its header (nothing is loaded)."""
+    try:
+        arr = np.load(file, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError):
+        raise InputError(f"{file.name} is not a readable .npy array: save it with numpy.save "
+                         "(no pickled objects)") from None
+    if arr.ndim != 2 or arr.dtype not in (np.float16, np.float32) or not len(arr):
+        raise InputError(f"{file.name} must be a non-empty N×D float16 or float32 array, got "
+                         f"{arr.dtype} of shape {arr.shape}")
+    return arr.shape
+
+
+def _class_order(names: set[str]) -> list[str]:
+    """Class names in numeric order when they are all integers, else alphabetical."""
+    if all(n.lstrip("-").isdigit() for n in names):
+        return sorted(names, key=int)
+    return sorted(names)
+
+
+def read_features_labels(csv_path: Path | None, n_rows: int, label_column: str = "label",
+                         true_label_column: str | None = None) -> tuple[SampleTable, bool]:
+    """The sample table of a ``features:`` dataset: one CSV row per feature row, in order.
+
+    The CSV needs ``label_column``; a ``path`` column (image paths, relative to the
+    features file's folder) and ``true_label_column`` are optional. Without paths, samples
+    get virtual paths ``row/0000042``. Streams the file: 1.28M rows take a few seconds.
+
+    Returns
+    -------
+    (samples, has_images)
+    """
+    if csv_path is None:
+        raise InputError("a features: dataset needs --labels CSV with one row per feature row")
+    paths: list[str] = []
+    given: list[str] = []
+    true: list[str] = []
+    with _label_rows(csv_path) as reader:
+        fields = reader.fieldnames
+        wanted = [label_column] + ([true_label_column] if true_label_column else [])
+        missing = [c for c in wanted if c not in fields]
+        if missing:
+            raise InputError(f"labels CSV {csv_path.name} needs the column {missing[0]!r}; it "
+                             f"has {_columns_text(fields)} (pick one with --label-column / "
+                             "--true-label-column)")
+        has_paths = "path" in fields
+        for row in reader:
+            label = (row.get(label_column) or "").strip()
+            if not label:
+                raise InputError(f"labels CSV {csv_path.name} line {reader.line_num} has "
+                                 f"no {label_column!r} value")
+            given.append(label)
+            if has_paths:
+                path = (row.get("path") or "").strip()
+                if not path:
+                    raise InputError(f"labels CSV {csv_path.name} line {reader.line_num} "
+                                     "has no 'path' value")
+                paths.append(path)
+            if true_label_column:
+                true.append((row.get(true_label_column) or "").strip())
+    if len(given) != n_rows:
+        raise InputError(f"labels CSV {csv_path.name} has {len(given)} rows and the features "
+                         f"file {n_rows}: give one row per feature row, in the same order")
+    classes = _class_order(set(given))
+    if len(classes) < 2:
+        raise InputError(f"labels CSV {csv_path.name} names one class: curation needs two or "
+                         "more")
+    unknown = sorted({t for t in true if t and t not in classes})
+    if unknown:
+        raise InputError(f"labels CSV {csv_path.name} column {true_label_column!r} has classes "
+                         f"that no row is labelled with: {unknown[:5]}")
+    codes = {name: k for k, name in enumerate(classes)}
+    labels = np.fromiter((codes[g] for g in given), np.int64, n_rows)
+    true_codes = np.fromiter((codes[t] if t else -1 for t in true), np.int64, len(true)) \
+        if true else np.full(n_rows, -1, np.int64)
+    if not has_paths:
+        paths = [f"row/{i:07d}" for i in range(n_rows)]
+    return SampleTable(paths, labels, true_codes, classes), has_paths
 
 
 # Pairs that people confuse, for datasets with these class names (CIFAR-10): each class
@@ -334,7 +449,12 @@ def inject_noise(samples: SampleTable, rate: float, seed: int,
 
 
 def open_dataset(spec: DatasetSpec) -> Dataset:
-    """List the samples of ``spec`` with their folder/batch labels (no decoding yet)."""
+    """List the samples of ``spec`` with their folder/batch labels (no decoding yet).
+
+    A ``features:`` spec has no labels of its own: see :func:`read_features_labels`.
+    """
+    if spec.kind == "features":
+        raise InputError("a features: dataset takes its labels from --labels CSV")
     if spec.kind in ("digits", "cifar10"):
         reader = _read_digits(spec.split) if spec.kind == "digits" else \
             _read_cifar10(spec.root, spec.split)  # type: ignore[arg-type]

@@ -48,26 +48,35 @@ FFT_INTS_IN_INTERVAL = 2
 EXACT_KNN_MAX = 60_000
 
 
+# PCA is fitted on at most this many rows (a seeded random sample beyond it) and applied
+# block by block, so a 1.28M × 512 features file never needs a float32 copy in memory.
+# Up to PCA_FIT_MAX rows nothing changes: the fit sees every row, as before.
+PCA_FIT_MAX = 100_000
+BLOCK = 65_536
+
+
 def check_features(features: np.ndarray) -> np.ndarray:
-    """Return ``features`` as float32 (N, D), or explain what is wrong with them."""
+    """Check that ``features`` are a finite (N, D) array, block by block (a memory-mapped
+    file is never read whole), and return them as they are (float16/32, maybe mapped)."""
     if features.ndim != 2 or len(features) == 0:
         raise InputError(f"features must be a non-empty (N, D) array, got shape {features.shape}")
-    bad = ~np.isfinite(features).all(axis=1)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
+    bad_rows = [start + np.flatnonzero(~np.isfinite(features[start:start + BLOCK]).all(axis=1))
+                for start in range(0, len(features), BLOCK)]
+    bad = np.concatenate(bad_rows)
+    if len(bad):
         raise InputError(
-            f"features have NaN or inf in {int(bad.sum())} rows (first: sample {first}); "
+            f"features have NaN or inf in {len(bad)} rows (first: sample {int(bad[0])}); "
             "re-run 'curator extract' or check the model weights"
         )
-    return np.asarray(features, dtype=np.float32)
+    return features
 
 
 def pca_reduce(features: np.ndarray, dims: int, seed: int = 0) -> np.ndarray:
-    """PCA to ``min(dims, D, N)`` dimensions.
+    """PCA to ``min(dims, D, N)`` dimensions, fitted on at most PCA_FIT_MAX rows.
 
     Parameters
     ----------
-    features : ndarray, shape (N, D)
+    features : ndarray, shape (N, D), float16 or float32, possibly memory-mapped
 
     Returns
     -------
@@ -75,10 +84,20 @@ def pca_reduce(features: np.ndarray, dims: int, seed: int = 0) -> np.ndarray:
     """
     from sklearn.decomposition import PCA
 
-    k = min(dims, features.shape[1], features.shape[0])
-    if k >= features.shape[1]:
-        return features.astype(np.float32)
-    return PCA(n_components=k, random_state=seed).fit_transform(features).astype(np.float32)
+    n, d = features.shape
+    k = min(dims, d, n)
+    if k >= d:
+        return np.asarray(features, dtype=np.float32)
+    if n <= PCA_FIT_MAX:
+        x = np.asarray(features, dtype=np.float32)
+        return PCA(n_components=k, random_state=seed).fit_transform(x).astype(np.float32)
+    rows = np.sort(np.random.default_rng(seed).choice(n, PCA_FIT_MAX, replace=False))
+    pca = PCA(n_components=k, random_state=seed).fit(np.asarray(features[rows], np.float32))
+    out = np.empty((n, k), dtype=np.float32)
+    for start in range(0, n, BLOCK):
+        out[start:start + BLOCK] = pca.transform(
+            np.asarray(features[start:start + BLOCK], dtype=np.float32))
+    return out
 
 
 def exact_neighbours(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,17 +131,23 @@ def exact_neighbours(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return indices, distances
 
 
-def _affinities(x: np.ndarray, perplexity: float, seed: int,
-                knn: tuple[np.ndarray, np.ndarray] | None):
-    """openTSNE perplexity affinities, from exact neighbours ``knn`` when given."""
+def annoy_neighbours(x: np.ndarray, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The k approximate nearest other points of every point (openTSNE's Annoy index, the
+    one its t-SNE uses by default), nearest first: the same shapes as
+    :func:`exact_neighbours`, for maps too large for brute force."""
+    from openTSNE.nearest_neighbors import Annoy
+
+    indices, distances = Annoy(x, k, metric="euclidean", n_jobs=os.cpu_count() or 1,
+                               random_state=seed).build()
+    return indices.astype(np.int64), distances.astype(np.float32)
+
+
+def _affinities(perplexity: float, knn: tuple[np.ndarray, np.ndarray]):
+    """openTSNE perplexity affinities from precomputed neighbours ``knn``."""
     from openTSNE import affinity
     from openTSNE.nearest_neighbors import PrecomputedNeighbors
 
-    n_jobs = os.cpu_count() or 1
-    if knn is None:
-        return affinity.PerplexityBasedNN(x, perplexity=perplexity, n_jobs=n_jobs,
-                                          random_state=seed)
-    return affinity.PerplexityBasedNN(perplexity=perplexity, n_jobs=n_jobs,
+    return affinity.PerplexityBasedNN(perplexity=perplexity, n_jobs=os.cpu_count() or 1,
                                       knn_index=PrecomputedNeighbors(*knn))
 
 
@@ -143,14 +168,14 @@ def tsne_2d(features: np.ndarray, opts: EmbeddingOptions,
 
 def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
                          progress: ProgressFn | None = None
-                         ) -> tuple[np.ndarray, np.ndarray | None]:
+                         ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`tsne_2d`, also returning the exact nearest neighbours it found.
 
     Returns
     -------
     embedding : ndarray of float32, shape (N, 2)
     neighbours : ndarray of int64, shape (N, 3·perplexity), nearest first, in the PCA
-        space; None above ``EXACT_KNN_MAX`` points, where openTSNE's Annoy index is used.
+        space: exact up to ``EXACT_KNN_MAX`` points, from openTSNE's Annoy index above.
     """
     from openTSNE import TSNE, initialization
 
@@ -189,27 +214,28 @@ def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
                 negative_gradient_method=method, ints_in_interval=FFT_INTS_IN_INTERVAL,
                 n_jobs=os.cpu_count() or 1, random_state=opts.seed, callbacks=on_iter,
                 callbacks_every_iters=25, verbose=False)
-    knn = None
-    if n <= EXACT_KNN_MAX:
-        knn = exact_neighbours(x, min(n - 1, int(3 * perplexity)))
-    emb = np.asarray(tsne.fit(affinities=_affinities(x, perplexity, opts.seed, knn),
+    k = min(n - 1, int(3 * perplexity))
+    knn = exact_neighbours(x, k) if n <= EXACT_KNN_MAX else annoy_neighbours(x, k, opts.seed)
+    emb = np.asarray(tsne.fit(affinities=_affinities(perplexity, knn),
                               initialization=initialization.pca(x, random_state=opts.seed)),
                      dtype=np.float32)
     if seen["stop"]:
         raise Cancelled("embedding cancelled")
     report(progress, total, total, "embed: done")
-    return emb, None if knn is None else knn[0]
+    return emb, knn[0]
 
 
 def embed(run: RunDir, opts: EmbeddingOptions, progress: ProgressFn | None = None) -> np.ndarray:
-    """Read ``features.npy``, write ``embedding.npy`` (N, 2) float32 and, when the t-SNE
-    found them exactly, ``neighbours.npy`` (N, K_EVIDENCE) int64, so the cluster step's
-    label evidence needs no second neighbour search (5.5 s at 50,000 samples)."""
+    """Read ``features.npy`` (memory-mapped), write ``embedding.npy`` (N, 2) float32 and
+    ``neighbours.npy`` (N, K_EVIDENCE) int64, the t-SNE's own neighbours (exact up to
+    EXACT_KNN_MAX points, approximate above), so the cluster step's label evidence needs
+    no second neighbour search (5.5 s at 50,000 samples, hours by brute force at 1.28M)."""
     from .evidence import K_EVIDENCE
 
-    emb, knn = tsne_with_neighbours(run.load_features(), opts, progress)
+    emb, knn = tsne_with_neighbours(run.load_array(run.features, "extract", mmap=True), opts,
+                                    progress)
     neighbours = run.path / "neighbours.npy"
-    if knn is not None and knn.shape[1] >= min(K_EVIDENCE, len(emb) - 1):
+    if knn.shape[1] >= min(K_EVIDENCE, len(emb) - 1):
         save_npy(neighbours, knn[:, :K_EVIDENCE])
     else:
         neighbours.unlink(missing_ok=True)  # stale: the cluster step computes them anew

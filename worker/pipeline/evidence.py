@@ -22,6 +22,11 @@ carry their suggested label instead. The final probabilities give
 
 Figures in docs/benchmarks.md; the fixed knobs (k = 20, 5 rounds, what is relabelled)
 and what was looked at to choose them are in docs/method.md.
+
+Both views need (N, C) probability matrices, and cleanlab reads them dense: at 1.28M
+samples and 1,000 classes each is 5 GB and the cross-validated fits take hours. Above
+``DENSE_MAX`` entries the evidence comes from the neighbours alone
+(:func:`knn_evidence`), in memory and time linear in N·k.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ from .errors import InputError
 K_EVIDENCE = 20
 EVIDENCE_ROUNDS = 5
 CV_FOLDS = 5
+# Above N·C = DENSE_MAX (50,000 × 1,000, or 500,000 × 100) the evidence is the neighbours'
+# alone (knn_evidence); every benchmark row in docs/benchmarks.md is far below it.
+DENSE_MAX = 50_000_000
 # Part of the key the cluster step stores the evidence under: change it whenever the
 # method changes, so existing runs recompute their scores.
 EVIDENCE_VERSION = f"k{K_EVIDENCE}-r{EVIDENCE_ROUNDS}-cv{CV_FOLDS}-issues-both"
@@ -185,3 +193,50 @@ def label_evidence(x: np.ndarray, neighbours: np.ndarray, labels: np.ndarray,
     # better than the default (docs/method.md names the rows looked at).
     return Evidence(score, probs.argmax(axis=1).astype(np.int64),
                     confident_issues(labels, probs, "both"))
+
+
+def knn_evidence(neighbours: np.ndarray, labels: np.ndarray, n_classes: int,
+                 block: int = 65_536) -> Evidence:
+    """Label evidence from the k nearest neighbours alone, without any (N, C) matrix.
+
+    The class shares are the neighbours' votes (``share_c(x)`` = the fraction of x's
+    neighbours labelled c). The verdict is confident learning's confident joint, built on
+    those shares: each class's threshold ``t_c`` is the mean own-class share of the
+    samples labelled c; a sample belongs to the class c with the highest share among those
+    with ``share_c(x) ≥ t_c``, and is an issue when that class is not its label (cleanlab's
+    ``filter_by="confident_learning"``, without the noise-rate pruning that needs the
+    dense matrix). ``score`` = 1 − the share of its own label; ``suggested`` = the
+    neighbours' majority (ties: the lowest class code).
+
+    Parameters
+    ----------
+    neighbours : ndarray of int, shape (N, k), k ≥ 1; rows exclude the sample itself
+    labels : ndarray of int, shape (N,)
+
+    Returns
+    -------
+    Evidence
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    n, k = neighbours.shape
+    if k == 0 or n != len(labels):
+        raise InputError(f"neighbour evidence needs one row of k ≥ 1 neighbours per sample: "
+                         f"{n} rows of {k} for {len(labels)} labels")
+    own = np.empty(n, dtype=np.float32)
+    for s in range(0, n, block):
+        own[s:s + block] = (labels[neighbours[s:s + block]] == labels[s:s + block, None]).mean(1)
+    counts = np.bincount(labels, minlength=n_classes)
+    thresholds = np.bincount(labels, own, minlength=n_classes) / np.maximum(counts, 1)
+    suggested = np.empty(n, dtype=np.int64)
+    issue = np.empty(n, dtype=bool)
+    for s in range(0, n, block):
+        votes = np.sort(labels[neighbours[s:s + block]], axis=1)  # (b, k) class codes
+        # Each position's share: how many of the row's votes equal it, over k.
+        share = (votes[:, :, None] == votes[:, None, :]).sum(2) / k
+        rows = np.arange(len(votes))
+        suggested[s:s + block] = votes[rows, share.argmax(1)]  # sorted: lowest code on ties
+        confident = np.where(share >= thresholds[votes] - 1e-9, share, -1.0)
+        best = confident.argmax(1)
+        issue[s:s + block] = (confident[rows, best] >= 0) & (votes[rows, best]
+                                                            != labels[s:s + block])
+    return Evidence(np.clip(1.0 - own, 0.0, 1.0).astype(np.float32), suggested, issue)

@@ -107,6 +107,8 @@ def export(run: RunDir, fmt: str, name: str, ds: Dataset | None = None,
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
     dest = check_export_name(run.require(), name)
+    if fmt == "imagefolder":
+        run.require_images("an image-folder export")
     if dest.exists():
         raise InputError(f"export {name!r} already exists in {run.exports}; pick another --dest")
     # Exports take seconds, so a second one waits for the first instead of failing.

@@ -34,7 +34,7 @@ from .models import (
     resolve_precision,
 )
 from .progress import ProgressFn, report
-from .rundir import RunDir, save_npy
+from .rundir import RunDir, atomic_path, save_npy
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,8 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
         raise InputError(f"--finetune must be 0 or more epochs, got {opts.finetune_epochs}")
     if opts.model == "pixels" and (opts.weights or opts.finetune_epochs):
         raise InputError("'pixels' takes no --weights or --finetune; pick a network model")
+    if ds.spec.kind == "features":
+        return _copy_features(run, ds, opts, progress)
     key = cache_key(run, opts)
     cached = run.cache / f"features-{key}.npy"
     if cached.is_file():
@@ -260,3 +262,49 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
                   finetune_epochs=opts.finetune_epochs, cache_key=key,
                   feature_dim=int(feats.shape[1]))
     return feats
+
+
+# Rows per block when copying a features file: 65,536 × 512 float32 is 128 MB.
+COPY_BLOCK = 65_536
+
+
+def _copy_features(run: RunDir, ds: Dataset, opts: FeatureOptions,
+                   progress: ProgressFn | None = None) -> np.ndarray:
+    """A ``features:`` dataset's file, checked and copied into the run as ``features.npy``
+    in its own dtype (float16 stays float16), block by block: memory stays bounded
+    whatever N is. Skipped when the copy is current (same file, size and mtime).
+
+    Returns
+    -------
+    ndarray, shape (N, D), memory-mapped from the run's copy
+    """
+    if opts.model != "pixels" or opts.weights or opts.finetune_epochs:
+        raise InputError("a features: dataset brings its own features: leave out --model, "
+                         "--weights and --finetune")
+    src = ds.spec.file
+    stat = src.stat()
+    key = hashlib.sha256(json.dumps([str(src), stat.st_size, stat.st_mtime_ns]).encode()
+                         ).hexdigest()[:16]
+    done = run.read_meta().get("steps", {}).get("extract", {})
+    if done.get("cache_key") == key and run.features.is_file():
+        return np.load(run.features, mmap_mode="r")
+    feats = np.load(src, mmap_mode="r")
+    n = len(feats)
+    if n != len(ds.samples):
+        raise InputError(f"{src.name} has {n} rows and the run {len(ds.samples)} samples: "
+                         "the file changed since the run was made; make a new run")
+    with atomic_path(run.features, ".npy") as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=feats.dtype, shape=feats.shape)
+        for start in range(0, n, COPY_BLOCK):
+            block = np.asarray(feats[start:start + COPY_BLOCK])
+            bad = ~np.isfinite(block).all(axis=1)
+            if bad.any():
+                raise InputError(f"{src.name} has NaN or inf in row "
+                                 f"{start + int(np.flatnonzero(bad)[0])}: fix the file")
+            out[start:start + len(block)] = block
+            report(progress, min(n, start + COPY_BLOCK), n, "extract: copying features")
+        out.flush()
+        del out
+    run.mark_step("extract", model="features", precision=str(feats.dtype), weights=None,
+                  finetune_epochs=0, cache_key=key, feature_dim=int(feats.shape[1]))
+    return np.load(run.features, mmap_mode="r")

@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from .datasets import Dataset, DatasetSpec, apply_labels_csv, inject_noise, open_dataset
+from .datasets import (
+    Dataset,
+    DatasetSpec,
+    apply_labels_csv,
+    features_shape,
+    inject_noise,
+    open_dataset,
+    read_features_labels,
+)
 from .errors import InputError
 from .progress import ProgressFn, report
 from .rundir import RunDir, package_versions, save_npy
@@ -37,7 +45,7 @@ class DatasetOptions:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "spec": f"{self.spec.kind}:{self.spec.root}" if self.spec.root else self.spec.kind,
+            "spec": str(self.spec),
             "split": self.spec.split,
             "labels_csv": str(self.labels_csv.resolve()) if self.labels_csv else None,
             "label_column": self.label_column,
@@ -64,12 +72,18 @@ class DatasetOptions:
 
 def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
     """Open the dataset and apply the labels CSV and injected noise, in that order."""
-    ds = open_dataset(opts.spec)
-    if opts.labels_csv is not None:
-        ds.samples = apply_labels_csv(ds.samples, opts.labels_csv, opts.label_column,
-                                      opts.true_label_column)
-    elif opts.true_label_column:
-        raise InputError("--true-label-column needs --labels CSV")
+    if opts.spec.kind == "features":  # every label comes from the CSV, row by row
+        samples, has_images = read_features_labels(
+            opts.labels_csv, features_shape(opts.spec.file)[0], opts.label_column,
+            opts.true_label_column)
+        ds = Dataset(opts.spec, samples, has_images=has_images)
+    else:
+        ds = open_dataset(opts.spec)
+        if opts.labels_csv is not None:
+            ds.samples = apply_labels_csv(ds.samples, opts.labels_csv, opts.label_column,
+                                          opts.true_label_column)
+        elif opts.true_label_column:
+            raise InputError("--true-label-column needs --labels CSV")
     if opts.inject_noise != 0 or opts.noise_kind != "symmetric":
         ds.samples = inject_noise(ds.samples, opts.inject_noise, opts.seed, opts.noise_kind)
     return ds
@@ -119,6 +133,9 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
         The dataset restricted to readable images, in sample order.
     """
     ds = load_labelled_dataset(opts)
+    if opts.spec.kind == "features":
+        _write_run(run, opts, ds, thumbnails=None)
+        return ds
     n = len(ds.samples)
     size = _thumb_size(ds)
     thumbs = np.zeros((n, size, size, 3), dtype=np.uint8)
@@ -152,6 +169,14 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
     ds.skipped = skipped
     thumbs = thumbs[ok]
 
+    _write_run(run, opts, ds, thumbs, exact=bool(exact[ok].all()),
+               native_size=int(np.median(sides[ok])))
+    return ds
+
+
+def _write_run(run: RunDir, opts: DatasetOptions, ds: Dataset, thumbnails: np.ndarray | None,
+               exact: bool = False, native_size: int = 0) -> None:
+    """run.json, the samples table, skipped.csv and (for image datasets) thumbnails.npy."""
     run.path.mkdir(parents=True, exist_ok=True)
     with run.update_meta() as meta:
         meta.update({
@@ -159,25 +184,28 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
             "dataset": opts.to_json(),
             "classes": ds.samples.classes,
             "n_samples": len(ds.samples),
-            "n_skipped": len(skipped),
+            "n_skipped": len(ds.skipped),
             # Exact thumbnails (every image square and of the thumbnail's side) double as
             # the decoded-image cache for feature extraction.
-            "thumbnails_exact": bool(exact[ok].all()),
-            "native_size": int(np.median(sides[ok])),
+            "thumbnails_exact": exact,
+            "native_size": native_size,
+            "has_images": ds.has_images,
             "versions": package_versions(),
         })
         meta.setdefault("steps", {})
     run.write_samples(ds.samples)
-    run.write_skipped(skipped)
-    save_npy(run.thumbnails, thumbs)
-    run.mark_step("ingest", n_samples=len(ds.samples), n_skipped=len(skipped))
-    return ds
+    run.write_skipped(ds.skipped)
+    if thumbnails is not None:
+        save_npy(run.thumbnails, thumbnails)
+    run.mark_step("ingest", n_samples=len(ds.samples), n_skipped=len(ds.skipped))
 
 
 def open_run_dataset(run: RunDir) -> Dataset:
     """Re-open the dataset of an existing run, restricted and labelled as at ingest."""
     meta = run.read_meta()
     opts = DatasetOptions.from_json(meta["dataset"])
+    if opts.spec.kind == "features":
+        return Dataset(opts.spec, run.read_samples(), has_images=meta.get("has_images", False))
     ds = open_dataset(opts.spec)
     samples = run.read_samples()
     if ds.arrays is not None:

@@ -44,8 +44,8 @@ def now_iso() -> str:
 def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
     """Yield a temp path beside ``target``; rename it onto ``target`` if the block succeeds."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{suffix}",
-                               dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.",
+                               suffix=f".tmp{suffix}", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp makes 0600 files; runs are shared between the app and workers (often other
@@ -148,6 +148,16 @@ class RunDir:
 
     def read_meta(self) -> dict[str, Any]:
         return json.loads(self.require().run_json.read_text())
+
+    def require_images(self, what: str) -> RunDir:
+        """Refuse ``what`` (e.g. "an image-folder export") for a run made from a features
+        file without image paths."""
+        meta = self.read_meta()
+        if not meta.get("has_images", True):
+            raise InputError(f"{what} needs images, and run {self.run_id} was made from "
+                             f"{meta['dataset']['spec']} without image paths: add a 'path' "
+                             "column to the labels CSV and make a new run")
+        return self
 
     @contextlib.contextmanager
     def update_meta(self) -> Iterator[dict[str, Any]]:

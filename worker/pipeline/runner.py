@@ -61,7 +61,7 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
                  min_samples if min_samples is not None else 1)
     if rule is not None:
         check_rule(rule)
-    check_out_dir(run.path, dataset.spec.root if dataset else None)
+    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
     with run_lock(run, "a pipeline step", wait=600.0):
         ds = ensure_ingested(run, dataset, progress)
         extract(run, ds, features, progress)

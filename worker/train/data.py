@@ -74,7 +74,7 @@ def _test_spec(run: RunDir):  # noqa: ANN202 - DatasetSpec | None
     from worker.pipeline.ingest import DatasetOptions
 
     spec = DatasetOptions.from_json(run.read_meta()["dataset"]).spec
-    if spec.kind == "digits" or spec.split == "test":
+    if spec.kind in ("digits", "features") or spec.split == "test":
         return None
     if spec.kind == "folder" and not all((spec.root / s).is_dir() for s in ("train", "test")):
         return None

@@ -117,6 +117,7 @@ def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray
     """What ``cfg`` would do on the subset that ``kept`` (shape (N,), the curation's
     decisions as the caller already holds them) gives: a preview, nothing written."""
     validate(cfg)
+    run.require_images("retraining")
     return resolve(cfg, len(subset_indices(run, labels, kept, cfg.subset, cfg.seed)))[1]
 
 
@@ -134,6 +135,7 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
     name and the identity are those of the settings that actually train.
     """
     validate(cfg)
+    run.require_images("retraining")
     from worker.pipeline.export import check_export_name
 
     chosen = select_subset(run, cfg.subset, cfg.seed)

@@ -1,0 +1,52 @@
+"""The Curate page's figures at scale: the raster backdrop and the overview of large runs."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from app.background import LABEL_LIMIT, extent, render_png
+from app.figures import NOISE_COLOUR, OVERVIEW_POINTS_MAX, overview_figure
+from worker.pipeline.clustering import Decisions
+
+
+def _decisions(n: int, dropped: np.ndarray) -> Decisions:
+    kept = np.ones(n, dtype=bool)
+    kept[dropped] = False
+    reason = np.where(kept, "cluster", "noise")
+    return Decisions(np.zeros(n, np.int64), ~kept, kept, reason)
+
+
+def test_backdrop_stamps_every_point_in_its_class_tint():
+    emb = np.array([[0.0, 0.0], [10.0, 10.0], [10.0, 0.0]], dtype=np.float32)
+    labels = np.array([0, 1, 1])
+    names = [f"c{c}" for c in range(LABEL_LIMIT + 1)]  # no names written over the points
+    img = Image.open(io.BytesIO(render_png(emb, labels, names))).convert("RGBA")
+    x0, x1, y0, y1 = extent(emb)
+    scale = img.width / (x1 - x0)
+
+    def pixel(x: float, y: float) -> tuple[int, ...]:
+        return img.getpixel((round((x - x0) * scale), round((y1 - y) * scale)))
+
+    assert pixel(0, 0)[3] == 255 and pixel(10, 10)[3] == 255 and pixel(10, 0)[3] == 255
+    assert pixel(0, 0)[:3] != pixel(10, 0)[:3] == pixel(10, 10)[:3]  # tinted by class
+    assert pixel(5, 5)[3] == 0  # nothing drawn between points
+
+
+def test_large_overview_is_the_raster_with_only_the_dropped_points():
+    n = OVERVIEW_POINTS_MAX + 1
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(n, 2)).astype(np.float32)
+    labels = rng.integers(0, 1000, n)
+    dropped = np.array([3, 17, n - 1])
+    fig = overview_figure(emb, labels, [f"c{c}" for c in range(1000)],
+                          _decisions(n, dropped), "/background/big.png")
+    assert fig["layout"]["images"][0]["source"] == "/background/big.png"
+    trace = fig["data"][1]
+    assert trace["customdata"] == dropped.tolist()
+    assert trace["marker"]["color"] == NOISE_COLOUR and len(fig["data"]) == 2
+    small = overview_figure(emb[:100], labels[:100], [f"c{c}" for c in range(1000)],
+                            _decisions(100, np.array([3])), "/background/small.png")
+    assert "images" not in small["layout"] and len(small["data"]) == 1000 + 1  # per class
