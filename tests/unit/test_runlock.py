@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +72,30 @@ def test_out_mistakes_via_the_cli(tmp_path, small_folder):
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
     assert not (small_folder / "runs").exists()
+
+
+def test_a_killed_writer_s_temp_file_is_swept_by_the_next_write(tmp_path):
+    import numpy as np
+
+    from worker.pipeline.rundir import atomic_path, save_npy
+
+    # A real process writes a temp file for samples.csv and is killed before the rename.
+    target = tmp_path / "arr.npy"
+    code = ("import sys, time\nfrom pathlib import Path\n"
+            "from worker.pipeline.rundir import atomic_path\n"
+            "with atomic_path(Path(sys.argv[1]), '.npy') as tmp:\n"
+            "    tmp.write_text('half'); print(tmp, flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(target)],
+                            stdout=subprocess.PIPE, text=True)
+    leftover = Path(proc.stdout.readline().strip())
+    # While the writer lives, its file is not touched.
+    with atomic_path(target, ".npy") as tmp:
+        np.save(tmp, np.zeros(2))
+    assert leftover.is_file()
+    proc.kill()
+    proc.wait()
+    assert leftover.is_file()
+    save_npy(target, np.ones(3))
+    assert not leftover.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arr.npy"]
+    assert np.array_equal(np.load(target), np.ones(3))

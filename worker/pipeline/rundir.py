@@ -21,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import fcntl
+import glob
 import json
 import os
+import socket
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -40,11 +42,41 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+# Temp files are named for the host and process that write them, so a later writer can tell
+# the leftovers of a killed process (same host, process gone) from a live writer's file,
+# even when several hosts share the runs root.
+_HOST = socket.gethostname().replace(".", "_")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def _sweep_stale(target: Path) -> None:
+    """Remove temp files for ``target`` left by killed processes on this host."""
+    prefix = f".{target.name}.{_HOST}-"
+    for tmp in target.parent.glob(f"{glob.escape(prefix)}*.tmp*"):
+        pid = tmp.name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
-    """Yield a temp path beside ``target``; rename it onto ``target`` if the block succeeds."""
+    """Yield a temp path beside ``target``; rename it onto ``target`` if the block succeeds.
+
+    A process killed inside the block (SIGKILL, OOM) cannot clean up; its temp file is
+    removed by the next write of the same target on the same host.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.",
+    _sweep_stale(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{_HOST}-{os.getpid()}.",
                                suffix=f".tmp{suffix}", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
