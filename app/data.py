@@ -11,6 +11,8 @@ in place, so it cannot be pickled); computed labels go to Flask-Caching (app/cac
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +20,6 @@ import numpy as np
 
 from worker.jobs import resolve_run
 from worker.pipeline.clustering import (
-    ClassClusterer,
     Decisions,
     RuleInputs,
     decide,
@@ -30,11 +31,13 @@ from worker.pipeline.curation import (
     load_agreement,
     load_evidence,
     neighbours_path,
+    open_store,
     read_curation,
     recorded_clusters,
     rule_inputs,
 )
 from worker.pipeline.datasets import SampleTable
+from worker.pipeline.dbscan import dbscan_once
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
 
@@ -96,27 +99,21 @@ def run_data(runs_root: Path, run_id: str) -> RunData:
     return _load(str(run.path), _stamp(run))
 
 
-@functools.lru_cache(maxsize=64)
-def _clusterer(path: str, stamp: tuple[int, ...], code: int) -> ClassClusterer:
-    data = _load(path, stamp)
-    # Radius 0: the index widens itself to 1.5 × the first eps asked for, and again when a
-    # larger one comes, and serves every smaller eps as it is (same labels), so one index
-    # per class suffices. Keying it by eps bucket made the first move below a bucket edge
-    # rebuild it (~130 ms on a 5,314-point class).
-    return ClassClusterer(data.embedding[data.members[code]], 0.0)
-
-
 def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
     """DBSCAN labels of class ``code``'s points, shape (n_c,), memoized per parameters."""
     path, eps, min_samples = str(data.run.path), float(eps), int(min_samples)
     if data.recorded is not None and data.recorded[1].get(code) == (eps, min_samples):
         return data.recorded[0][data.members[code]]  # as the cluster step saved them
+    # One-shot DBSCAN, whose cost does not grow with eps: a kept per-class pair index (as
+    # sliders use) took ~0.4 s per 1,300-point class at automatic eps on a 1,000-class
+    # map, so "Apply to all" took minutes. The browser re-clusters while a slider moves;
+    # the server only answers the value it settles on.
     return memoized(("labels", path, data.stamp, code, eps, min_samples),
-                    lambda: _clusterer(path, data.stamp, code).labels(eps, min_samples),
+                    lambda: dbscan_once(data.embedding[data.members[code]], eps, min_samples),
                     cache=labels_cache)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunState:
     """Everything the Curate page draws for one store revision."""
 
@@ -139,17 +136,42 @@ class RunState:
         return set(self.overrides) | set(self.relabels)
 
 
+# A few recent states (one run's ~50 MB at 1.28M samples), oldest dropped first.
+STATES_KEPT = 4
+_STATES: OrderedDict[tuple, RunState] = OrderedDict()
+_STATES_LOCK = threading.Lock()
+
+
 def current_state(data: RunData) -> RunState:
-    """Decisions for every sample at the stored parameters and overrides."""
+    """Decisions for every sample at the stored parameters and overrides.
+
+    Kept per store revision in this process: at 1.28M samples and 1,000 classes, putting
+    the clusters together and deciding took ~250 ms, and every request of the Curate page
+    asks for it. The revision is read first (one small query); the state is built from one
+    snapshot and kept under that snapshot's own revision.
+    """
+    key = (str(data.run.path), data.stamp, open_store(data.run).revision())
+    with _STATES_LOCK:
+        state = _STATES.get(key)
+        if state is not None:
+            _STATES.move_to_end(key)
+            return state
     stored = read_curation(data.run, len(data.samples.classes))
     clusters = np.full(len(data.samples), -1, dtype=np.int64)
     for code, idx in enumerate(data.members):
         if len(idx):
             clusters[idx] = class_labels(data, code, *stored.params[code])
-    return RunState(decide(clusters, data.inputs, stored.overrides, stored.rule,
-                           stored.relabels),
-                    stored.params, stored.overrides, stored.revision, stored.rule,
-                    stored.relabels)
+    decisions = decide(clusters, data.inputs, stored.overrides, stored.rule, stored.relabels)
+    for array in vars(decisions).values():  # shared by every request: read-only
+        array.flags.writeable = False
+    state = RunState(decisions,
+                     stored.params, stored.overrides, stored.revision, stored.rule,
+                     stored.relabels)
+    with _STATES_LOCK:
+        _STATES[key[:2] + (stored.revision,)] = state
+        while len(_STATES) > STATES_KEPT:
+            _STATES.popitem(last=False)
+    return state
 
 
 def cached_figure(data: RunData, state: RunState, what: tuple, build) -> dict:

@@ -214,7 +214,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         built.append(state.revision)
         return {"revision": state.revision}
 
-    from worker.pipeline.clustering import ClassClusterer
+    import app.data as app_data
 
     def no_dbscan(*_a):
         pytest.fail("recomputed")
@@ -222,10 +222,11 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
     with app.server.app_context():
         caching.derived.clear()
         caching.labels.clear()
+        app_data._STATES.clear()
         data = run_data(root, "digits")
         # Every class still has the parameters the cluster step saved clusters.npy with:
         # the labels come from there, no DBSCAN runs.
-        monkeypatch.setattr(ClassClusterer, "labels", no_dbscan)
+        monkeypatch.setattr(app_data, "dbscan_once", no_dbscan)
         first = current_state(data)
         assert (first.decisions.clusters == np.load(data.run.path / "clusters.npy")).all()
         monkeypatch.undo()
@@ -234,8 +235,11 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         data = run_data(root, "digits")
         first = current_state(data)  # computes class 2 only, into the labels cache
         assert sum("'labels'" in k for k in caching.labels.cache._cache.keys()) == 1
-        # A second read computes no DBSCAN: the labels come from Flask-Caching.
-        monkeypatch.setattr(ClassClusterer, "labels", no_dbscan)
+        # A second read computes nothing: the state is kept for its revision ...
+        monkeypatch.setattr(app_data, "dbscan_once", no_dbscan)
+        assert current_state(data) is first
+        # ... and without it, the labels come from Flask-Caching.
+        app_data._STATES.clear()
         again = current_state(data)
         assert (again.decisions.clusters == first.decisions.clusters).all()
         monkeypatch.undo()

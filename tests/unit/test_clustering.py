@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from worker.pipeline.clustering import (
     ClassClusterer,
@@ -134,3 +136,22 @@ def test_reference_pair_path_agrees_with_the_tree_path():
             ref = labels_from_pairs(len(pts), index.pairs_within(eps), ms)
             assert np.array_equal(index.dbscan(eps, ms), ref)
             assert np.array_equal(ref, sklearn_dbscan(pts, eps, ms))
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 250), grid=st.sampled_from([0.0, 0.1, 0.5]),
+       line=st.booleans(), eps=st.sampled_from([0.05, 0.1, 0.3, 1.0, 2.5, 40.0]),
+       ms=st.integers(1, 15), seed=st.integers(0, 2**16))
+def test_one_shot_dbscan_equals_sklearn_at_any_eps(n, grid, line, eps, ms, seed):
+    """dbscan_once (k-nearest core test + Delaunay components) on blobs, grids with
+    duplicates and distances exactly at eps, and points all on one line (no triangulation),
+    including eps larger than the whole class."""
+    from worker.pipeline.dbscan import dbscan_once
+
+    rng = np.random.default_rng(seed)
+    pts = rng.normal(0, 2, (n, 2))
+    if grid:
+        pts = np.round(pts / grid) * grid
+    if line:
+        pts[:, 1] = 0.5 * pts[:, 0] if seed % 2 else 0.0
+    assert np.array_equal(dbscan_once(pts, eps, ms), sklearn_dbscan(pts, eps, ms))
