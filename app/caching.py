@@ -49,3 +49,8 @@ def memoized(key: tuple[Hashable, ...], compute: Callable[[], T], cache: Cache =
         value = compute()
         cache.set(name, value)
     return value
+
+
+def lookup(key: tuple[Hashable, ...], cache: Cache = derived) -> object | None:
+    """What :func:`memoized` keeps under ``key``, or None (always None outside an app)."""
+    return cache.get(repr(key)) if has_app_context() else None

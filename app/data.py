@@ -11,8 +11,10 @@ in place, so it cannot be pickled); computed labels go to Flask-Caching (app/cac
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +44,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
 
 from .caching import labels as labels_cache
-from .caching import memoized
+from .caching import lookup, memoized
 
 
 def _mtime(path: Path) -> int:
@@ -99,18 +101,48 @@ def run_data(runs_root: Path, run_id: str) -> RunData:
     return _load(str(run.path), _stamp(run))
 
 
-def class_labels(data: RunData, code: int, eps: float, min_samples: int) -> np.ndarray:
-    """DBSCAN labels of class ``code``'s points, shape (n_c,), memoized per parameters."""
-    path, eps, min_samples = str(data.run.path), float(eps), int(min_samples)
-    if data.recorded is not None and data.recorded[1].get(code) == (eps, min_samples):
-        return data.recorded[0][data.members[code]]  # as the cluster step saved them
-    # One-shot DBSCAN, whose cost does not grow with eps: a kept per-class pair index (as
-    # sliders use) took ~0.4 s per 1,300-point class at automatic eps on a 1,000-class
-    # map, so "Apply to all" took minutes. The browser re-clusters while a slider moves;
-    # the server only answers the value it settles on.
-    return memoized(("labels", path, data.stamp, code, eps, min_samples),
-                    lambda: dbscan_once(data.embedding[data.members[code]], eps, min_samples),
-                    cache=labels_cache)
+def class_labels(data: RunData, params: dict[int, tuple[float, int]]) -> dict[int, np.ndarray]:
+    """DBSCAN labels of each class's points at its parameters, memoized per parameters.
+
+    Parameters
+    ----------
+    params : class code → (eps, min_samples)
+
+    Returns
+    -------
+    class code → ndarray of int64, shape (n_c,); -1 = noise
+
+    Labels come, in order of preference, from ``clusters.npy`` (when the class still has
+    the parameters the cluster step used), from Flask-Caching, or from a one-shot DBSCAN
+    whose cost does not grow with eps. A kept per-class pair index (as sliders use) took
+    ~0.4 s per 1,300-point class at automatic eps on a 1,000-class map, so "Apply to all"
+    took minutes; the browser re-clusters while a slider moves, and the server only
+    answers the value it settles on. Misses run on a thread pool: the KD-tree and Qhull
+    release the GIL.
+    """
+    path = str(data.run.path)
+    out: dict[int, np.ndarray] = {}
+    todo: list[tuple[int, float, int, tuple]] = []
+    for code, (eps, min_samples) in params.items():
+        eps, min_samples = float(eps), int(min_samples)
+        if data.recorded is not None and data.recorded[1].get(code) == (eps, min_samples):
+            out[code] = data.recorded[0][data.members[code]]  # as the cluster step saved
+            continue
+        key = ("labels", path, data.stamp, code, eps, min_samples)
+        hit = lookup(key, labels_cache)
+        if hit is None:
+            todo.append((code, eps, min_samples, key))
+        else:
+            out[code] = hit
+    computed = _POOL.map(lambda t: dbscan_once(data.embedding[data.members[t[0]]], t[1], t[2]),
+                         todo) if len(todo) > 1 else \
+        [dbscan_once(data.embedding[data.members[c]], e, m) for c, e, m, _ in todo]
+    for (code, _, _, key), labels in zip(todo, computed, strict=True):
+        out[code] = memoized(key, lambda labels=labels: labels, cache=labels_cache)
+    return out
+
+
+_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="dbscan")
 
 
 @dataclass(frozen=True)
@@ -158,9 +190,9 @@ def current_state(data: RunData) -> RunState:
             return state
     stored = read_curation(data.run, len(data.samples.classes))
     clusters = np.full(len(data.samples), -1, dtype=np.int64)
-    for code, idx in enumerate(data.members):
-        if len(idx):
-            clusters[idx] = class_labels(data, code, *stored.params[code])
+    for code, labels in class_labels(data, {c: stored.params[c] for c, idx
+                                            in enumerate(data.members) if len(idx)}).items():
+        clusters[data.members[code]] = labels
     decisions = decide(clusters, data.inputs, stored.overrides, stored.rule, stored.relabels)
     for array in vars(decisions).values():  # shared by every request: read-only
         array.flags.writeable = False

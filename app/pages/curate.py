@@ -365,6 +365,10 @@ def on_auto_eps(_clicks, class_value, ms, run_id, view):
     output=_changing_outputs(),
     inputs=_page_inputs(_clicks=Input(APPLY_ALL_BTN, "n_clicks"), eps=State(EPS_INPUT, "value"),
                         ms=State(MS_INPUT, "value")),
+    # Re-clustering 1,000 classes takes seconds: say so on the button meanwhile.
+    running=[(Output(APPLY_ALL_BTN, "disabled"), True, False),
+             (Output(APPLY_ALL_BTN, "children"), "Re-clustering every class…",
+              "Apply to all classes")],
     prevent_initial_call=True,
 )
 def on_apply_all(_clicks, class_value, eps, ms, run_id, view):

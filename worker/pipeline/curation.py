@@ -137,13 +137,15 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
         stored = store.class_params()
     if eps is not None or min_samples is not None or auto:
         new = {}
+        fresh_at: dict[int, dict[int, tuple[float, int]]] = {}  # min_samples → auto params
         for c in targets:
             ms = min_samples if min_samples is not None else stored[c][1]
             e = eps
-            if e is None:
-                e = auto_params(embedding, samples.labels, n_classes, ms)[c][0] if auto \
-                    else stored[c][0]
-            new[c] = (e, ms)
+            if e is None and auto:
+                if ms not in fresh_at:  # once per min_samples, not once per class
+                    fresh_at[ms] = auto_params(embedding, samples.labels, n_classes, ms)
+                e = fresh_at[ms][c][0]
+            new[c] = (e if e is not None else stored[c][0], ms)
         store.set_class_params(new, "cluster: set parameters")
     ensure_evidence(run, samples)
     _, decisions, params = current_decisions(run)
