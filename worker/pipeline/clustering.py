@@ -83,10 +83,18 @@ def auto_params(embedding: np.ndarray, labels: np.ndarray, n_classes: int,
                 min_samples: int = DEFAULT_MIN_SAMPLES) -> dict[int, tuple[float, int]]:
     """Auto eps for every class; classes too small for a k-distance curve get the median
     eps of the others (they are all noise anyway, since no point can be core)."""
-    found = {c: auto_eps(embedding[labels == c], min_samples) for c in range(n_classes)}
-    known = [e for e in found.values() if e is not None]
-    fallback = float(np.median(known)) if known else FALLBACK_EPS
+    order, starts = class_members(labels, n_classes)
+    found = {c: auto_eps(embedding[order[starts[c]:starts[c + 1]]], min_samples)
+             for c in range(n_classes)}
+    fallback = fallback_eps(found.values())
     return {c: (e if e is not None else fallback, min_samples) for c, e in found.items()}
+
+
+def fallback_eps(found: Iterable[float | None]) -> float:
+    """eps for a class with no automatic one: the median of the automatic eps found for
+    the others (FALLBACK_EPS when there are none)."""
+    known = [e for e in found if e is not None]
+    return float(np.median(known)) if known else FALLBACK_EPS
 
 
 def feature_neighbours(features: np.ndarray, k: int = K_EVIDENCE) -> np.ndarray:
@@ -142,6 +150,49 @@ class ClassClusterer:
             return self.index.dbscan(eps, min_samples)
 
 
+def class_members(labels: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Samples grouped by class in one sort: class ``c``'s sample indices, ascending, are
+    ``order[starts[c]:starts[c + 1]]``. A mask per class is O(N·C): seconds at 1,000
+    classes of 1.28M.
+
+    Returns
+    -------
+    order : ndarray of int64, shape (N,)
+    starts : ndarray of int64, shape (n_classes + 1,)
+    """
+    order = np.argsort(labels, kind="stable").astype(np.int64)
+    starts = np.searchsorted(labels[order], np.arange(n_classes + 1)).astype(np.int64)
+    return order, starts
+
+
+# One class's clustering work: (class code, eps or None for automatic, min_samples).
+ClassWork = tuple[int, float | None, int]
+
+
+def cluster_classes(embedding: np.ndarray, order: np.ndarray, starts: np.ndarray,
+                    work: Iterable[ClassWork]) -> dict[int, tuple[float | None, np.ndarray]]:
+    """Automatic eps where asked, then DBSCAN, for each class in ``work``: the unit that
+    threads, processes or Celery workers share out (:mod:`worker.shards`).
+
+    Parameters
+    ----------
+    embedding : ndarray, shape (N, 2)
+    order, starts : from :func:`class_members`
+
+    Returns
+    -------
+    class code → (eps, labels of shape (n_c,)); eps is None where no automatic eps exists
+    (too few points, or all at one spot): the caller picks a fallback and clusters those.
+    """
+    out = {}
+    for code, eps, ms in work:
+        pts = np.asarray(embedding[order[starts[code]:starts[code + 1]]], dtype=np.float64)
+        if eps is None:
+            eps = auto_eps(pts, ms)
+        out[int(code)] = (eps, dbscan_once(pts, eps, ms) if eps is not None else None)
+    return out
+
+
 def cluster_all(embedding: np.ndarray, labels: np.ndarray,
                 params: dict[int, tuple[float, int]],
                 recorded: tuple[np.ndarray, dict[int, tuple[float, int]]] | None = None
@@ -167,16 +218,21 @@ def cluster_all(embedding: np.ndarray, labels: np.ndarray,
     out = np.full(len(labels), -1, dtype=np.int64)
     for eps, ms in params.values():
         check_params(eps, ms)
-    known, known_params = recorded if recorded is not None else (None, {})
-    for c in np.unique(labels):
+    present = np.unique(labels)
+    for c in present:
         if int(c) not in params:
             raise InputError(f"no DBSCAN parameters for class {int(c)}")
-        eps, ms = params[int(c)]
-        members = np.flatnonzero(labels == c)
-        if known is not None and known_params.get(int(c)) == (eps, ms):
+    order, starts = class_members(labels, int(present.max()) + 1 if len(present) else 0)
+    known, known_params = recorded if recorded is not None else (None, {})
+    todo = []
+    for c in present.tolist():
+        members = order[starts[c]:starts[c + 1]]
+        if known is not None and known_params.get(c) == params[c]:
             out[members] = known[members]  # DBSCAN of the same points at the same params
         else:
-            out[members] = dbscan_once(embedding[members], eps, ms)
+            todo.append((c, *params[c]))
+    for c, (_, lab) in cluster_classes(embedding, order, starts, todo).items():
+        out[order[starts[c]:starts[c + 1]]] = lab
     return out
 
 

@@ -8,6 +8,9 @@ store through :func:`read_curation` and clusters with its cached per-class index
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,12 +19,15 @@ import numpy as np
 from .clustering import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_RULE,
+    ClassWork,
     Decisions,
     RuleInputs,
-    auto_params,
     check_rule,
+    class_members,
     cluster_all,
+    cluster_classes,
     decide,
+    fallback_eps,
     feature_neighbours,
     knn_agreement,
 )
@@ -110,16 +116,36 @@ def class_code(samples: SampleTable, name: str) -> int:
     raise InputError(f"unknown class {name!r}: classes are {', '.join(samples.classes)}")
 
 
+# Shares out per-class clustering work (:func:`~.clustering.cluster_classes`) and returns
+# its merged result: threads here (:func:`local_mapper`), Celery workers in worker.shards.
+ClassMapper = Callable[[RunDir, np.ndarray, np.ndarray, list[ClassWork]],
+                       dict[int, tuple[float | None, np.ndarray | None]]]
+
+
+def local_mapper(run: RunDir, order: np.ndarray, starts: np.ndarray, work: list[ClassWork]
+                 ) -> dict[int, tuple[float | None, np.ndarray | None]]:
+    """Per-class work on this machine's cores (KD-tree queries and Qhull release the GIL)."""
+    embedding = run.load_embedding()
+    threads = min(os.cpu_count() or 1, max(1, len(work) // 8))
+    chunks = [work[i::threads] for i in range(threads)]
+    out: dict[int, tuple[float | None, np.ndarray | None]] = {}
+    with ThreadPoolExecutor(threads) as pool:
+        for part in pool.map(lambda w: cluster_classes(embedding, order, starts, w), chunks):
+            out.update(part)
+    return out
+
+
 def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None = None,
                  classes: list[str] | None = None, rule: str | None = None,
-                 auto: bool = False) -> Decisions:
+                 auto: bool = False, mapper: ClassMapper | None = None) -> Decisions:
     """Set DBSCAN parameters and write ``clusters.npy`` and the rules' per-sample evidence
     (:func:`ensure_evidence`).
 
     Classes without stored parameters get automatic ones. ``eps``/``min_samples`` apply to
     ``classes`` (all when None); a missing eps with ``auto=True`` re-derives it from the
     k-distance knee at the (new) min_samples. Changes go through the store's history, so
-    they can be undone like any edit made in the app.
+    they can be undone like any edit made in the app. The per-class work (automatic eps,
+    DBSCAN) goes through ``mapper`` (default: :func:`local_mapper`).
     """
     samples = run.read_samples()
     embedding = run.load_embedding()
@@ -131,24 +157,41 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
     ms_default = min_samples if min_samples is not None else DEFAULT_MIN_SAMPLES
     targets = list(range(n_classes)) if not classes else [class_code(samples, c) for c in classes]
     missing = [c for c in range(n_classes) if c not in stored]
-    if missing:
-        fresh = auto_params(embedding, samples.labels, n_classes, ms_default)
-        store.set_class_params({c: fresh[c] for c in missing}, "automatic parameters")
-        stored = store.class_params()
+    # What each class should get: eps None means "automatic, at this min_samples".
+    wanted: dict[int, tuple[float | None, int]] = dict.fromkeys(missing, (None, ms_default))
     if eps is not None or min_samples is not None or auto:
-        new = {}
-        fresh_at: dict[int, dict[int, tuple[float, int]]] = {}  # min_samples → auto params
         for c in targets:
-            ms = min_samples if min_samples is not None else stored[c][1]
-            e = eps
-            if e is None and auto:
-                if ms not in fresh_at:  # once per min_samples, not once per class
-                    fresh_at[ms] = auto_params(embedding, samples.labels, n_classes, ms)
-                e = fresh_at[ms][c][0]
-            new[c] = (e if e is not None else stored[c][0], ms)
-        store.set_class_params(new, "cluster: set parameters")
+            ms = min_samples if min_samples is not None else stored.get(c, (0, ms_default))[1]
+            e = eps if eps is not None else None if auto or c not in stored else stored[c][0]
+            wanted[c] = (e, ms)
+    recorded = recorded_clusters(run, samples)
+    work = [(c, *p) for c, p in wanted.items()] + [
+        (c, *p) for c, p in stored.items()
+        if c not in wanted and (recorded is None or recorded[1].get(c) != p)]
+    order, starts = class_members(samples.labels, n_classes)
+    done = (mapper or local_mapper)(run, order, starts, work)
+    # Classes with no automatic eps (too few points, or all at one spot) take the median of
+    # the others', as before; they have no core point at it unless all points coincide.
+    fallback = fallback_eps([e for c, (e, _) in done.items() if c in wanted])
+    clusters = recorded[0].copy() if recorded is not None else \
+        np.full(len(samples), -1, dtype=np.int64)
+    params = dict(stored)
+    for c, (e, labels) in done.items():
+        ms = wanted[c][1] if c in wanted else stored[c][1]
+        if e is None:
+            e = fallback
+            labels = cluster_classes(embedding, order, starts, [(c, e, ms)])[c][1]
+        params[c] = (float(e), int(ms))
+        clusters[order[starts[c]:starts[c + 1]]] = labels
+    explicit = eps is not None or min_samples is not None or auto
+    auto_set = [c for c in missing if not (explicit and c in targets)]
+    if auto_set:
+        store.set_class_params({c: params[c] for c in auto_set}, "automatic parameters")
+    if set(wanted) - set(auto_set):
+        store.set_class_params({c: params[c] for c in wanted if c not in auto_set},
+                               "cluster: set parameters")
     ensure_evidence(run, samples)
-    _, decisions, params = current_decisions(run)
+    _, decisions, params = current_decisions(run, (clusters, params))
     save_npy(run.path / "clusters.npy", decisions.clusters)
     # The mtime ties these params to this very file (recorded_clusters checks it): after a
     # crash between the two writes, neither is trusted.
@@ -254,21 +297,28 @@ class CurationSnapshot:
         return corrected_labels(self.samples.labels, self.stored.relabels)
 
 
-def current_snapshot(run: RunDir) -> CurationSnapshot:
+def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[float, int]]]
+                     | None = None) -> CurationSnapshot:
     """Decisions for every sample from one read of the store: an export's ``params.json``
-    and its manifest, or an evaluation's figures, describe exactly the same state."""
+    and its manifest, or an evaluation's figures, describe exactly the same state.
+
+    ``recorded``: clusters (N,) and the parameters they were made at, when the caller has
+    just computed them; by default ``clusters.npy`` (:func:`recorded_clusters`)."""
     samples = run.read_samples()
     stored = read_curation(run, len(samples.classes))
     clusters = cluster_all(run.load_embedding(), samples.labels, stored.params,
-                           recorded_clusters(run, samples))
+                           recorded if recorded is not None else recorded_clusters(run, samples))
     decisions = decide(clusters, load_rule_inputs(run, samples.labels), stored.overrides,
                        stored.rule, stored.relabels)
     return CurationSnapshot(samples, decisions, stored)
 
 
-def current_decisions(run: RunDir) -> tuple[SampleTable, Decisions, dict[int, tuple[float, int]]]:
-    """The samples, what happens to each, and the per-class parameters, as stored now."""
-    snap = current_snapshot(run)
+def current_decisions(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[float, int]]]
+                      | None = None
+                      ) -> tuple[SampleTable, Decisions, dict[int, tuple[float, int]]]:
+    """The samples, what happens to each, and the per-class parameters, as stored now
+    (``recorded`` as in :func:`current_snapshot`)."""
+    snap = current_snapshot(run, recorded)
     return snap.samples, snap.decisions, snap.stored.params
 
 
