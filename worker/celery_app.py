@@ -25,6 +25,7 @@ def make_celery(settings: Settings) -> Celery:
             "curator.extract": {"queue": "gpu"}, "curator.finetune": {"queue": "gpu"},
             "curator.train": {"queue": "gpu"}, "curator.embed": {"queue": "cpu"},
             "curator.export": {"queue": "cpu"}, "curator.pipeline": {"queue": "gpu"},
+            "curator.cluster-shard": {"queue": "cpu"},
         },
         # A job is acknowledged only when it ends, and a worker that dies mid-job hands it
         # back; one message at a time, so a long job never holds others hostage.

@@ -78,6 +78,10 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--eps", type=float, help="DBSCAN eps (default: automatic per class)")
     g.add_argument("--min-samples", type=int, help="DBSCAN min_samples (default 5)")
     g.add_argument("--rule", choices=RULES, help=f"flagging rule (default {DEFAULT_RULE})")
+    g.add_argument("--shards", type=int, metavar="N",
+                   help="share the per-class work out as N Celery jobs to 'curator worker' "
+                        "processes (needs CURATOR_BROKER_URL; 0 = here; default: 4 per live "
+                        "worker from 200,000 samples when a broker is set, else here)")
 
 
 # --------------------------------------------------------------------------- builders
@@ -133,6 +137,28 @@ def _dispatcher_for(out: Path):
     # Embedded: the run's parent folder is the runs root of the in-process worker.
     out = out.resolve()
     return EmbeddedDispatcher(replace(settings, runs_root=out.parent)), out.name
+
+
+def _class_mapper(a: argparse.Namespace, run: RunDir):
+    """The cluster step's per-class work: Celery shards (worker.shards) when asked with
+    --shards N or, with a broker, for a large run; else None (threads here)."""
+    from .settings import load_settings
+    from .shards import AUTO_SHARD_MIN, SHARDS_PER_WORKER, celery_mapper
+
+    shards = a.shards
+    if shards is not None and shards < 0:
+        raise InputError(f"--shards must be 0 or more, got {shards}")
+    if not load_settings().broker_url:
+        if shards:
+            raise InputError("--shards needs a broker: set CURATOR_BROKER_URL and start "
+                             "workers with 'curator worker'")
+        return None
+    if shards == 0 or shards is None and run.read_meta()["n_samples"] < AUTO_SHARD_MIN:
+        return None
+    dispatcher, run_id = _dispatcher_for(run.path)
+    if shards is None:
+        shards = SHARDS_PER_WORKER * max(1, len(dispatcher.consumers("cpu")))
+    return celery_mapper(dispatcher, run_id, shards)
 
 
 def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: dict) -> dict:
@@ -192,7 +218,8 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
             "features": feature_params(_feature_opts(a))})
         _run_job_and_wait(dispatcher, run, run_id, "embed", asdict(_embed_opts(a)))
         # Clustering takes milliseconds, so it runs here rather than as a job.
-        cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule)
+        cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule,
+                     mapper=_class_mapper(a, run))
     skipped = run.read_meta().get("n_skipped", 0)
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {skipped} unreadable "
           f"images skipped{', see skipped.csv' if skipped else ''})")
@@ -233,7 +260,7 @@ def cmd_cluster(a: argparse.Namespace) -> None:
 
     run = _rundir(a.run).require()
     cluster_step(run, eps=a.eps, min_samples=a.min_samples, classes=a.cls, rule=a.rule,
-                 auto=a.auto)
+                 auto=a.auto, mapper=_class_mapper(a, run))
     _print_summary(run)
 
 

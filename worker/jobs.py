@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from .train.launch import TrainConfig
 
 QUEUES = {"extract": "gpu", "finetune": "gpu", "train": "gpu", "embed": "cpu", "export": "cpu",
-          "pipeline": "gpu"}
+          "pipeline": "gpu", "cluster-shard": "cpu"}
+# Kinds whoever is free may run (worker.shards): a worker only claims one still queued.
+CLAIMED_KINDS = ("cluster-shard",)
 HEARTBEAT_S = 10.0
 # How long a step waits for another writer of its run (runlock.run_lock) before failing.
 STEP_WAIT_S = 600.0
@@ -166,9 +168,16 @@ def _do_train(run: RunDir, params: dict, progress: ProgressFn) -> dict:
         "train_dir": f"train/{summary['config']['name']}"}
 
 
+def _do_cluster_shard(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    from .shards import run_shard
+
+    return run_shard(run.require(), params, progress)
+
+
 HANDLERS: dict[str, Callable[[RunDir, dict, ProgressFn], dict]] = {
     "extract": _do_extract, "finetune": _do_finetune, "embed": _do_embed,
     "export": _do_export, "train": _do_train, "pipeline": _do_pipeline,
+    "cluster-shard": _do_cluster_shard,
 }
 
 
@@ -231,11 +240,16 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
     run = resolve_run(runs_root, run_id)
     jobs = JobStore(run.store)
     record = jobs.get(job_id)
+    if record is None and kind in CLAIMED_KINDS:
+        return None  # its parent made the record first: this message outlived its run
     if record is None:
         jobs.create(kind, params, job_id)
     elif record["status"] in FINAL:
         return record["result"]  # a re-delivered message for a job that already ended
-    if not jobs.start(job_id, worker_name()):
+    if kind in CLAIMED_KINDS:
+        if not jobs.claim(job_id, worker_name()):
+            return None  # the parent (or another worker) has it
+    elif not jobs.start(job_id, worker_name()):
         return None
     from .settings import load_settings
 

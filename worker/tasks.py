@@ -39,7 +39,7 @@ def _register(kind: str) -> JobTask:
     def run(self: JobTask, run_id: str, params: dict[str, Any], job_id: str) -> Any:
         return self.run_kind(kind, run_id, params, job_id)
 
-    run.__name__ = run.__qualname__ = kind
+    run.__name__ = run.__qualname__ = kind.replace("-", "_")
     return app.task(name=f"curator.{kind}", bind=True, base=JobTask)(run)
 
 
@@ -49,3 +49,4 @@ embed = _register("embed")
 export = _register("export")
 train = _register("train")
 pipeline = _register("pipeline")
+cluster_shard = _register("cluster-shard")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -208,3 +209,61 @@ def test_redis_stopped_then_restarted(tmp_path, runs_root, fresh_run, broker_env
         worker.stop()
     finally:
         subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+
+
+def _shardable_copy(digits_run, runs_root: Path) -> Path:
+    """The digits run without its clustering: the next cluster step does every class."""
+    out = runs_root / "shards"
+    shutil.copytree(digits_run.path, out)
+    for name in ("clusters.npy", "curation.sqlite", "curation.sqlite-wal", "curation.sqlite-shm"):
+        (out / name).unlink(missing_ok=True)
+    return out
+
+
+def test_cluster_shards_run_on_two_workers_and_equal_the_in_process_step(
+        start_worker, broker_env, runs_root, digits_run):
+    start_worker("c1", queues="cpu")
+    start_worker("c2", queues="cpu")
+    out = _shardable_copy(digits_run, runs_root)
+    proc = subprocess.Popen([CURATOR, "cluster", str(out), "--shards", "4"], env=broker_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert np.array_equal(np.load(out / "clusters.npy"), np.load(digits_run.path / "clusters.npy"))
+    shards = [j for j in JobStore(out / "curation.sqlite").list() if j["kind"] == "cluster-shard"]
+    assert len(shards) == 4 and all(j["status"] == "succeeded" for j in shards)
+    assert sum(j["result"]["classes"] for j in shards) == 10
+    # Idle workers took them, not the command (it only steals after CURATOR_STALE_AFTER).
+    assert str(proc.pid) not in {j["worker"].rsplit(":", 1)[1] for j in shards}
+    assert not (out / "cache" / "shards").exists() or not any((out / "cache" / "shards").iterdir())
+
+
+def test_cluster_shards_nobody_takes_are_run_by_the_command(broker_env, runs_root, digits_run):
+    """No worker consumes the cpu queue: after CURATOR_STALE_AFTER (3 s here) the command
+    claims every shard itself instead of waiting forever."""
+    out = _shardable_copy(digits_run, runs_root)
+    t0 = time.monotonic()
+    proc = subprocess.Popen([CURATOR, "cluster", str(out), "--shards", "3"], env=broker_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert time.monotonic() - t0 >= 3
+    shards = [j for j in JobStore(out / "curation.sqlite").list() if j["kind"] == "cluster-shard"]
+    assert len(shards) == 3
+    assert {j["worker"].rsplit(":", 1)[1] for j in shards} == {str(proc.pid)}
+    assert np.array_equal(np.load(out / "clusters.npy"), np.load(digits_run.path / "clusters.npy"))
+
+
+@pytest.mark.parametrize("args, env_broker, message", [
+    (["--shards", "2"], False, "--shards needs a broker"),
+    (["--shards", "-1"], True, "--shards must be 0 or more"),
+])
+def test_bad_shards_are_one_line(broker_env, runs_root, digits_run, args, env_broker, message):
+    out = _shardable_copy(digits_run, runs_root)
+    env = dict(broker_env)
+    if not env_broker:
+        env.pop("CURATOR_BROKER_URL")
+    proc = subprocess.run([CURATOR, "cluster", str(out), *args], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
