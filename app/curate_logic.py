@@ -24,7 +24,6 @@ GALLERY_PAGE_SIZE = 24
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
 STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} flagged · "
                    "{overridden} overridden · rule {rule}")
-COUNTS_TEMPLATE = "{size} · {flagged} · {overridden} · {kept}"
 COUNT_KEYS = ("size", "flagged", "overridden", "kept")
 
 
@@ -201,16 +200,16 @@ def class_counts(data: RunData, state: RunState) -> list[dict]:
 # The class list shows at most this many classes (plus the selected one): at 1,000
 # classes every repaint would otherwise send and render 1,000 labels. A search box and a
 # sort order reach the rest.
-CLASS_LIST_MAX = 60
 CLASS_SORTS = {"code": "dataset order", "flagged": "flagged share, highest first",
                "size": "size, largest first", "name": "name"}
 
 
 def class_list(rows: list[dict], search: str | None = None, sort: str | None = "code",
-               selected: int | None = None, limit: int = CLASS_LIST_MAX) -> tuple[list[int], int]:
+               selected: int | None = None) -> tuple[list[int], int]:
     """Which classes the class list shows, in order: those whose name contains ``search``
-    (case-insensitive), sorted by ``sort`` (a key of CLASS_SORTS), the first ``limit``, and
-    the ``selected`` class whatever the search.
+    (case-insensitive), sorted by ``sort`` (a key of CLASS_SORTS), and the ``selected``
+    class first whatever the search. The list scrolls virtually (assets/classlist.js),
+    so all of them go.
 
     Parameters
     ----------
@@ -228,10 +227,9 @@ def class_list(rows: list[dict], search: str | None = None, sort: str | None = "
            "size": lambda c: (-rows[c]["size"], c),
            "flagged": lambda c: (-rows[c]["flagged"] / max(rows[c]["size"], 1), c)}[sort]
     codes.sort(key=key)
-    shown = codes[:limit]
-    if selected is not None and selected not in shown:
-        shown = [selected, *shown]
-    return shown, len(codes)
+    if selected is not None and selected not in codes:
+        return [selected, *codes], len(codes)
+    return codes, len(codes)
 
 
 def noise_per_class(data: RunData, state: RunState) -> list[int]:
@@ -272,7 +270,7 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),
             "rows": [{k: r[k] for k in COUNT_KEYS} for r in rows], "noise": noise,
-            "status": STATUS_TEMPLATE, "counts": COUNTS_TEMPLATE, "style": MARKER_STYLE}
+            "status": STATUS_TEMPLATE, "style": MARKER_STYLE}
 
 
 # The gallery's state filter: label -> which of a class's points it shows.

@@ -129,17 +129,6 @@
 
   const fill = (template, values) => template.replace(/\{(\w+)\}/g, (_, k) => String(values[k]));
 
-  // A class-list option with new counts (the span with class "counts", app/pages/curate.py).
-  function withCounts(option, text) {
-    const label = JSON.parse(JSON.stringify(option.label));
-    for (const child of label.props.children) {
-      if (child && child.props && /\bcounts\b/.test(child.props.className || "")) {
-        child.props.children = text;
-      }
-    }
-    return Object.assign({}, option, {label});
-  }
-
   // What the plot shows, when the browser drew it over the current model: {key, eps, ms}.
   // A new model (another class, or any stored change: its revision grows) or a figure from
   // the server (dcc.Graph applies it with Plotly.react) means the server drew the plot, at
@@ -148,10 +137,10 @@
   const modelKey = (m) => [m["class"], m.revision, m.eps, m.ms].join("|");
   const shownParams = (m) => (drawn && drawn.key === modelKey(m) ? drawn : m);
 
-  // Re-cluster and repaint the class at (eps, ms); returns [status, class-list options],
+  // Re-cluster and repaint the class at (eps, ms); returns [status, class-list rows],
   // or null where the server has to draw it (tiny classes, no plot yet, or the baseline
   // switch window.curateServerOnly that bench/ui_latency.py sets).
-  function redraw(model, options, eps, ms) {
+  function redraw(model, listRows, eps, ms) {
     const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
     if (!model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
         window.curateServerOnly) return null;
@@ -174,16 +163,20 @@
     }
     const noise = model.noise.reduce((x, y) => x + y, 0) - model.noise[code] + look.counts.noise;
     const status = fill(model.status, Object.assign({noise, rule: model.rule}, total));
-    const fresh = (options || []).map((o) => (
-      o.value === code ? withCounts(o, fill(model.counts, rows[code]))
-        : o.value === "all" ? withCounts(o, fill(model.counts, total)) : o));
-    return [status, fresh];
+    // The class list's counts for this class and the total (assets/classlist.js).
+    const fresh = listRows && Object.assign({}, listRows, {counts: listRows.counts.slice()});
+    if (fresh) {
+      const asRow = (r) => [r.size, r.flagged, r.overridden, r.kept];
+      fresh.counts[code] = asRow(rows[code]);
+      fresh.counts[fresh.counts.length - 1] = asRow(total);
+    }
+    return [status, fresh || window.dash_clientside.no_update];
   }
 
-  // The clientside callback: (params request for the server, status text, class options).
+  // The clientside callback: (params request for the server, status text, class rows).
   // A slider being dragged (its drag_value) is previewed only; its release, or a typed
   // value, is stored: the request goes to the server's on_controls.
-  function recluster(epsSlider, epsInput, msSlider, msInput, epsDrag, msDrag, model, options,
+  function recluster(epsSlider, epsInput, msSlider, msInput, epsDrag, msDrag, model, listRows,
                      epsStep) {
     const dc = window.dash_clientside, skip = dc.no_update;
     const fired = dc.callback_context.triggered.map((t) => t.prop_id);
@@ -195,7 +188,7 @@
       const eps = fired.includes("curate-eps-slider.drag_value") ? Number(epsDrag) : shown.eps;
       const ms = fired.includes("curate-ms-slider.drag_value") ? Number(msDrag) : shown.ms;
       if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms)) throw dc.PreventUpdate;
-      const view = redraw(model, options, eps, ms);
+      const view = redraw(model, listRows, eps, ms);
       if (!view) throw dc.PreventUpdate;
       return [skip, ...view];
     }
@@ -211,7 +204,7 @@
     const drawnAlready = eps === shown.eps && ms === shown.ms;
     if (ms === model.ms && Math.abs(eps - model.eps) <= tolerance) {
       const moved = shown.eps !== model.eps || shown.ms !== model.ms;
-      const back = moved && redraw(model, options, model.eps, model.ms);
+      const back = moved && redraw(model, listRows, model.eps, model.ms);
       if (!back) throw dc.PreventUpdate;
       return [skip, ...back];
     }
@@ -222,7 +215,7 @@
       request.painted = true;  // the drag preview drew it, counts included
       return [request, skip, skip];
     }
-    const view = redraw(model, options, eps, ms);
+    const view = redraw(model, listRows, eps, ms);
     request.painted = view !== null;
     return view ? [request, ...view] : [request, skip, skip];
   }

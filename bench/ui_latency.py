@@ -20,6 +20,7 @@ resident memory (VmHWM) is printed last but one.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import tempfile
@@ -29,7 +30,14 @@ from pathlib import Path
 from selenium.webdriver.common.keys import Keys
 
 from bench.common import machine
-from tests.integration.browser import Server, chrome, point_position, trace_markers, wait_for
+from tests.integration.browser import (
+    Server,
+    chrome,
+    pick_class,
+    point_position,
+    trace_markers,
+    wait_for,
+)
 
 HOOKS = """
 const gd = document.querySelector('#curate-graph .js-plotly-plot');
@@ -86,13 +94,6 @@ const t0 = performance.now();
 document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j', bubbles: true}));
 requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
 """
-
-
-def _dom_click(driver, element) -> None:  # noqa: ANN001 - Selenium objects
-    """Scroll ``element`` into view inside its scroll box (a long class list), then click
-    it through the DOM: the capture-phase click listener in HOOKS still stamps t0."""
-    driver.execute_script("arguments[0].scrollIntoView({block: 'nearest'});"
-                          "arguments[0].click();", element)
 
 
 def _peak_rss_gb(pid: int) -> float:
@@ -185,15 +186,13 @@ def main() -> None:
             b = wait_for(lambda: (v := driver.execute_script("return window.bench"))["img"] > 0
                          and v, timeout=10, poll=0.01)
             results["hover image"].append(b["img"] - b["t0"])
-        labels = driver.find_elements("css selector", ".class-pick label")
+        n_classes = len(json.loads((args.run / "run.json").read_text())["classes"])
         for k in range(args.switches):
-            target = labels[1 + (k + 1) % (len(labels) - 1)]
-            _dom_click(driver, target)
+            pick_class(driver, 1 + (k + 1) % (n_classes - 1))
             results["class switch"].append(repaint_ms(driver, counts=False))
-            _dom_click(driver, labels[0])
+            pick_class(driver, "all")
             results["overview (all classes)"].append(repaint_ms(driver, counts=False))
-            labels = driver.find_elements("css selector", ".class-pick label")
-        _dom_click(driver, labels[1])
+        pick_class(driver, 1)
         wait_for(lambda: len(driver.find_elements("css selector", ".gallery-item")) > 2,
                  timeout=30)
         for _ in range(args.triage):

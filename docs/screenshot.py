@@ -16,7 +16,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.browser import Server, chrome, trace_markers, wait_for  # noqa: E402
+from tests.integration.browser import (  # noqa: E402
+    Server,
+    chrome,
+    pick_class,
+    trace_markers,
+    wait_for,
+)
 
 
 def main() -> None:
@@ -31,7 +37,7 @@ def main() -> None:
     try:
         driver.get(f"{server.url}/curate/demo")
         wait_for(lambda: trace_markers(driver), timeout=60)
-        driver.find_element("css selector", ".class-pick label[for$='3']").click()
+        pick_class(driver, 3)
         time.sleep(2.5)
         driver.save_screenshot(str(args.out))
     finally:

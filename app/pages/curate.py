@@ -60,7 +60,11 @@ GALLERY_CLICK = "curate-gallery-click"  # written by assets/gallery.js
 GALLERY_FILTER = "curate-gallery-filter"
 CLASS_SEARCH = "curate-class-search"
 CLASS_SORT = "curate-class-sort"
-CLASS_MORE = "curate-class-more"  # "showing 60 of 1,000 classes"
+CLASS_MORE = "curate-class-more"  # "12 of 1,000 classes match"
+CLASS_ROWS = "curate-class-rows"  # the class list's order and counts (assets/classlist.js)
+CLASS_NAMES = "curate-class-names"  # class names, once per page
+CLASS_LIST = "curate-class-list"  # the virtually scrolled list itself
+CLASS_DRAWN = "curate-class-drawn"  # the list's drawing callback has no real output
 TABS = "curate-tabs"
 MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
 PARAMS = "curate-params"  # an eps / min_samples change, written by assets/recluster.js
@@ -127,12 +131,12 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
     except InputError as exc:
         return html.Div([html.H4("Curate"), error_alert(str(exc)),
                          dcc.Link("← back to runs", href="/")])
-    options = [{"label": "All classes", "value": "all"}] + [
-        {"label": name, "value": code}
-        for code, name in enumerate(data.samples.classes[:logic.CLASS_LIST_MAX])]
     return html.Div([
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN), dcc.Store(id=GALLERY_CLICK),
         dcc.Store(id=MODEL), dcc.Store(id=PARAMS),
+        # The shown class: a code, or "all". A store, written by the class list's rows.
+        dcc.Store(id=CLASS_PICK, data=0), dcc.Store(id=CLASS_ROWS), dcc.Store(id=CLASS_DRAWN),
+        dcc.Store(id=CLASS_NAMES, data=list(data.samples.classes)),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(id=STATUS, className="text-muted small me-3"),
                   dcc.Link("results →", href=f"/results/{run_id}", className="small ms-auto")],
@@ -156,11 +160,8 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                     html.Div("size · flagged · overridden · kept",
                              className="text-muted small mb-1"),
                     html.Div(id=CLASS_MORE, className="text-muted small mb-1"),
-                    dbc.RadioItems(id=CLASS_PICK, options=options, value=0,
-                                   class_name="class-pick", input_class_name="btn-check",
-                                   label_class_name="btn btn-outline-primary btn-sm w-100 "
-                                                    "text-start mb-1",
-                                   label_checked_class_name="active"),
+                    # Drawn by assets/classlist.js from CLASS_ROWS: only the rows in view.
+                    html.Div(id=CLASS_LIST, className="class-list"),
                 ]), class_name="mb-3"),
             ], md=3, lg=3),
             dbc.Col([
@@ -205,7 +206,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 # costs the Dash renderer a store update that re-runs every component's selector, which
 # on this page took more time than Plotly's repaint.
 VIEW_OUT = {"figure": (GRAPH, "figure"), "shown": (SHOWN, "data"),
-            "options": (CLASS_PICK, "options"), "summary": (SUMMARY, "children"),
+            "rows": (CLASS_ROWS, "data"), "summary": (SUMMARY, "children"),
             "gallery": (GALLERY, "children"), "pages": (GALLERY_PAGES, "max_value"),
             "undo_disabled": (UNDO_BTN, "disabled"), "redo_disabled": (REDO_BTN, "disabled"),
             "status": (STATUS, "children"), "model": (MODEL, "data"),
@@ -236,7 +237,7 @@ def _changing_outputs(controls: bool = True) -> dict:
 def _page_inputs(**triggers) -> dict:
     """A callback's inputs: its own ``triggers`` (and States), then the shown class, the
     run and what the page shows (VIEW_IN), all by name."""
-    return {**triggers, "class_value": State(CLASS_PICK, "value"), "run_id": State(RUN, "data"),
+    return {**triggers, "class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
             "view": _view_in()}
 
 
@@ -260,12 +261,20 @@ def _changed(new, old):
 clientside_callback(
     ClientsideFunction(namespace="curate", function_name="recluster"),
     Output(PARAMS, "data"), Output(STATUS, "children", allow_duplicate=True),
-    Output(CLASS_PICK, "options", allow_duplicate=True),
+    Output(CLASS_ROWS, "data", allow_duplicate=True),
     Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"), Input(MS_SLIDER, "value"),
     Input(MS_INPUT, "value"), Input(EPS_SLIDER, "drag_value"), Input(MS_SLIDER, "drag_value"),
-    State(MODEL, "data"), State(CLASS_PICK, "options"),
+    State(MODEL, "data"), State(CLASS_ROWS, "data"),
     State(EPS_SLIDER, "step"),
     prevent_initial_call=True,
+)
+
+# The class list: assets/classlist.js draws the rows in view whenever the rows, or the
+# shown class, change.
+clientside_callback(
+    ClientsideFunction(namespace="classlist", function_name="show"),
+    Output(CLASS_DRAWN, "data"),
+    Input(CLASS_ROWS, "data"), Input(CLASS_PICK, "data"), State(CLASS_NAMES, "data"),
 )
 
 
@@ -302,7 +311,7 @@ def _respond(run_id: str, class_value, view: dict, action=None, *, controls: boo
 @callback(
     output={"controls": _outputs(CONTROLS_OUT, False), "alert": Output(ALERT, "children"),
             "view": _outputs(VIEW_OUT, False)},
-    inputs={"class_value": Input(CLASS_PICK, "value"), "run_id": State(RUN, "data"),
+    inputs={"class_value": Input(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
             "view": _view_in()},
 )
 def on_class(class_value, run_id, view):
@@ -427,7 +436,7 @@ def on_override(click, _keep, _drop, _clear, gallery_click, class_value, run_id,
 
 @callback(
     output={"view": _outputs(VIEW_OUT)},
-    inputs={"class_value": State(CLASS_PICK, "value"), "run_id": State(RUN, "data"),
+    inputs={"class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
             "view": _view_in("show_background", "page", "tab", "filter", "selection",
                              "class_search", "class_sort")},
     prevent_initial_call=True,
@@ -479,11 +488,9 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
                 fig["data"][1]["marker"][key] = marker[key]
     rows = logic.class_counts(data, state)
     listed, matched = logic.class_list(rows, view.class_search, view.class_sort, code)
-    options = [{"label": _class_label("All classes", rows[-1]), "value": "all"}] + [
-        {"label": _class_label(rows[c]["class"], rows[c]), "value": c} for c in listed]
-    more = (f"showing {min(matched, logic.CLASS_LIST_MAX)} of {matched} matching classes: "
-            "search to narrow" if matched > logic.CLASS_LIST_MAX else
-            f"{matched} of {len(rows) - 1} classes match" if view.class_search else "")
+    list_rows = {"order": ["all", *listed],
+                 "counts": [[r["size"], r["flagged"], r["overridden"], r["kept"]] for r in rows]}
+    more = f"{matched} of {len(rows) - 1} classes match" if view.class_search else ""
     summary = _summary_table(rows) if view.tab == "summary" else no_update
     gallery, pages = (_gallery(data, state, code, view, run_id)
                       if view.tab == "gallery" else (no_update, no_update))
@@ -491,20 +498,12 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
     noise = logic.noise_per_class(data, state)
     model = None if code is None else logic.client_model(data, state, code, rows, noise)
     return {"figure": fig, "shown": _changed("all" if code is None else code, shown),
-            "options": options, "summary": summary, "gallery": gallery,
+            "rows": list_rows, "summary": summary, "gallery": gallery,
             "pages": _changed(pages, view.pages),
             "undo_disabled": _changed(not store.can_undo(), view.undo_disabled),
             "redo_disabled": _changed(not store.can_redo(), view.redo_disabled),
             "status": logic.status_text(rows, noise, state.rule), "model": model,
             "more": _changed(more, view.more)}
-
-
-def _class_label(name: str, r: dict) -> html.Span:
-    return html.Span([
-        html.Span(name, className="fw-semibold me-1"),
-        html.Span(f"{r['size']} · {r['flagged']} · {r['overridden']} · {r['kept']}",
-                  className="float-end small counts"),
-    ])
 
 
 def _summary_table(rows: list[dict]) -> dbc.Table:

@@ -128,3 +128,27 @@ def point_position(driver, sample: int) -> tuple[float, float] | None:
 
 def status_text(driver) -> str:
     return driver.find_element("id", "curate-status").text
+
+
+PICK_CLASS = """
+if (!window.curateClassList) return false;
+window.curateClassList.reveal(arguments[0]);  // scrolls the row into view and draws it
+const row = document.querySelector(`#curate-class-list .class-row[data-code="${arguments[0]}"]`);
+if (!row) return false;
+row.click();
+return true;
+"""
+
+
+def pick_class(driver, code: int | str) -> None:
+    """Click class ``code`` (or "all") in the Curate page's virtually scrolled class list.
+    In the page's own script: the list redraws its rows, so a found element can go stale."""
+    wait_for(lambda: driver.execute_script(PICK_CLASS, str(code)))
+
+
+def listed_classes(driver) -> list[str]:
+    """The class list's row names, in order, as drawn now."""
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#curate-class-list .class-row'))"
+        ".sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))"
+        ".map(r => r.querySelector('.fw-semibold').textContent);")

@@ -21,6 +21,8 @@ from tests.integration.browser import (
     Server,
     browser_available,
     chrome,
+    listed_classes,
+    pick_class,
     point_position,
     status_text,
     trace_markers,
@@ -86,7 +88,7 @@ def test_pages_load_without_console_errors(driver, server):
         driver.get(server.url + path)
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "h4"))
     _open(driver, server, "load")
-    driver.find_element(By.CSS_SELECTOR, "label[for$='0']")  # class list rendered
+    wait_for(lambda: listed_classes(driver)[:2] == ["All classes", "0"])  # class list drawn
     assert _severe_errors(driver) == []
     driver.get(server.url + "/curate/no-such-run")
     assert wait_for(lambda: "no run 'no-such-run' in the runs root" in driver.page_source
@@ -191,6 +193,11 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         rows = logic.class_counts(data, state)
         assert status_text(driver) == logic.status_text(
             rows, logic.noise_per_class(data, state), state.rule)
+        # The class list's row counts the same (assets/recluster.js patches them).
+        assert driver.execute_script(
+            "return document.querySelector('#curate-class-list .class-row[data-code=\"0\"]"
+            " .counts').textContent") == " · ".join(
+                str(rows[0][k]) for k in ("size", "flagged", "overridden", "kept"))
         assert driver.execute_script("return window.paints") == {"restyle": 1, "react": 0}
         driver.execute_script("window.paints = {restyle: 0, react: 0}")
 
@@ -298,9 +305,8 @@ def test_gallery_toggle_and_summary_tab(driver, server, ui_root):
     # The native String.prototype.trim is back (assets/native_builtins.js) and works.
     assert driver.execute_script("return window.__nativeBuiltinsRestored === true && "
                                  "' a '.trim() === 'a' && parseInt(' 08') === 8")
-    labels = driver.find_elements(By.CSS_SELECTOR, ".class-pick label")
-    for label in labels[1:]:  # the first class with something flagged
-        label.click()
+    for code in range(10):  # the first class with something flagged
+        pick_class(driver, code)
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle")
                  or "No points here" in driver.page_source)
         if driver.find_elements(By.CSS_SELECTOR, ".gallery-toggle"):
@@ -441,9 +447,7 @@ def test_class_search_and_sort_narrow_the_class_list(driver, server):
     _open(driver, server, "load")
 
     def listed() -> list[str]:
-        return driver.execute_script(
-            "return Array.from(document.querySelectorAll('.class-pick label .fw-semibold'))"
-            ".map(e => e.textContent);")
+        return listed_classes(driver)
 
     assert listed()[:3] == ["All classes", "0", "1"]
     box = driver.find_element(By.ID, "curate-class-search")
@@ -647,8 +651,8 @@ def test_relabel_from_the_gallery_reaches_the_export_and_the_training_subset(
                 if not held_out[int(b.get_attribute("data-sample"))]]
 
     _open(driver, server, "relabel")
-    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label")[1:]:
-        label.click()
+    for code in range(10):
+        pick_class(driver, code)
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
                  or "No points here" in driver.page_source)
         if trainable():
@@ -678,8 +682,8 @@ def test_relabel_from_the_gallery_reaches_the_export_and_the_training_subset(
 def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, ui_root):
     store = CurationStore(ui_root / "triage" / "curation.sqlite")
     _open(driver, server, "triage")
-    for label in driver.find_elements(By.CSS_SELECTOR, ".class-pick label")[1:]:
-        label.click()
+    for code in range(10):
+        pick_class(driver, code)
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, ".gallery-item")
                  or "No points here" in driver.page_source)
         if len(driver.find_elements(By.CSS_SELECTOR, ".gallery-relabel")) >= 1 and \
@@ -722,3 +726,4 @@ def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, u
     assert focused() == target
     body.send_keys("r")
     wait_for(lambda: target in store.relabels())
+
