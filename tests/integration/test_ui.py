@@ -727,3 +727,45 @@ def test_keyboard_triage_moves_keeps_drops_relabels_and_undoes(driver, server, u
     body.send_keys("r")
     wait_for(lambda: target in store.relabels())
 
+
+
+def test_class_list_scrolls_virtually_through_300_classes(driver, tmp_path_factory):
+    """A features: run with 300 classes: the list holds every class but draws only the
+    rows in view; the last class can be scrolled to and shown, and search narrows it."""
+    import os
+    import subprocess
+
+    from bench.synth import SynthSpec, write_synthetic
+    from tests.unit.test_cli import CURATOR
+
+    base = tmp_path_factory.mktemp("many")
+    feats, labels = write_synthetic(base / "data", SynthSpec(n=3000, classes=300, dim=32,
+                                                             class_offset=0.5))
+    env = {**os.environ, "CURATOR_BROKER_URL": ""}
+    subprocess.run([CURATOR, "pipeline", "--dataset", f"features:{feats}", "--labels",
+                    str(labels), "--out", str(base / "runs" / "many")], env=env, check=True,
+                   capture_output=True, timeout=300)
+    srv = Server(base / "runs")
+    try:
+        _open(driver, srv, "many")
+        wait_for(lambda: listed_classes(driver)[:2] == ["All classes", "c0000"])
+        drawn = len(listed_classes(driver))
+        assert 5 < drawn < 60  # of 301 rows
+        height = driver.execute_script(
+            "return document.querySelector('#curate-class-list .class-space').offsetHeight")
+        assert height == 301 * 28
+        pick_class(driver, 299)
+        wait_for(lambda: driver.execute_script(
+            "const r = document.querySelector('#curate-class-list .class-row.active');"
+            "return r && r.dataset.code") == "299")
+        assert "c0299" in listed_classes(driver) and len(listed_classes(driver)) < 60
+        given = [row["label"] for row in csv.DictReader(open(labels))]
+        wait_for(lambda: {given[i] for i in trace_markers(driver)["customdata"]} == {"c0299"})
+        box = driver.find_element(By.ID, "curate-class-search")
+        box.send_keys("c015")
+        # The shown class stays first, then the ten matches.
+        wait_for(lambda: listed_classes(driver) == ["All classes", "c0299",
+                                                    *[f"c{c:04d}" for c in range(150, 160)]])
+        assert "10 of 300 classes match" in driver.find_element(By.ID, "curate-class-more").text
+    finally:
+        srv.stop()
