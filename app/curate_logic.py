@@ -193,8 +193,9 @@ def undo_redo(runs_root: Path, run_id: str, redo: bool) -> tuple[int, str | None
 
 
 def class_counts(data: RunData, state: RunState) -> list[dict]:
-    """Per-class and total counts (the paper's Table I), for the class list and summary."""
-    return summary_rows(data.samples, state.decisions)
+    """Per-class and total counts (the paper's Table I), for the class list and summary:
+    made with the state, once per revision. Read-only: shared by every request."""
+    return state.rows or summary_rows(data.samples, state.decisions)
 
 
 # The class list shows at most this many classes (plus the selected one): at 1,000

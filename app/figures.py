@@ -183,15 +183,17 @@ def typed_array(values: np.ndarray, dtype: str = "f4") -> dict:
 # Figures are plain dicts, not go.Figure: Plotly's validators walk every array element,
 # which took over 100 ms per class view and 160 ms for the 50,000-point overview.
 def class_figure(emb: np.ndarray, trace: dict, background_url: str,
-                 show_background: bool = True) -> dict:
+                 show_background: bool = True,
+                 bounds: tuple[float, float, float, float] | None = None) -> dict:
     """The class view: every point faint as an image layer, the class (``trace``, from
     :func:`class_trace`) on top.
 
-    Trace 0 is invisible and only pins the axes to the whole map; trace 1 is the class.
+    Trace 0 is invisible and only pins the axes to the whole map (``bounds``, when the
+    caller has them: :func:`~app.background.extent` of ``emb``); trace 1 is the class.
     """
     from .background import extent
 
-    x0, x1, y0, y1 = extent(emb)
+    x0, x1, y0, y1 = bounds or extent(emb)
     pin = dict(type="scattergl", x=[x0, x1], y=[y0, y1], mode="markers", hoverinfo="skip",
                marker=dict(size=1, opacity=0), name="extent")
     layout = _base_layout(

@@ -474,7 +474,7 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
             f"/background/{run_id}.png"))
     elif shown in (None, "all"):
         fig = class_figure(data.embedding, trace(), f"/background/{run_id}.png",
-                           bool(view.show_background))
+                           bool(view.show_background), data.bounds)
     elif figure == "background":  # a layout change costs a full relayout: only when asked
         fig = Patch()
         fig["layout"]["images"][0]["visible"] = bool(view.show_background)
