@@ -28,7 +28,7 @@ from tests.integration.browser import (
     trace_markers,
     wait_for,
 )
-from worker.pipeline.dbscan import NeighbourIndex, sklearn_dbscan
+from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
 from worker.pipeline.store import CurationStore
 
 pytestmark = [pytest.mark.slow,
@@ -140,7 +140,7 @@ def test_browser_dbscan_equals_scikit_learn(driver, server):
             " arguments[3]))", points[:, 0].tolist(), points[:, 1].tolist(), eps, ms)
         want = sklearn_dbscan(points.astype(np.float64), eps, ms)
         assert got == want.tolist(), (len(points), eps, ms)
-        assert got == NeighbourIndex(points, eps).dbscan(eps, ms).tolist()
+        assert got == dbscan_once(points, eps, ms).tolist()
 
 
 def test_browser_recluster_matches_the_server(driver, server, ui_root):

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.pipeline.clustering import (
-    ClassClusterer,
     RuleInputs,
     auto_eps,
     auto_params,
@@ -16,7 +15,7 @@ from worker.pipeline.clustering import (
     decide,
     knn_agreement,
 )
-from worker.pipeline.dbscan import NeighbourIndex, sklearn_dbscan
+from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
 from worker.pipeline.embedding import check_features
 from worker.pipeline.errors import InputError
 
@@ -32,7 +31,7 @@ def test_labels_identical_to_sklearn_on_random_blobs():
             pts = np.round(pts, 1)  # duplicates and distances exactly equal to eps
         eps = 0.1 if trial % 3 == 0 else float(rng.uniform(0.05, 1.5))
         ms = int(rng.integers(1, 12))
-        ours = NeighbourIndex(pts, eps).dbscan(eps, ms)
+        ours = dbscan_once(pts, eps, ms)
         assert np.array_equal(ours, sklearn_dbscan(pts, eps, ms)), (trial, n, eps, ms)
 
 
@@ -41,10 +40,9 @@ def test_labels_identical_to_sklearn_on_a_real_embedding(digits_run):
     labels = digits_run.read_samples().labels
     for c in range(10):
         pts = emb[labels == c]
-        cc = ClassClusterer(pts, max_eps=1.0)  # smaller than some eps below: forces a rebuild
         for eps in (0.3, 0.8, 1.5, 3.0):
             for ms in (1, 3, 5, 10):
-                assert np.array_equal(cc.labels(eps, ms), sklearn_dbscan(pts, eps, ms))
+                assert np.array_equal(dbscan_once(pts, eps, ms), sklearn_dbscan(pts, eps, ms))
 
 
 @pytest.mark.parametrize("eps, ms, message", [
@@ -54,7 +52,7 @@ def test_labels_identical_to_sklearn_on_a_real_embedding(digits_run):
 ])
 def test_bad_parameters_are_refused(eps, ms, message):
     with pytest.raises(InputError, match=message):
-        NeighbourIndex(np.zeros((50, 2)), 1.0).dbscan(eps, ms)
+        dbscan_once(np.zeros((50, 2)), eps, ms)
 
 
 def test_empty_single_and_tiny_classes():
@@ -64,7 +62,7 @@ def test_empty_single_and_tiny_classes():
     assert set(params) == {0, 1, 2, 3} and all(e > 0 for e, _ in params.values())
     clusters = cluster_all(emb, labels, params)
     assert (clusters == -1).all()  # fewer than min_samples points: nothing can be core
-    assert ClassClusterer(np.empty((0, 2)), 1.0).labels(1.0, 5).shape == (0,)
+    assert dbscan_once(np.empty((0, 2)), 1.0, 5).shape == (0,)
     assert auto_eps(emb[:1], 5) is None
     clusters = cluster_all(emb, labels, {0: (0.15, 2), 1: (1.0, 1), 2: (1.0, 1), 3: (1.0, 1)})
     assert clusters.tolist() == [0, 0, 0, 0, 0]
@@ -76,7 +74,7 @@ def test_auto_eps_finds_the_outliers():
     outliers = rng.uniform(8, 12, (10, 2)) * rng.choice([-1, 1], (10, 2))
     pts = np.vstack([blob, outliers])
     eps = auto_eps(pts, 5)
-    labels = NeighbourIndex(pts, eps).dbscan(eps, 5)
+    labels = dbscan_once(pts, eps, 5)
     assert (labels[500:] == -1).all()
     assert (labels[:500] == -1).mean() < 0.05
 
@@ -125,19 +123,6 @@ def test_knn_agreement_on_real_digits(digits_run):
     assert agree[noisy].mean() < 0.3 < 0.8 < agree[~noisy].mean()
 
 
-def test_reference_pair_path_agrees_with_the_tree_path():
-    from worker.pipeline.dbscan import labels_from_pairs
-
-    rng = np.random.default_rng(5)
-    pts = np.round(rng.normal(0, 3, (400, 2)), 1)
-    index = NeighbourIndex(pts, 2.0)
-    for eps in (0.1, 0.25, 0.7, 1.9):
-        for ms in (1, 2, 4, 9):
-            ref = labels_from_pairs(len(pts), index.pairs_within(eps), ms)
-            assert np.array_equal(index.dbscan(eps, ms), ref)
-            assert np.array_equal(ref, sklearn_dbscan(pts, eps, ms))
-
-
 @settings(max_examples=300, deadline=None)
 @given(n=st.integers(1, 250), grid=st.sampled_from([0.0, 0.1, 0.5]),
        line=st.booleans(), eps=st.sampled_from([0.05, 0.1, 0.3, 1.0, 2.5, 40.0]),
@@ -146,8 +131,6 @@ def test_one_shot_dbscan_equals_sklearn_at_any_eps(n, grid, line, eps, ms, seed)
     """dbscan_once (k-nearest core test + Delaunay components) on blobs, grids with
     duplicates and distances exactly at eps, and points all on one line (no triangulation),
     including eps larger than the whole class."""
-    from worker.pipeline.dbscan import dbscan_once
-
     rng = np.random.default_rng(seed)
     pts = rng.normal(0, 2, (n, 2))
     if grid:

@@ -19,14 +19,13 @@ Rules for which points are *flagged* (proposed for removal):
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .dbscan import NeighbourIndex, check_params, dbscan_once
+from .dbscan import check_params, dbscan_once
 from .errors import InputError
 from .evidence import K_EVIDENCE
 from .names import DEFAULT_RULE, RULES
@@ -130,24 +129,6 @@ def knn_agreement(neighbours: np.ndarray, labels: np.ndarray) -> np.ndarray:
     if neighbours.shape[1] == 0:
         return np.ones(len(labels), dtype=np.float32)
     return (labels[neighbours] == labels[:, None]).mean(axis=1).astype(np.float32)
-
-
-class ClassClusterer:
-    """Re-cluster one class quickly: its points and a cached neighbour index."""
-
-    def __init__(self, points: np.ndarray, max_eps: float) -> None:
-        self.points = points
-        self.index = NeighbourIndex(points, max_eps)
-        # The index widens and caches trees in place; the app calls this from threads.
-        self._lock = threading.Lock()
-
-    def labels(self, eps: float, min_samples: int) -> np.ndarray:
-        """DBSCAN labels of this class's points, shape (n_c,), noise = -1."""
-        if len(self.points) == 0:
-            check_params(eps, min_samples)
-            return np.empty(0, dtype=np.int64)
-        with self._lock:
-            return self.index.dbscan(eps, min_samples)
 
 
 def class_members(labels: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
