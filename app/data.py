@@ -1,11 +1,12 @@
-"""Read a run for the app, fast: cached immutable arrays and per-class DBSCAN indexes.
+"""Read a run for the app, fast: cached immutable arrays, per-class labels and the state
+of each store revision.
 
-The caches here hold only data derived from files that never change in place (each is
-replaced by an atomic rename, which changes its mtime), keyed by path and mtime. They are
+The array caches hold only data derived from files that never change in place (each is
+replaced by an atomic rename, which changes its mtime), keyed by path and mtime; the
+state cache is keyed by the store's revision, which grows with every change. They are
 safe with several server processes: each process fills its own, and none holds state a
 user can change. Everything a user changes lives in the run's SQLite store. The arrays
-and indexes are process-local ``lru_cache`` entries (an index holds a lock and is widened
-in place, so it cannot be pickled); computed labels go to Flask-Caching (app/caching.py).
+and states are process-local; computed labels go to Flask-Caching (app/caching.py).
 """
 
 from __future__ import annotations

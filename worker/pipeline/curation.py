@@ -2,7 +2,7 @@
 
 This is the one place that turns what is stored into what each sample's fate is; the CLI,
 export and evaluation call :func:`current_decisions`; the app (app/data.py) reads the same
-store through :func:`read_curation` and clusters with its cached per-class indexes.
+store through :func:`read_curation` and keeps what it derives per store revision.
 """
 
 from __future__ import annotations
