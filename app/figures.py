@@ -214,17 +214,21 @@ def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,
                    unselected=dict(marker=dict(opacity=0.35)))
 
 
-# Above this many points the overview is the class-tinted raster (the class view's
-# backdrop) with only the points to be dropped drawn on top: one WebGL trace per class of
-# 1.28M points would send ~10 MB and draw for seconds.
+# Above this many points, or this many classes, the overview is the class-tinted raster
+# (the class view's backdrop) with only the points to be dropped drawn on top: one WebGL
+# trace per class of 1.28M points would send ~10 MB and draw for seconds, and 1,000
+# traces of 100,000 points took 1.0-1.4 s to draw (bench/ui_latency.py).
 OVERVIEW_POINTS_MAX = 200_000
+OVERVIEW_CLASSES_MAX = 60
 
 
 def overview_figure(emb: np.ndarray, labels: np.ndarray, classes: list[str],
                     d: Decisions, background_url: str | None = None) -> dict:
     """All classes coloured by class, with the points to be dropped marked; for runs over
-    OVERVIEW_POINTS_MAX points, the raster at ``background_url`` instead of the points."""
-    if len(emb) > OVERVIEW_POINTS_MAX and background_url:
+    OVERVIEW_POINTS_MAX points or OVERVIEW_CLASSES_MAX classes, the raster at
+    ``background_url`` instead of the points."""
+    if (len(emb) > OVERVIEW_POINTS_MAX or len(classes) > OVERVIEW_CLASSES_MAX) \
+            and background_url:
         dropped = _points(emb, np.flatnonzero(~d.kept), name="dropped",
                           marker=dict(size=5, symbol="x", color=NOISE_COLOUR))
         fig = class_figure(emb, dropped, background_url)

@@ -35,7 +35,7 @@ def test_backdrop_stamps_every_point_in_its_class_tint():
     assert pixel(5, 5)[3] == 0  # nothing drawn between points
 
 
-def test_large_overview_is_the_raster_with_only_the_dropped_points():
+def test_large_or_many_class_overview_is_the_raster_with_only_the_dropped_points():
     n = OVERVIEW_POINTS_MAX + 1
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(n, 2)).astype(np.float32)
@@ -47,6 +47,9 @@ def test_large_overview_is_the_raster_with_only_the_dropped_points():
     trace = fig["data"][1]
     assert trace["customdata"] == dropped.tolist()
     assert trace["marker"]["color"] == NOISE_COLOUR and len(fig["data"]) == 2
-    small = overview_figure(emb[:100], labels[:100], [f"c{c}" for c in range(1000)],
-                            _decisions(100, np.array([3])), "/background/small.png")
-    assert "images" not in small["layout"] and len(small["data"]) == 1000 + 1  # per class
+    many = overview_figure(emb[:100], labels[:100], [f"c{c}" for c in range(1000)],
+                           _decisions(100, np.array([3])), "/background/many.png")
+    assert many["layout"]["images"][0]["source"] == "/background/many.png"  # 1,000 classes
+    few = overview_figure(emb[:100], labels[:100] % 10, [f"c{c}" for c in range(10)],
+                          _decisions(100, np.array([3])), "/background/few.png")
+    assert "images" not in few["layout"] and len(few["data"]) == 10 + 1  # a trace per class
