@@ -25,6 +25,7 @@ from worker.jobs import resolve_run
 from worker.pipeline.clustering import (
     Decisions,
     RuleInputs,
+    class_members,
     decide,
     feature_neighbours,
 )
@@ -84,7 +85,8 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
         feature_neighbours(run.load_features())
     evidence = load_evidence(run)
     inputs = rule_inputs(samples.labels, load_agreement(run), evidence)
-    members = tuple(np.flatnonzero(samples.labels == c) for c in range(len(samples.classes)))
+    order, starts = class_members(samples.labels, len(samples.classes))  # one sort, not C masks
+    members = tuple(order[starts[c]:starts[c + 1]] for c in range(len(samples.classes)))
     return RunData(run, samples, emb, inputs, evidence and evidence["score"],
                    evidence and evidence["suggested"], nn[:, :10], members, stamp,
                    recorded_clusters(run, samples), extent(emb))
@@ -120,10 +122,10 @@ def class_labels(data: RunData, params: dict[int, tuple[float, int]]) -> dict[in
 
     Labels come, in order of preference, from ``clusters.npy`` (when the class still has
     the parameters the cluster step used), from Flask-Caching, or from a one-shot DBSCAN
-    whose cost does not grow with eps. A kept per-class pair index (as sliders use) took
+    whose cost does not grow with eps (the per-class pair index kept here before took
     ~0.4 s per 1,300-point class at automatic eps on a 1,000-class map, so "Apply to all"
     took minutes; the browser re-clusters while a slider moves, and the server only
-    answers the value it settles on. Misses run on a thread pool: the KD-tree and Qhull
+    answers the value it settles on). Misses run on a thread pool: the KD-tree and Qhull
     release the GIL.
     """
     path = str(data.run.path)
