@@ -29,6 +29,10 @@ def test_out_dir_rules(tmp_path, digits_run):
         check_out_dir(tmp_path / "busy")
     with pytest.raises(InputError, match="inside the dataset folder"):
         check_out_dir(tmp_path / "data" / "runs" / "r1", tmp_path / "data")
+    # A first ingest killed mid-write leaves only its temp file: the retry may go on.
+    (tmp_path / "killed").mkdir()
+    (tmp_path / "killed" / ".thumbnails.npy.host-123.abc.tmp.npy").write_bytes(b"half")
+    check_out_dir(tmp_path / "killed")
 
 
 def test_a_held_lock_refuses_a_second_writer_and_frees_on_exit(tmp_path):

@@ -170,10 +170,10 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
         if not ok.any():
             raise InputError(f"none of the {n} images in {opts.spec} could be read")
         thumbs.flush()
-        if not ok.all():  # keep only the readable images' rows, block by block
-            with atomic_path(tmp) as kept:
-                _copy_rows(thumbs, ok, kept)
         del thumbs
+    if not ok.all():  # keep only the readable images' rows, block by block
+        with atomic_path(run.thumbnails, ".npy") as kept:
+            _copy_rows(np.load(run.thumbnails, mmap_mode="r"), ok, kept)
     ds.samples = ds.samples.subset(ok)
     if ds.arrays is not None:
         ds.arrays = ds.arrays[ok]

@@ -27,10 +27,15 @@ from .rundir import RunDir
 
 STEP_LOCK = ".lock"
 PIPELINE_LOCK = ".pipeline.lock"
-# What a run folder may hold before run.json exists: locks, and the job store that
-# records the pipeline's first job.
+# What a run folder may hold before run.json exists: locks, the job store that records
+# the pipeline's first job, and temp files of a first ingest that was killed (rundir's
+# atomic writes: ".<target>.<host>-<pid>.<random>.tmp[.npy]"; the retry sweeps them).
 _PRE_RUN = {STEP_LOCK, PIPELINE_LOCK, ".run.json.lock", "curation.sqlite",
             "curation.sqlite-wal", "curation.sqlite-shm"}
+
+
+def _pre_run(name: str) -> bool:
+    return name in _PRE_RUN or (name.startswith(".") and ".tmp" in name)
 
 
 def check_out_dir(path: Path, dataset_root: Path | None = None) -> None:
@@ -40,7 +45,7 @@ def check_out_dir(path: Path, dataset_root: Path | None = None) -> None:
     if path.exists() and not path.is_dir():
         raise InputError(f"--out {path} is a file: give a folder for the run")
     if path.is_dir() and not RunDir(path).exists():
-        others = [p.name for p in path.iterdir() if p.name not in _PRE_RUN]
+        others = [p.name for p in path.iterdir() if not _pre_run(p.name)]
         if others:
             raise InputError(f"--out {path} already holds {len(others)} other file(s) and is "
                              "not a run: give a new or empty folder, or an existing run")
