@@ -41,16 +41,19 @@ def memoized(key: tuple[Hashable, ...], compute: Callable[[], T], cache: Cache =
 
     Outside a Flask app (unit tests, scripts) there is no cache: it is computed each time.
     """
-    if not has_app_context():
-        return compute()
-    name = repr(key)
-    value = cache.get(name)
+    value = lookup(key, cache)
     if value is None:
         value = compute()
-        cache.set(name, value)
+        keep(key, value, cache)
     return value
 
 
 def lookup(key: tuple[Hashable, ...], cache: Cache = derived) -> object | None:
     """What :func:`memoized` keeps under ``key``, or None (always None outside an app)."""
     return cache.get(repr(key)) if has_app_context() else None
+
+
+def keep(key: tuple[Hashable, ...], value: object, cache: Cache = derived) -> None:
+    """Store ``value`` where :func:`memoized` would (nowhere outside an app)."""
+    if has_app_context():
+        cache.set(repr(key), value)

@@ -12,10 +12,8 @@ and states are process-local; computed labels go to Flask-Caching (app/caching.p
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from worker.pipeline.clustering import (
     class_members,
     decide,
     feature_neighbours,
+    map_classes,
 )
 from worker.pipeline.curation import (
     agreement_path,
@@ -42,13 +41,12 @@ from worker.pipeline.curation import (
     summary_rows,
 )
 from worker.pipeline.datasets import SampleTable
-from worker.pipeline.dbscan import dbscan_once
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
 
 from .background import extent
+from .caching import keep, lookup, memoized
 from .caching import labels as labels_cache
-from .caching import lookup, memoized
 
 
 def _mtime(path: Path) -> int:
@@ -67,6 +65,8 @@ class RunData:
     suggested: np.ndarray | None  # (N,) int64 suggested class code
     neighbours: np.ndarray  # (N, 10) int64, nearest samples in feature space (PCA-50)
     members: tuple[np.ndarray, ...]  # per class code, sample indices (ascending)
+    # (order, starts) of clustering.class_members: members[c] is order[starts[c]:starts[c+1]]
+    grouping: tuple[np.ndarray, np.ndarray]
     stamp: tuple[int, ...]  # mtimes of the files above: the key of every derived cache
     # clusters.npy and each class's parameters then (curation.recorded_clusters), or None
     recorded: tuple[np.ndarray, dict[int, tuple[float, int]]] | None = None
@@ -88,7 +88,8 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     order, starts = class_members(samples.labels, len(samples.classes))  # one sort, not C masks
     members = tuple(order[starts[c]:starts[c + 1]] for c in range(len(samples.classes)))
     return RunData(run, samples, emb, inputs, evidence and evidence["score"],
-                   evidence and evidence["suggested"], nn[:, :10], members, stamp,
+                   evidence and evidence["suggested"], nn[:, :10], members, (order, starts),
+                   stamp,
                    recorded_clusters(run, samples), extent(emb))
 
 
@@ -125,8 +126,8 @@ def class_labels(data: RunData, params: dict[int, tuple[float, int]]) -> dict[in
     whose cost does not grow with eps (the per-class pair index kept here before took
     ~0.4 s per 1,300-point class at automatic eps on a 1,000-class map, so "Apply to all"
     took minutes; the browser re-clusters while a slider moves, and the server only
-    answers the value it settles on). Misses run on a thread pool: the KD-tree and Qhull
-    release the GIL.
+    answers the value it settles on). Misses are shared over the cores
+    (:func:`~worker.pipeline.clustering.map_classes`).
     """
     path = str(data.run.path)
     out: dict[int, np.ndarray] = {}
@@ -142,15 +143,12 @@ def class_labels(data: RunData, params: dict[int, tuple[float, int]]) -> dict[in
             todo.append((code, eps, min_samples, key))
         else:
             out[code] = hit
-    computed = _POOL.map(lambda t: dbscan_once(data.embedding[data.members[t[0]]], t[1], t[2]),
-                         todo) if len(todo) > 1 else \
-        [dbscan_once(data.embedding[data.members[c]], e, m) for c, e, m, _ in todo]
-    for (code, _, _, key), labels in zip(todo, computed, strict=True):
-        out[code] = memoized(key, lambda labels=labels: labels, cache=labels_cache)
+    computed = map_classes(data.embedding, *data.grouping,
+                           [(c, e, m) for c, e, m, _ in todo]) if todo else {}
+    for code, _, _, key in todo:
+        out[code] = computed[code][1]
+        keep(key, out[code], labels_cache)
     return out
-
-
-_POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="dbscan")
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         data = run_data(root, "digits")
         # Every class still has the parameters the cluster step saved clusters.npy with:
         # the labels come from there, no DBSCAN runs.
-        monkeypatch.setattr(app_data, "dbscan_once", no_dbscan)
+        monkeypatch.setattr(app_data, "map_classes", no_dbscan)
         first = current_state(data)
         assert (first.decisions.clusters == np.load(data.run.path / "clusters.npy")).all()
         monkeypatch.undo()
@@ -236,7 +236,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         first = current_state(data)  # computes class 2 only, into the labels cache
         assert sum("'labels'" in k for k in caching.labels.cache._cache.keys()) == 1
         # A second read computes nothing: the state is kept for its revision ...
-        monkeypatch.setattr(app_data, "dbscan_once", no_dbscan)
+        monkeypatch.setattr(app_data, "map_classes", no_dbscan)
         assert current_state(data) is first
         # ... and without it, the labels come from Flask-Caching.
         app_data._STATES.clear()

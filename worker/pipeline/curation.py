@@ -8,9 +8,7 @@ store through :func:`read_curation` and keeps what it derives per store revision
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from .clustering import (
     fallback_eps,
     feature_neighbours,
     knn_agreement,
+    map_classes,
 )
 from .datasets import SampleTable
 from .errors import InputError
@@ -124,15 +123,8 @@ ClassMapper = Callable[[RunDir, np.ndarray, np.ndarray, list[ClassWork]],
 
 def local_mapper(run: RunDir, order: np.ndarray, starts: np.ndarray, work: list[ClassWork]
                  ) -> dict[int, tuple[float | None, np.ndarray | None]]:
-    """Per-class work on this machine's cores (KD-tree queries and Qhull release the GIL)."""
-    embedding = run.load_embedding()
-    threads = min(os.cpu_count() or 1, max(1, len(work) // 8))
-    chunks = [work[i::threads] for i in range(threads)]
-    out: dict[int, tuple[float | None, np.ndarray | None]] = {}
-    with ThreadPoolExecutor(threads) as pool:
-        for part in pool.map(lambda w: cluster_classes(embedding, order, starts, w), chunks):
-            out.update(part)
-    return out
+    """Per-class work on this machine's cores (:func:`~.clustering.map_classes`)."""
+    return map_classes(run.load_embedding(), order, starts, work)
 
 
 def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None = None,
