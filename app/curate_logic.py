@@ -354,6 +354,12 @@ def gallery_action(runs_root: Path, run_id: str, click: dict) -> int:
     return toggle(runs_root, run_id, sample)
 
 
+# Why a sample flagged only as DBSCAN noise is flagged, by rule (clustering.flag_bits).
+NOISE_WHY = {"dbscan": "flagged: DBSCAN noise",
+             "dbscan-knn": "flagged: DBSCAN noise whose neighbours disagree with its label",
+             "adaptive": "flagged: DBSCAN noise, and among the labels the evidence doubts"}
+
+
 def why(data: RunData, state: RunState, sample: int) -> str:
     """Why the sample is kept or dropped, in the words a reviewer checks it by, e.g.
     ``flagged: its label looks wrong · 7 of 10 nearest neighbours are labelled dog ·
@@ -373,8 +379,7 @@ def why(data: RunData, state: RunState, sample: int) -> str:
     elif d.flagged[sample]:
         bits = int(flag_bits(data.inputs.take(np.array([sample])), state.rule, 1)[0])
         head = ("flagged: its label looks wrong" if bits & ALWAYS_FLAGGED
-                else "flagged: DBSCAN noise whose neighbours disagree with its label"
-                if state.rule != "dbscan" else "flagged: DBSCAN noise")
+                else NOISE_WHY[state.rule])
     else:
         head = "kept by the rule"
     nn = data.neighbours[sample]

@@ -84,7 +84,7 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     nn = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else \
         feature_neighbours(run.load_features())
     evidence = load_evidence(run)
-    inputs = rule_inputs(samples.labels, load_agreement(run), evidence)
+    inputs = rule_inputs(load_agreement(run), evidence)
     order, starts = class_members(samples.labels, len(samples.classes))  # one sort, not C masks
     members = tuple(order[starts[c]:starts[c + 1]] for c in range(len(samples.classes)))
     return RunData(run, samples, emb, inputs, evidence and evidence["score"],

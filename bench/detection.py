@@ -80,7 +80,7 @@ def rows(skip_cifar: bool) -> list[Row]:
 def score_row(row: Row, runs: Path) -> dict:
     run = RunDir(runs / f"bench-{row.name}")
     pipeline_s, samples, decisions, noisy = run_row(row, run)
-    inputs = load_rule_inputs(run, samples.labels)
+    inputs = load_rule_inputs(run)
     scores = {"adaptive": load_evidence(run)["score"], "dbscan-knn": 1.0 - inputs.agreement,
               "dbscan": None}
     methods: dict[str, tuple[np.ndarray, np.ndarray | None]] = {

@@ -333,6 +333,10 @@ def test_why_a_point_is_flagged_names_the_evidence(root):
     assert f"score {data.score[i]:.2f}" in text and "DBSCAN: " in text
     if logic.suggestion(data, state, i):
         assert f"suggested: {logic.suggestion(data, state, i)}" in text
+    # Flagged as a suspect the evidence doubts (not an issue) that DBSCAN calls noise.
+    band = np.flatnonzero(d.flagged & ~data.inputs.issue)
+    assert len(band) and (d.clusters[band] == -1).all()
+    assert logic.why(data, state, int(band[0])).startswith(logic.NOISE_WHY["adaptive"])
     kept = int(np.flatnonzero(d.kept)[0])
     assert logic.why(data, state, kept).startswith("kept by the rule")
     CurationStore(data.run.store).set_overrides([kept], "drop")

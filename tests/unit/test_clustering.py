@@ -91,13 +91,12 @@ def test_overrides_win_and_rules_differ():
     clusters = np.array([0, -1, -1, 0, 0])
     agreement = np.array([1.0, 0.9, 0.3, 0.2, 0.1], dtype=np.float32)
     inputs = RuleInputs(agreement, issue=np.array([0, 0, 0, 1, 0], bool),
-                        disagrees=np.array([1, 0, 1, 1, 1], bool))
+                        suspect=np.array([0, 0, 1, 1, 1], bool))
     d = decide(clusters, inputs, {}, "dbscan")
     assert d.flagged.tolist() == [False, True, True, False, False]
     d = decide(clusters, inputs, {}, "dbscan-knn")
     assert d.flagged.tolist() == [False, False, True, False, True]
-    # adaptive: a confident-learning issue anywhere, or DBSCAN noise whose neighbourhood
-    # prefers another label.
+    # adaptive: an issue anywhere, a suspect only where DBSCAN calls it noise.
     d = decide(clusters, inputs, {}, "adaptive")
     assert d.flagged.tolist() == [False, False, True, True, False]
     with pytest.raises(InputError, match="needs label evidence"):

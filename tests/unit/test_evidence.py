@@ -38,13 +38,39 @@ def test_the_flagged_share_follows_the_noise_rate(digits_space, rate):
     labels = noisy_table.labels
     ev = label_evidence(x, nn, labels, 10)
     wrong = labels != clean
-    assert abs(ev.issue.mean() - rate) < 0.25 * rate
-    tp = (ev.issue & wrong).sum()
-    assert tp / ev.issue.sum() > 0.85 and tp / wrong.sum() > 0.85
+    for flags, least in ((ev.issue, (0.9, 0.8)), (ev.suspect, (0.85, 0.85))):
+        assert abs(flags.mean() - rate) < 0.25 * rate  # both counts land near the rate
+        tp = (flags & wrong).sum()  # the stricter one is the more precise
+        assert tp / flags.sum() > least[0] and tp / wrong.sum() > least[1]
+    assert not (ev.issue & ~ev.suspect).any()
     # The score ranks wrong labels above right ones, and the suggestion recovers most.
     assert ev.score[wrong].mean() > 0.5 > 0.2 > ev.score[~wrong].mean()
     assert (ev.suggested[wrong] == clean[wrong]).mean() > 0.85
     assert ev.score.dtype == np.float32 and ((ev.score >= 0) & (ev.score <= 1)).all()
+
+
+def test_flags_are_the_highest_scores_as_many_as_the_estimated_counts(digits_space):
+    """issue / suspect are the top of the score ranking, cut at confident learning's
+    off-diagonal and calibrated estimates of how many labels are wrong."""
+    from cleanlab.count import num_label_issues
+
+    from worker.pipeline.evidence import most_suspect, wrong_label_counts
+
+    x, nn, clean = digits_space
+    labels = inject_noise(_table(clean), 0.2, seed=3).labels
+    ev = label_evidence(x, nn, labels, 10)
+    sure, loose = int(ev.issue.sum()), int(ev.suspect.sum())
+    assert sure <= loose
+    assert ev.score[ev.issue].min() >= ev.score[~ev.issue].max()
+    assert ev.score[ev.suspect].min() >= ev.score[~ev.suspect].max()
+    probs = np.eye(10)[clean] * 0.8 + 0.02  # a flat 20% off the true class
+    want = sorted(int(num_label_issues(labels, probs, estimation_method=m))
+                  for m in ("off_diagonal", "off_diagonal_calibrated"))
+    assert list(wrong_label_counts(labels, probs)) == want
+    assert want[0] == (labels != clean).sum()  # the joint recovers the injected flips
+    assert most_suspect(np.array([0.2, 0.9, 0.2, 0.5]), 3).tolist() == [True, True, False, True]
+    one = np.zeros(4, np.int64)  # one class: nothing to estimate, the disputed labels
+    assert wrong_label_counts(one, np.array([[1, 0], [0, 1], [1, 0], [0, 1.0]])) == (2, 2)
 
 
 def test_votes_and_bad_shapes():

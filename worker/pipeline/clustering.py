@@ -4,10 +4,12 @@ Label conventions: cluster ids are per class, 0, 1, …; noise = -1.
 
 Rules for which points are *flagged* (proposed for removal):
 
-- ``adaptive`` (default): a point is flagged when confident learning, fed with iterated
-  neighbour-vote and cross-validated probabilities (:mod:`.evidence`), calls its label
-  wrong, or when it is DBSCAN noise in its class and its neighbourhood prefers another
-  label. How many are flagged follows the noise rate estimated from the data.
+- ``adaptive`` (default): confident learning, fed with iterated neighbour-vote and
+  cross-validated probabilities (:mod:`.evidence`), estimates how many labels are wrong,
+  twice; the samples whose labels the evidence supports least, as many as the smaller
+  estimate, are flagged, and those up to the larger one are flagged when DBSCAN calls them
+  noise in their class. How many are flagged follows the noise rate estimated from the
+  data; DBSCAN on the map decides the band between the two estimates.
 - ``dbscan`` (the paper): every DBSCAN noise point.
 - ``dbscan-knn`` (the previous default): DBSCAN noise whose label most of its ``K_AGREE`` nearest
   neighbours in feature space do not share, plus any point whose label almost none of them
@@ -257,18 +259,18 @@ class RuleInputs:
     Attributes
     ----------
     agreement : float32, kNN label agreement (``dbscan-knn``).
-    issue : bool, confident learning calls the label wrong (``adaptive``).
-    disagrees : bool, the suggested label differs from the given one (``adaptive``).
+    issue : bool, flagged whatever DBSCAN says (``adaptive``).
+    suspect : bool, flagged if DBSCAN calls it noise (``adaptive``; a superset of issue).
     """
 
     agreement: np.ndarray | None = None
     issue: np.ndarray | None = None
-    disagrees: np.ndarray | None = None
+    suspect: np.ndarray | None = None
 
     def take(self, idx: np.ndarray) -> RuleInputs:
         """The same inputs for the samples ``idx`` only."""
         return RuleInputs(*(None if a is None else a[idx]
-                            for a in (self.agreement, self.issue, self.disagrees)))
+                            for a in (self.agreement, self.issue, self.suspect)))
 
 
 # Bits of flag_bits(): a sample is flagged when it is DBSCAN noise and has NOISE_FLAGGED,
@@ -303,9 +305,9 @@ def flag_bits(inputs: RuleInputs | None, rule: str, n: int) -> np.ndarray:
         return np.full(n, NOISE_FLAGGED, dtype=np.uint8)
     inputs = inputs or RuleInputs()
     if rule == "adaptive":
-        if inputs.issue is None or inputs.disagrees is None:
+        if inputs.issue is None or inputs.suspect is None:
             raise InputError("rule 'adaptive' needs label evidence; run 'curator cluster RUN'")
-        return (inputs.disagrees * NOISE_FLAGGED + inputs.issue * ALWAYS_FLAGGED).astype(np.uint8)
+        return (inputs.suspect * NOISE_FLAGGED + inputs.issue * ALWAYS_FLAGGED).astype(np.uint8)
     if inputs.agreement is None:
         raise InputError("rule 'dbscan-knn' needs knn agreement; run 'curator cluster RUN'")
     return ((inputs.agreement < AGREE_MIN) * NOISE_FLAGGED

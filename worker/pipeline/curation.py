@@ -59,7 +59,7 @@ def neighbours_path(run: RunDir) -> Path:
 # The adaptive rule's per-sample evidence (worker/pipeline/evidence.py), one documented
 # .npy file each (docs/run-directory.md) so cleanlab, FiftyOne or a notebook can read them.
 EVIDENCE_FILES = {"score": "score.npy", "suggested": "suggested_label.npy",
-                  "issue": "label_issue.npy"}
+                  "issue": "label_issue.npy", "suspect": "label_suspect.npy"}
 
 
 def evidence_paths(run: RunDir) -> dict[str, Path]:
@@ -254,25 +254,25 @@ def load_agreement(run: RunDir) -> np.ndarray | None:
 
 
 def load_evidence(run: RunDir) -> dict[str, np.ndarray] | None:
-    """``score``, ``suggested`` and ``issue`` arrays, shape (N,), or None for runs clustered
-    before the adaptive rule existed."""
+    """``score``, ``suggested``, ``issue`` and ``suspect`` arrays, shape (N,), or None for
+    runs clustered before the adaptive rule (as it is now) existed."""
     paths = evidence_paths(run)
     if not all(p.is_file() for p in paths.values()):
         return None
     return {k: np.load(p) for k, p in paths.items()}
 
 
-def rule_inputs(labels: np.ndarray, agreement: np.ndarray | None,
+def rule_inputs(agreement: np.ndarray | None,
                 evidence: dict[str, np.ndarray] | None) -> RuleInputs:
     """What every rule reads besides DBSCAN, from the loaded per-sample files."""
     if evidence is None:
         return RuleInputs(agreement)
     return RuleInputs(agreement, evidence["issue"].astype(bool),
-                      evidence["suggested"] != labels)
+                      evidence["suspect"].astype(bool))
 
 
-def load_rule_inputs(run: RunDir, labels: np.ndarray) -> RuleInputs:
-    return rule_inputs(labels, load_agreement(run), load_evidence(run))
+def load_rule_inputs(run: RunDir) -> RuleInputs:
+    return rule_inputs(load_agreement(run), load_evidence(run))
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[fl
     stored = read_curation(run, len(samples.classes))
     clusters = cluster_all(run.load_embedding(), samples.labels, stored.params,
                            recorded if recorded is not None else recorded_clusters(run, samples))
-    decisions = decide(clusters, load_rule_inputs(run, samples.labels), stored.overrides,
+    decisions = decide(clusters, load_rule_inputs(run), stored.overrides,
                        stored.rule, stored.relabels)
     return CurationSnapshot(samples, decisions, stored)
 

@@ -43,8 +43,9 @@ def noise_estimate(samples, evidence: dict[str, np.ndarray] | None) -> list[dict
     """Estimated share of wrong labels per class and overall, beside the true share when
     the true labels are known.
 
-    The estimate is confident learning's count of label issues among the samples given
-    each label (the ``issue`` evidence), so it needs no true labels.
+    The estimate is the share of ``issue`` samples given each label: the most suspect
+    samples, as many as confident learning's off-diagonal count of wrong labels (cleanlab
+    ``num_label_issues``' default), so it needs no true labels.
 
     Returns
     -------
@@ -141,7 +142,7 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
                          f"{len(samples)} samples; give a true label for every sample")
     noisy = samples.true_labels != samples.labels
     out["current"] = detection_scores(~decisions.kept, noisy)
-    inputs = rule_inputs(samples.labels, load_agreement(run), evidence)
+    inputs = rule_inputs(load_agreement(run), evidence)
     out["rules"] = {rule: detection_scores(decide(decisions.clusters, inputs, {}, rule).flagged,
                                            noisy) for rule in RULES
                     if rule != "adaptive" or inputs.issue is not None}

@@ -16,9 +16,14 @@ carry their suggested label instead. The final probabilities give
 
 - ``score`` = 1 − p(given label), in [0, 1], higher = more likely wrong;
 - ``suggested`` = the most probable class;
-- ``issue`` = cleanlab's confident-learning verdict (``find_label_issues``, pruned by the
-  noise rate it estimates per class and by class, ``filter_by="both"``), so how many are
-  flagged follows the data's own noise rate instead of a fixed threshold.
+- how many labels are wrong, estimated twice by confident learning (cleanlab's
+  ``num_label_issues``): from the confident joint's off-diagonal (``off_diagonal``, the
+  stricter) and from that joint calibrated to the class sizes
+  (``off_diagonal_calibrated``). The samples with the highest scores, as many as the
+  smaller estimate, are ``issue`` (flagged whatever DBSCAN says); those up to the larger
+  estimate are ``suspect`` (flagged when DBSCAN calls them noise). No threshold is fixed:
+  both counts follow the data's own noise rate, and DBSCAN on the map decides the band
+  between them.
 
 Figures in docs/benchmarks.md; the fixed knobs (k = 20, 5 rounds, what is relabelled)
 and what was looked at to choose them are in docs/method.md.
@@ -45,7 +50,7 @@ CV_FOLDS = 5
 DENSE_MAX = 50_000_000
 # Part of the key the cluster step stores the evidence under: change it whenever the
 # method changes, so existing runs recompute their scores.
-EVIDENCE_VERSION = f"k{K_EVIDENCE}-r{EVIDENCE_ROUNDS}-cv{CV_FOLDS}-issues-both"
+EVIDENCE_VERSION = f"k{K_EVIDENCE}-r{EVIDENCE_ROUNDS}-cv{CV_FOLDS}-count-band"
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,15 @@ class Evidence:
     ----------
     score : float32 in [0, 1]; 1 − the estimated probability of the given label.
     suggested : int64 class codes; the most probable class.
-    issue : bool; confident learning's verdict that the given label is wrong.
+    issue : bool; among the most suspect, as many as the stricter estimate of wrong labels:
+        flagged whatever DBSCAN says.
+    suspect : bool; a superset of ``issue``: flagged when DBSCAN calls the sample noise.
     """
 
     score: np.ndarray
     suggested: np.ndarray
     issue: np.ndarray
+    suspect: np.ndarray
 
 
 def neighbour_votes(neighbours: np.ndarray, labels: np.ndarray, n_classes: int) -> np.ndarray:
@@ -128,27 +136,56 @@ class CrossValidatedProbs:
         return probs
 
 
-def confident_issues(labels: np.ndarray, probs: np.ndarray,
-                     filter_by: str = "prune_by_noise_rate") -> np.ndarray:
-    """cleanlab's ``find_label_issues``, bool (N,).
-
-    ``prune_by_noise_rate`` flags, per class, as many as the noise rate it estimates;
-    ``both`` keeps only those that pruning by class agrees with (fewer, surer). Classes
-    nobody is labelled with are left out, as cleanlab expects; with fewer than two classes
-    of two samples, every label the evidence disputes."""
-    from cleanlab.filter import find_label_issues
-
+def _present_classes(labels: np.ndarray, probs: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Labels and probabilities restricted to the classes someone is labelled with, as
+    cleanlab expects (labels renumbered, rows renormalised); None with fewer than two
+    classes of two samples, where confident learning has nothing to estimate from."""
     n_classes = probs.shape[1]
     counts = np.bincount(labels, minlength=n_classes)
     present = counts > 0
     if present.sum() < 2 or counts[present].min() < 2:
-        return probs.argmax(axis=1) != labels
+        return None
     keep = np.flatnonzero(present)
     remap = np.full(n_classes, -1, dtype=np.int64)
     remap[keep] = np.arange(len(keep))
     p = probs[:, keep] + 1e-6
-    return np.asarray(find_label_issues(remap[labels], p / p.sum(axis=1, keepdims=True),
-                                        filter_by=filter_by), dtype=bool)
+    return remap[labels], p / p.sum(axis=1, keepdims=True)
+
+
+def confident_issues(labels: np.ndarray, probs: np.ndarray,
+                     filter_by: str = "prune_by_noise_rate") -> np.ndarray:
+    """cleanlab's ``find_label_issues``, bool (N,): per class, as many as the noise rate it
+    estimates (``prune_by_noise_rate``). With fewer than two classes of two samples, every
+    label the evidence disputes."""
+    from cleanlab.filter import find_label_issues
+
+    present = _present_classes(labels, probs)
+    if present is None:
+        return probs.argmax(axis=1) != labels
+    return np.asarray(find_label_issues(*present, filter_by=filter_by), dtype=bool)
+
+
+def wrong_label_counts(labels: np.ndarray, probs: np.ndarray) -> tuple[int, int]:
+    """Confident learning's two estimates of how many labels are wrong, smaller first:
+    cleanlab ``num_label_issues`` with ``off_diagonal`` and ``off_diagonal_calibrated``.
+    With fewer than two classes of two samples, the disputed labels, twice."""
+    from cleanlab.count import num_label_issues
+
+    present = _present_classes(labels, probs)
+    if present is None:
+        disputed = int(np.count_nonzero(probs.argmax(axis=1) != labels))
+        return disputed, disputed
+    a, b = (int(num_label_issues(*present, estimation_method=m))
+            for m in ("off_diagonal", "off_diagonal_calibrated"))
+    return min(a, b), max(a, b)
+
+
+def most_suspect(score: np.ndarray, count: int) -> np.ndarray:
+    """bool (N,): the ``count`` samples with the highest scores (ties: lower index first)."""
+    out = np.zeros(len(score), dtype=bool)
+    out[np.argsort(-score, kind="stable")[:count]] = True
+    return out
 
 
 def label_evidence(x: np.ndarray, neighbours: np.ndarray, labels: np.ndarray,
@@ -189,10 +226,11 @@ def label_evidence(x: np.ndarray, neighbours: np.ndarray, labels: np.ndarray,
         # rest keep the label the user gave, so nothing drifts away from it.
         voters = np.where(issue, probs.argmax(axis=1), labels)
     score = np.clip(1.0 - probs[np.arange(n), labels], 0.0, 1.0).astype(np.float32)
-    # The verdict is the stricter ``both``: on 8 of the 9 benchmark rows it was as good or
-    # better than the default (docs/method.md names the rows looked at).
+    # Who is flagged follows the score (it ranks wrong labels better than any filter's
+    # choice did, docs/method.md); how many, the two estimates of the count.
+    sure, loose = wrong_label_counts(labels, probs)
     return Evidence(score, probs.argmax(axis=1).astype(np.int64),
-                    confident_issues(labels, probs, "both"))
+                    most_suspect(score, sure), most_suspect(score, loose))
 
 
 def knn_evidence(neighbours: np.ndarray, labels: np.ndarray, n_classes: int,
@@ -206,7 +244,8 @@ def knn_evidence(neighbours: np.ndarray, labels: np.ndarray, n_classes: int,
     with ``share_c(x) ≥ t_c``, and is an issue when that class is not its label (cleanlab's
     ``filter_by="confident_learning"``, without the noise-rate pruning that needs the
     dense matrix). ``score`` = 1 − the share of its own label; ``suggested`` = the
-    neighbours' majority (ties: the lowest class code).
+    neighbours' majority (ties: the lowest class code); ``suspect`` = the issues and the
+    samples whose majority is another class.
 
     Parameters
     ----------
@@ -239,4 +278,5 @@ def knn_evidence(neighbours: np.ndarray, labels: np.ndarray, n_classes: int,
         best = confident.argmax(1)
         issue[s:s + block] = (confident[rows, best] >= 0) & (votes[rows, best]
                                                             != labels[s:s + block])
-    return Evidence(np.clip(1.0 - own, 0.0, 1.0).astype(np.float32), suggested, issue)
+    return Evidence(np.clip(1.0 - own, 0.0, 1.0).astype(np.float32), suggested, issue,
+                    issue | (suggested != labels))
