@@ -38,9 +38,10 @@ def test_the_flagged_share_follows_the_noise_rate(digits_space, rate):
     labels = noisy_table.labels
     ev = label_evidence(x, nn, labels, 10)
     wrong = labels != clean
-    for flags, least in ((ev.issue, (0.9, 0.8)), (ev.suspect, (0.85, 0.85))):
-        assert abs(flags.mean() - rate) < 0.25 * rate  # both counts land near the rate
-        tp = (flags & wrong).sum()  # the stricter one is the more precise
+    # Both counts land near the rate; the smaller one is the more precise.
+    for flags, least in ((ev.issue, (0.95, 0.75)), (ev.suspect, (0.85, 0.85))):
+        assert abs(flags.mean() - rate) < 0.25 * rate
+        tp = (flags & wrong).sum()
         assert tp / flags.sum() > least[0] and tp / wrong.sum() > least[1]
     assert not (ev.issue & ~ev.suspect).any()
     # The score ranks wrong labels above right ones, and the suggestion recovers most.
@@ -140,11 +141,13 @@ def test_evaluate_reports_the_estimated_noise_beside_the_truth(fresh_run):
     result = evaluate(fresh_run, with_cleanlab=False)
     total = result["noise_estimate"][-1]
     assert total["class"] == "total" and total["true_pct"] == pytest.approx(10.02, abs=0.01)
-    assert abs(total["estimated_pct"] - total["true_pct"]) < 2.5
+    low, high = total["estimated_pct"], total["estimated_high_pct"]
+    assert low <= high and low - 2.5 < total["true_pct"] < high + 2.5
     assert result["score_auroc"] > 0.95 and "adaptive" in result["rules"]
     assert result["rules"]["adaptive"]["f1"] >= 0.9
     text = format_report(result)
     assert "wrong labels, estimated from the data" in text and "AUROC" in text
+    assert f"{low:.2f}–{high:.2f}%" in text
 
 
 def _dense_confident_joint(nn: np.ndarray, labels: np.ndarray, n_classes: int):

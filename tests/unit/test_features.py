@@ -9,7 +9,13 @@ import torch
 from tests.conftest import shared_file
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.errors import InputError
-from worker.pipeline.features import FeatureOptions, extract
+from worker.pipeline.features import (
+    ADAPT_LR,
+    SCRATCH_LR,
+    FeatureOptions,
+    extract,
+    finetune_lr,
+)
 from worker.pipeline.ingest import DatasetOptions, ingest
 from worker.pipeline.models import build_backbone, pick_device, read_state_dict
 from worker.pipeline.rundir import RunDir
@@ -60,7 +66,17 @@ def test_finetune_then_extract(cifar_mini, tmp_path):
     feats = extract(run, ds, FeatureOptions(model="cifar-resnet20", finetune_epochs=1,
                                             batch_size=100))
     assert feats.shape == (1000, 64) and np.isfinite(feats).all()
-    assert run.read_meta()["steps"]["extract"]["finetune_epochs"] == 1
+    step = run.read_meta()["steps"]["extract"]
+    # No weights: trained from random initialisation, at the from-scratch rate.
+    assert step["finetune_epochs"] == 1 and step["finetune_lr"] == SCRATCH_LR
+
+
+def test_finetuning_rate_follows_whether_weights_were_loaded():
+    weights = shared_file("weights/resnet20-12fca82f.th")
+    assert build_backbone("cifar-resnet20", weights, 10, 32).pretrained
+    assert not build_backbone("cifar-resnet20", None, 10, 32).pretrained
+    assert (finetune_lr(True), finetune_lr(False)) == (ADAPT_LR, SCRATCH_LR)
+    assert ADAPT_LR < SCRATCH_LR
 
 
 def test_weights_that_do_not_fit(tmp_path):

@@ -40,17 +40,17 @@ def auroc(score: np.ndarray, noisy: np.ndarray) -> float | None:
 
 
 def noise_estimate(samples, evidence: dict[str, np.ndarray] | None) -> list[dict]:
-    """Estimated share of wrong labels per class and overall, beside the true share when
-    the true labels are known.
+    """Estimated share of wrong labels per class and overall, as a range, beside the true
+    share when the true labels are known.
 
-    The estimate is the share of ``issue`` samples given each label: the most suspect
-    samples, as many as confident learning's off-diagonal count of wrong labels (cleanlab
-    ``num_label_issues``' default), so it needs no true labels.
+    The range is the share of ``issue`` samples (the smallest of confident learning's
+    estimates of how many labels are wrong) to the share of ``suspect`` samples (the
+    largest) given each label (:mod:`.evidence`), so it needs no true labels.
 
     Returns
     -------
-    list of dict with class, size, estimated_pct and true_pct (None when unknown); the
-    last row is the total.
+    list of dict with class, size, estimated_pct, estimated_high_pct and true_pct (None
+    when unknown); the last row is the total.
     """
     if evidence is None:
         return []
@@ -63,6 +63,7 @@ def noise_estimate(samples, evidence: dict[str, np.ndarray] | None) -> list[dict
         return round(100.0 * float(a[m].mean()), 2) if m.any() else 0.0
 
     return [{"class": name, "size": int(m.sum()), "estimated_pct": pct(evidence["issue"], m),
+             "estimated_high_pct": pct(evidence["suspect"], m),
              "true_pct": pct(wrong, m) if known else None} for name, m in masks]
 
 
@@ -184,8 +185,9 @@ def format_estimate(rows: list[dict]) -> str:
     truth = rows[-1]["true_pct"] is not None
     lines = ["", "wrong labels, estimated from the data" + (" (true share beside it)" if truth
                                                             else ""),
-             f"{'class':<14}{'size':>8}{'estimated':>11}" + (f"{'true':>9}" if truth else "")]
+             f"{'class':<14}{'size':>8}{'estimated':>17}" + (f"{'true':>9}" if truth else "")]
     for r in rows:
-        lines.append(f"{r['class'][:14]:<14}{r['size']:>8}{r['estimated_pct']:>10.2f}%"
+        low_high = f"{r['estimated_pct']:.2f}–{r['estimated_high_pct']:.2f}%"
+        lines.append(f"{r['class'][:14]:<14}{r['size']:>8}{low_high:>17}"
                      + (f"{r['true_pct']:>8.2f}%" if truth else ""))
     return "\n".join(lines)

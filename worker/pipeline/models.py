@@ -35,6 +35,8 @@ class Backbone:
         512 for ResNet-18/34, 2048 for ResNet-50/101/152, 64 for CIFAR ResNets.
     input_size : int
         Square side images are resized to.
+    pretrained : bool
+        Whether weights were loaded (else the network starts from random initialisation).
     mean, std : tuple of float
         Per-channel normalisation applied to [0, 1] pixels.
     """
@@ -43,6 +45,7 @@ class Backbone:
     head: nn.Linear
     feature_dim: int
     input_size: int
+    pretrained: bool = False
     mean: tuple[float, float, float] = IMAGENET_MEAN
     std: tuple[float, float, float] = IMAGENET_STD
 
@@ -130,7 +133,8 @@ def build_backbone(name: str, weights: Path | None, num_classes: int,
     old_head: nn.Linear = getattr(net, head_name)
     head = old_head if old_head.out_features == num_classes else nn.Linear(dim, num_classes)
     setattr(net, head_name, nn.Identity())
-    return Backbone(net=net, head=head, feature_dim=dim, input_size=size)
+    return Backbone(net=net, head=head, feature_dim=dim, input_size=size,
+                    pretrained=weights is not None)
 
 
 
