@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.pipeline.clustering import (
+    DEFAULT_MIN_SAMPLES,
     RuleInputs,
     auto_eps,
     auto_params,
@@ -137,3 +138,24 @@ def test_one_shot_dbscan_equals_sklearn_at_any_eps(n, grid, line, eps, ms, seed)
     if line:
         pts[:, 1] = 0.5 * pts[:, 0] if seed % 2 else 0.0
     assert np.array_equal(dbscan_once(pts, eps, ms), sklearn_dbscan(pts, eps, ms))
+
+
+def test_a_new_map_rederives_every_class_s_eps_as_one_undoable_edit(fresh_run):
+    """eps is a distance on one map: stored values, the user's included, do not carry
+    over to a new embedding; the edit that replaces them can be undone."""
+    from worker.pipeline.curation import cluster_step, open_store
+    from worker.pipeline.embedding import EmbeddingOptions, embed
+
+    store = open_store(fresh_run)
+    store.set_class_params({0: (0.123, 7)}, "a reviewer's eps")
+    cluster_step(fresh_run)  # same map: the reviewer's value stays
+    assert store.class_params()[0] == (0.123, 7)
+    embed(fresh_run, EmbeddingOptions(seed=1))  # another map
+    cluster_step(fresh_run)
+    params = store.class_params()
+    assert params[0][0] != 0.123 and params[0][1] == DEFAULT_MIN_SAMPLES
+    assert all(ms == DEFAULT_MIN_SAMPLES for _, ms in params.values())
+    store.undo()
+    assert store.class_params()[0] == (0.123, 7)
+    cluster_step(fresh_run)  # recorded: this map already has its parameters
+    assert store.class_params()[0] == (0.123, 7)

@@ -127,13 +127,21 @@ def local_mapper(run: RunDir, order: np.ndarray, starts: np.ndarray, work: list[
     return map_classes(run.load_embedding(), order, starts, work)
 
 
+def _map_identity(run: RunDir) -> str:
+    """Which map the class parameters were set on: the embed step's record (the features
+    it was made from and when)."""
+    done = run.read_meta().get("steps", {}).get("embed", {})
+    return f"{done.get('features_key')}@{done.get('at')}"
+
+
 def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None = None,
                  classes: list[str] | None = None, rule: str | None = None,
                  auto: bool = False, mapper: ClassMapper | None = None) -> Decisions:
     """Set DBSCAN parameters and write ``clusters.npy`` and the rules' per-sample evidence
     (:func:`ensure_evidence`).
 
-    Classes without stored parameters get automatic ones. ``eps``/``min_samples`` apply to
+    Classes without stored parameters get automatic ones, and so does every class after a
+    new embedding (its stored eps measured another map). ``eps``/``min_samples`` apply to
     ``classes`` (all when None); a missing eps with ``auto=True`` re-derives it from the
     k-distance knee at the (new) min_samples. Changes go through the store's history, so
     they can be undone like any edit made in the app. The per-class work (automatic eps,
@@ -146,6 +154,11 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
         store.set_setting("rule", check_rule(rule))
     n_classes = len(samples.classes)
     stored = store.class_params()
+    # Parameters are distances on one map: after a new embedding (other features, other
+    # t-SNE settings) every class's eps is derived again, one undoable edit.
+    on_map = _map_identity(run)
+    if store.setting("params_map") not in (None, on_map):
+        stored = {}
     ms_default = min_samples if min_samples is not None else DEFAULT_MIN_SAMPLES
     targets = list(range(n_classes)) if not classes else [class_code(samples, c) for c in classes]
     missing = [c for c in range(n_classes) if c not in stored]
@@ -182,6 +195,7 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
     if set(wanted) - set(auto_set):
         store.set_class_params({c: params[c] for c in wanted if c not in auto_set},
                                "cluster: set parameters")
+    store.set_setting("params_map", on_map)
     ensure_evidence(run, samples)
     _, decisions, params = current_decisions(run, (clusters, params))
     save_npy(run.path / "clusters.npy", decisions.clusters)
