@@ -154,8 +154,7 @@ def _present_classes(labels: np.ndarray, probs: np.ndarray
     return remap[labels], p / p.sum(axis=1, keepdims=True)
 
 
-def confident_issues(labels: np.ndarray, probs: np.ndarray,
-                     filter_by: str = "prune_by_noise_rate") -> np.ndarray:
+def confident_issues(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
     """cleanlab's ``find_label_issues``, bool (N,): per class, as many as the noise rate it
     estimates (``prune_by_noise_rate``). With fewer than two classes of two samples, every
     label the evidence disputes."""
@@ -164,7 +163,8 @@ def confident_issues(labels: np.ndarray, probs: np.ndarray,
     present = _present_classes(labels, probs)
     if present is None:
         return probs.argmax(axis=1) != labels
-    return np.asarray(find_label_issues(*present, filter_by=filter_by), dtype=bool)
+    return np.asarray(find_label_issues(*present, filter_by="prune_by_noise_rate"),
+                      dtype=bool)
 
 
 def wrong_label_counts(labels: np.ndarray, probs: np.ndarray) -> tuple[int, int]:
