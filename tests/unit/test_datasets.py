@@ -144,6 +144,8 @@ def test_corrupt_jpeg_is_skipped_and_listed(small_folder, tmp_path, capsys):
 def test_all_images_corrupt_is_an_error(tmp_path):
     (tmp_path / "d" / "a").mkdir(parents=True)
     (tmp_path / "d" / "a" / "x.jpg").write_bytes(b"junk")
+    run = RunDir(tmp_path / "run")
     with pytest.raises(InputError, match="could be read"):
-        ingest(RunDir(tmp_path / "run"), DatasetOptions(parse_spec(f"folder:{tmp_path / 'd'}")))
+        ingest(run, DatasetOptions(parse_spec(f"folder:{tmp_path / 'd'}")))
     assert not list((tmp_path / "run").glob(".thumbnails*"))  # no half file left
+    assert not run.exists()  # bad input leaves no run in the making to list or resume

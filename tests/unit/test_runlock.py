@@ -103,3 +103,29 @@ def test_a_killed_writer_s_temp_file_is_swept_by_the_next_write(tmp_path):
     assert not leftover.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["arr.npy"]
     assert np.array_equal(np.load(target), np.ones(3))
+
+
+def test_an_ingest_that_dies_after_its_thumbnails_leaves_a_run_a_retry_completes(
+        tmp_path, small_folder, monkeypatch):
+    """A first ingest killed between placing thumbnails.npy and writing the sample table
+    leaves a run in the making (run.json without the ingest step), not a folder that
+    --out refuses; the retry ingests it."""
+    from worker.pipeline import ingest as ingest_mod
+    from worker.pipeline.datasets import parse_spec
+    from worker.pipeline.ingest import DatasetOptions
+    from worker.pipeline.runner import ensure_ingested
+
+    run = RunDir(tmp_path / "run")
+    opts = DatasetOptions(parse_spec(f"folder:{small_folder}"))
+
+    def killed(*_args, **_kwargs):
+        raise SystemExit(137)
+
+    with monkeypatch.context() as m:
+        m.setattr(ingest_mod, "_write_run", killed)
+        with pytest.raises(SystemExit):
+            ensure_ingested(run, opts)
+    assert run.thumbnails.is_file() and run.exists() and not run.step_done("ingest")
+    check_out_dir(run.path)  # a run in the making, not "holds other files"
+    ds = ensure_ingested(run, opts)
+    assert run.step_done("ingest") and len(ds.samples) == len(run.read_samples())

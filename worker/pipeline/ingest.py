@@ -7,7 +7,9 @@ the thumbnails that hover previews use, so nothing is decoded at request time.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,9 +135,18 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
         The dataset restricted to readable images, in sample order.
     """
     ds = load_labelled_dataset(opts)
-    if opts.spec.kind == "features":
-        _write_run(run, opts, ds)
-        return ds
+    with _run_in_the_making(run, opts, ds):
+        if opts.spec.kind == "features":
+            _write_run(run, opts, ds)
+        else:
+            _decode_all(run, opts, ds, progress)
+    return ds
+
+
+def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
+                progress: ProgressFn | None) -> None:
+    """Decode every image into ``thumbnails.npy``, drop the unreadable ones from ``ds`` and
+    write the run's tables (:func:`ingest`)."""
     n = len(ds.samples)
     size = _thumb_size(ds)
     ok = np.ones(n, dtype=bool)
@@ -179,7 +190,6 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
         ds.arrays = ds.arrays[ok]
     ds.skipped = skipped
     _write_run(run, opts, ds, exact=bool(exact[ok].all()), native_size=int(np.median(sides[ok])))
-    return ds
 
 
 def _copy_rows(rows: np.ndarray, ok: np.ndarray, dest: Path, block: int = 4096) -> None:
@@ -192,6 +202,26 @@ def _copy_rows(rows: np.ndarray, ok: np.ndarray, dest: Path, block: int = 4096) 
         out[start:start + block] = rows[keep[start:start + block]]
     out.flush()
     del out
+
+
+@contextmanager
+def _run_in_the_making(run: RunDir, opts: DatasetOptions, ds: Dataset) -> Iterator[None]:
+    """Make a new ``run`` a run (run.json, no ingest step yet) for the slow decode: a crash
+    then leaves a run in the making, which a retry ingests again, not a folder holding an
+    unknown ``thumbnails.npy`` that ``--out`` would refuse. Bad input (an InputError)
+    takes the new run.json away again: nothing to list, nothing to resume."""
+    if run.exists():
+        yield
+        return
+    run.path.mkdir(parents=True, exist_ok=True)
+    with run.update_meta() as meta:
+        meta.update({"format": 1, "dataset": opts.to_json(), "classes": ds.samples.classes,
+                     "steps": {}})
+    try:
+        yield
+    except InputError:
+        run.run_json.unlink(missing_ok=True)
+        raise
 
 
 def _write_run(run: RunDir, opts: DatasetOptions, ds: Dataset, exact: bool = False,
