@@ -74,9 +74,10 @@ def job_progress(job: dict) -> html.Div:
         job["status"], "primary")
     text = job["error"] if job["status"] == "failed" else job["message"]
     return html.Div([
+        # Striped but not animated: the stripes' CSS animation repaints every frame, which
+        # without GPU compositing kept the browser near a core busy beside a CPU training.
         dbc.Progress(value=100 if job["status"] in FINAL else pct, color=colour,
-                     striped=job["status"] == "running", animated=job["status"] == "running",
-                     style={"height": "8px"}),
+                     striped=job["status"] == "running", style={"height": "8px"}),
         html.Div(" · ".join(part for part in (f"{job['kind']} {job['id']}: {job['status']}",
                                               job_timing(job), text) if part),
                  className="small text-muted mt-1 text-break"),

@@ -79,10 +79,16 @@ def chrome(width: int = 1366, height: int = 900):
 
 
 def wait_for(predicate, timeout: float = 20.0, poll: float = 0.02):
-    """Poll ``predicate`` until it returns something truthy; return that."""
-    end = time.monotonic() + timeout
+    """Poll ``predicate`` until it returns something truthy; return that.
+
+    After 2 s the poll slows to 0.25 s: 50 WebDriver round trips a second kept ChromeDriver
+    and Chromium busy enough to halve a CPU training the test was waiting for."""
+    start = time.monotonic()
+    end = start + timeout
     last_exc = None
     while time.monotonic() < end:
+        if time.monotonic() - start > 2.0:
+            poll = max(poll, 0.25)
         try:
             value = predicate()
             if value:
