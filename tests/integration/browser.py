@@ -87,15 +87,13 @@ def wait_for(predicate, timeout: float = 20.0, poll: float = 0.02):
     end = start + timeout
     last_exc = None
     while time.monotonic() < end:
-        if time.monotonic() - start > 2.0:
-            poll = max(poll, 0.25)
         try:
             value = predicate()
             if value:
                 return value
         except Exception as exc:  # noqa: BLE001 - the page may be mid-render
             last_exc = exc
-        time.sleep(poll)
+        time.sleep(poll if time.monotonic() - start < 2.0 else max(poll, 0.25))
     raise AssertionError(f"timed out waiting for {predicate}: {last_exc}")
 
 

@@ -506,7 +506,7 @@ def test_retrain_with_the_panel_defaults_trains_and_reuses_only_an_identical_sub
     The Results page, reached from the navigation bar, shows both.
 
     How long the first click takes depends on the host (about 2 minutes on 2 AVX-512
-    cores, 4-5 minutes on 2 AVX2 cores beside the browser), so it is not asserted here."""
+    cores, about 3.5 minutes on 2 AVX2 cores beside the browser), so it is not asserted here."""
     _open(driver, server, "retrain")
     tab = driver.find_element(By.LINK_TEXT, "Retrain")
     driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
