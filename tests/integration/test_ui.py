@@ -591,10 +591,11 @@ def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_
                     timeout=180)
     assert (ui_root / "fromform" / "embedding.npy").is_file()
     # Its row counts what is flagged and, with true labels known, the F1 of the drops.
-    row = wait_for(lambda: next(tr for tr in driver.find_elements(
-        By.CSS_SELECTOR, "#runs-table tr") if tr.text.startswith("fromform")
-        and "0." in tr.text))
-    cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+    # The cells are read in one script: the table re-renders every second as it polls.
+    cells = wait_for(lambda: driver.execute_script(
+        "const tr = [...document.querySelectorAll('#runs-table tr')].find(r =>"
+        " r.innerText.startsWith('fromform') && r.innerText.includes('0.'));"
+        "return tr ? [...tr.querySelectorAll('td')].map(td => td.innerText) : null;"))
     assert int(cells[4].replace(",", "")) > 0 and 0 < float(cells[6]) <= 1, cells
     driver.execute_script("arguments[0].click();", link)
     wait_for(lambda: trace_markers(driver))
