@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
 from .pipeline.errors import InputError
-from .pipeline.names import DEFAULT_RULE, MODEL_NAMES, NOISE_KINDS, PRECISIONS, RULES
+from .pipeline.names import (
+    DEFAULT_IMAGE_MODEL,
+    DEFAULT_RULE,
+    MODEL_NAMES,
+    NOISE_KINDS,
+    PRECISIONS,
+    RULES,
+)
 from .pipeline.progress import Cancelled, TqdmProgress
 
 if TYPE_CHECKING:
@@ -49,8 +56,12 @@ def _dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
 
 def _model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("features")
-    g.add_argument("--model", default="pixels", choices=MODEL_NAMES, metavar="NAME",
-                   help=f"one of: {', '.join(MODEL_NAMES)} (default pixels)")
+    g.add_argument("--model", default=None, choices=MODEL_NAMES, metavar="NAME",
+                   help=f"one of: {', '.join(MODEL_NAMES)} (default {DEFAULT_IMAGE_MODEL}, "
+                        "ImageNet-pretrained, for images; pixels for digits)")
+    g.add_argument("--input-size", type=int, default=None, metavar="PX",
+                   help="side images are resized to for the network (default: the model's "
+                        "own, 128 for efficientnet-lite0)")
     g.add_argument("--weights", type=Path, metavar="FILE", help="local weights file")
     g.add_argument("--finetune", type=int, default=0, metavar="EPOCHS",
                    help="fine-tune on the dataset before extraction")
@@ -97,13 +108,17 @@ def _dataset_opts(a: argparse.Namespace):
 
 def _feature_opts(a: argparse.Namespace):
     from .pipeline.features import FeatureOptions
+    from .pipeline.models import random_weights_warning
     from .settings import load_settings
 
     s = load_settings()
+    warning = random_weights_warning(a.model, a.weights)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     return FeatureOptions(model=a.model, weights=a.weights, finetune_epochs=a.finetune,
                           batch_size=a.batch_size, device=a.device or s.device,
                           num_workers=a.workers if a.workers is not None else s.num_workers,
-                          seed=a.seed, precision=a.precision)
+                          seed=a.seed, precision=a.precision, input_size=a.input_size)
 
 
 def _embed_opts(a: argparse.Namespace):

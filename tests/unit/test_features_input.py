@@ -109,7 +109,7 @@ def test_bad_features_input_gives_one_line(synth, tmp_path, case, message):
     elif case == "missing":
         bad_feats = tmp_path / "nope.npy"
     elif case == "model":
-        extra = ["--model", "resnet18"]
+        extra = ["--model", "efficientnet-lite0"]
     out = tmp_path / "run"
     r = curator("pipeline", "--dataset", f"features:{bad_feats}", "--labels", str(bad_labels),
                 *extra, "--out", str(out))

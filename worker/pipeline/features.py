@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import nn
 
+from . import efficientnet
 from .datasets import Dataset
 from .errors import InputError
 from .models import (
@@ -30,9 +32,11 @@ from .models import (
     build_backbone,
     check_model_name,
     file_sha256,
+    is_pretrained,
     pick_device,
     resolve_precision,
 )
+from .names import default_model
 from .progress import ProgressFn, report
 from .rundir import RunDir, atomic_path, save_npy
 
@@ -41,7 +45,7 @@ from .rundir import RunDir, atomic_path, save_npy
 class FeatureOptions:
     """What decides the features; ``cache_key`` hashes these with the sample list."""
 
-    model: str = "pixels"
+    model: str | None = None  # None: the dataset's default (names.default_model)
     weights: Path | None = None
     finetune_epochs: int = 0
     batch_size: int = 256
@@ -49,6 +53,15 @@ class FeatureOptions:
     num_workers: int = 2
     seed: int = 0
     precision: str = "auto"
+    input_size: int | None = None  # None: the model's own (models.EFFICIENTNET_SIZE, …)
+
+    def for_dataset(self, kind: str) -> FeatureOptions:
+        """These options with ``model`` filled in for a dataset of ``kind``."""
+        return self if self.model else replace(self, model=default_model(kind))
+
+
+# The input sides a user may ask for: below 32 px the networks' strides leave nothing.
+INPUT_SIZE_RANGE = (32, 512)
 
 
 class _FileImages(torch.utils.data.Dataset):
@@ -102,7 +115,9 @@ def _normalise(batch: torch.Tensor, bb: Backbone, device: torch.device) -> torch
 
 def _inference_net(net: nn.Module, device: torch.device) -> nn.Module:
     net = net.eval().to(device)
-    if device.type == "cpu":
+    if device.type == "cpu" and type(net).__module__.startswith("timm."):
+        efficientnet.fold_batchnorm(net)
+    elif device.type == "cpu":
         # Folding BatchNorm into the convolutions removes a memory pass per layer.
         try:
             from torch.fx.experimental.optimization import fuse
@@ -197,7 +212,8 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     """
     device = pick_device(opts.device)
     torch.manual_seed(opts.seed)
-    bb = build_backbone(opts.model, opts.weights, len(ds.samples.classes), native_size)
+    bb = build_backbone(opts.model, opts.weights, len(ds.samples.classes), native_size,
+                        opts.input_size)
     if opts.finetune_epochs > 0:
         finetune(bb, ds, thumbs, opts, device, progress)
     net = _inference_net(bb.net, device)
@@ -216,10 +232,26 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
 
 
 def _precision(opts: FeatureOptions) -> str | None:
-    """The precision the features are computed in; None for ``pixels``."""
+    """The precision the features are computed in; None for ``pixels``. ``auto`` on a CPU
+    with native bf16 times both on one batch of this network, once per machine."""
     if opts.model == "pixels":
         return None
-    return resolve_precision(opts.precision, pick_device(opts.device))
+    device = pick_device(opts.device)
+
+    def timer(precision: str) -> float:
+        bb = build_backbone(opts.model, opts.weights, 10, opts.input_size or 32,
+                            opts.input_size)
+        net = _inference_net(bb.net, device)
+        x = torch.zeros(32, 3, bb.input_size, bb.input_size).contiguous(
+            memory_format=torch.channels_last)
+        with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                                    enabled=precision == "bf16"):
+            t = time.perf_counter()
+            net(x)
+            return time.perf_counter() - t
+
+    return resolve_precision(opts.precision, device, timer,
+                             key=f"{opts.model}@{opts.input_size or 'default'}")
 
 
 def cache_key(run: RunDir, opts: FeatureOptions) -> str:
@@ -231,8 +263,10 @@ def cache_key(run: RunDir, opts: FeatureOptions) -> str:
         "weights": file_sha256(opts.weights) if opts.weights else None,
         "finetune_epochs": opts.finetune_epochs,
         "seed": opts.seed if opts.finetune_epochs else None,
-        "finetune_lr": finetune_lr(opts.weights is not None) if opts.finetune_epochs else None,
+        "finetune_lr": finetune_lr(bool(is_pretrained(opts.model, opts.weights)))
+        if opts.finetune_epochs else None,
         "precision": _precision(opts),
+        "input_size": opts.input_size,
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -245,7 +279,11 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
     -------
     ndarray of float32, shape (N, D)
     """
+    opts = opts.for_dataset(ds.spec.kind)
     check_model_name(opts.model)
+    lo, hi = INPUT_SIZE_RANGE
+    if opts.input_size is not None and not lo <= opts.input_size <= hi:
+        raise InputError(f"--input-size must be {lo} to {hi} pixels, got {opts.input_size}")
     if opts.batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {opts.batch_size}")
     if opts.finetune_epochs < 0:
@@ -272,8 +310,9 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
     save_npy(run.features, feats)
     run.mark_step("extract", model=opts.model, precision=_precision(opts),
                   weights=str(opts.weights.resolve()) if opts.weights else None,
-                  finetune_epochs=opts.finetune_epochs,
-                  finetune_lr=finetune_lr(opts.weights is not None)
+                  pretrained=is_pretrained(opts.model, opts.weights),
+                  input_size=opts.input_size, finetune_epochs=opts.finetune_epochs,
+                  finetune_lr=finetune_lr(is_pretrained(opts.model, opts.weights))
                   if opts.finetune_epochs else None,
                   cache_key=key, feature_dim=int(feats.shape[1]))
     return feats

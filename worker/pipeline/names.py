@@ -12,5 +12,29 @@ DEFAULT_RULE = "adaptive"
 NOISE_KINDS = ("symmetric", "pairs")
 TORCHVISION_RESNETS = ("resnet18", "resnet34", "resnet50", "resnet101", "resnet152")
 DEPTHS = {"cifar-resnet20": 20, "cifar-resnet32": 32, "cifar-resnet44": 44, "cifar-resnet56": 56}
-MODEL_NAMES = ("pixels", *TORCHVISION_RESNETS, *DEPTHS)
+# ImageNet-pretrained backbones whose weights come with the install (a registry package),
+# so they are pretrained without a --weights file.
+PRETRAINED_MODELS = ("efficientnet-lite0",)
+MODEL_NAMES = ("pixels", *PRETRAINED_MODELS, *TORCHVISION_RESNETS, *DEPTHS)
+# What a user gets without --model: the pretrained backbone for images (its features never
+# saw the dataset's labels, which is what makes the flags trustworthy); pixels for the
+# 8x8 digits demo, where a 224-px ImageNet network has nothing to see.
+DEFAULT_IMAGE_MODEL = "efficientnet-lite0"
+DEFAULT_DIGITS_MODEL = "pixels"
+# One sentence per choice, for the New-run form and `--help`.
+MODEL_HELP = {
+    "pixels": "raw pixels, no network: only for tiny images such as the digits demo",
+    "efficientnet-lite0": "ImageNet-pretrained EfficientNet-Lite0, installed with the tool "
+                          "(recommended: its features never saw your labels)",
+    **{m: f"torchvision {m}: pretrained only with a weights file, else random weights "
+          "(flags near chance)" for m in TORCHVISION_RESNETS},
+    **{m: f"CIFAR {m.removeprefix('cifar-')}: pretrained only with a weights file, else "
+          "random weights (flags near chance)" for m in DEPTHS},
+}
+
+
+def default_model(dataset_kind: str) -> str:
+    """The ``--model`` used when none is given, for a dataset spec's kind
+    (``digits``, ``cifar10``, ``folder`` or ``features``)."""
+    return DEFAULT_DIGITS_MODEL if dataset_kind in ("digits", "features") else DEFAULT_IMAGE_MODEL
 PRECISIONS = ("auto", "fp32", "bf16")
