@@ -33,6 +33,7 @@ from .clustering import (
 from .datasets import SampleTable
 from .errors import InputError
 from .evidence import DENSE_MAX, EVIDENCE_VERSION, knn_evidence, label_evidence
+from .gauge import Gauge, judge, neighbour_agreement
 from .rundir import RunDir, save_npy
 from .store import CurationStore
 
@@ -105,7 +106,23 @@ def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
     save_npy(agreement_path(run), knn_agreement(neighbours, samples.labels))
     for key, path in evidence_paths(run).items():
         save_npy(path, getattr(ev, key))
-    run.mark_step("evidence", key=_evidence_key(run, samples.labels))
+    value = neighbour_agreement(neighbours, samples.labels, ev.issue, ev.suggested, n_classes)
+    run.mark_step("evidence", key=_evidence_key(run, samples.labels), gauge=round(value, 4))
+
+
+def run_gauge(run: RunDir) -> Gauge | None:
+    """The run's feature-quality gauge (worker.pipeline.gauge), or None before the
+    cluster step. Runs clustered before the gauge existed get it from their files."""
+    done = run.read_meta().get("steps", {}).get("evidence", {})
+    if isinstance(done.get("gauge"), int | float):
+        return judge(float(done["gauge"]))
+    evidence = load_evidence(run)
+    if evidence is None or not neighbours_path(run).is_file():
+        return None
+    samples = run.read_samples()
+    return judge(neighbour_agreement(np.load(neighbours_path(run)), samples.labels,
+                                     evidence["issue"].astype(bool), evidence["suggested"],
+                                     len(samples.classes)))
 
 
 def class_code(samples: SampleTable, name: str) -> int:

@@ -8,11 +8,14 @@ and from a 10-NN classifier), so each run shows how we compare.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import numpy as np
 
 from .clustering import RULES, decide
-from .curation import current_snapshot, load_agreement, load_evidence, rule_inputs
+from .curation import current_snapshot, load_agreement, load_evidence, rule_inputs, run_gauge
 from .errors import InputError
+from .gauge import judge
 from .rundir import RunDir
 
 CLEANLAB_CLASSIFIERS = ("logreg", "knn")
@@ -135,7 +138,8 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
     evidence = load_evidence(run)
     out: dict = {"run": run.run_id, "n_samples": len(samples), "known": int(known.sum()),
                  "rule": snap.stored.rule, "store_revision": snap.stored.revision,
-                 "noise_estimate": noise_estimate(samples, evidence)}
+                 "noise_estimate": noise_estimate(samples, evidence),
+                 "features": _features_info(run)}
     if not known.any():
         return out
     if not known.all():
@@ -156,9 +160,30 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
     return out
 
 
+def _features_info(run: RunDir) -> dict:
+    """The model, whether its weights were learned, and the feature-quality gauge."""
+    extract = run.read_meta().get("steps", {}).get("extract", {})
+    gauge = run_gauge(run)
+    return {"model": extract.get("model"), "pretrained": extract.get("pretrained"),
+            "gauge": None if gauge is None else asdict(gauge)}
+
+
+def format_features(info: dict) -> str:
+    """Lines on the features: the random-weights warning and the gauge ('' if neither)."""
+    lines = []
+    if info.get("pretrained") is False:
+        lines.append(f"warning: the features come from {info['model']} with random weights")
+    gauge = info.get("gauge")
+    if gauge:
+        lines.append(judge(gauge["value"]).line)
+    return "\n".join(lines)
+
+
 def format_report(result: dict) -> str:
     """Human-readable text of :func:`evaluate`'s result."""
     estimate = format_estimate(result.get("noise_estimate", []))
+    features = format_features(result.get("features", {}))
+    estimate += "\n" + features if features else ""
     if "current" not in result:
         return (f"{result['run']}: no true labels are known, so detection cannot be scored "
                 "(use --inject-noise or --true-label-column)" + estimate)
