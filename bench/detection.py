@@ -14,6 +14,9 @@ Rows:
   (9% human noise), and injected noise at 20% and 40%, symmetric and pairs;
 - held out (looked at only after the rule was chosen): the 10,000 CIFAR-10 *test* images,
   which the ResNet-56 never saw, with 30% injected noise, symmetric and pairs;
+- pretrained (the honest rows): features from the ImageNet-pretrained EfficientNet-Lite0
+  (the default backbone, never trained on CIFAR labels): CIFAR-10N aggre, CIFAR-10 train
+  with 40% pairs and 40% symmetric, and the test split with 30% pairs;
 - ``cifar10n-scratch``: a stratified 10,000-image subset with the CIFAR-10N labels,
   features from a CIFAR ResNet-20 trained from random initialisation on those noisy labels
   only (``--finetune``), so no true label shaped them.
@@ -40,7 +43,7 @@ from bench.common import (
 )
 from bench.peers import cleanlab_peer, simifeat_vote
 from worker.pipeline.clustering import DEFAULT_RULE, RULES, decide
-from worker.pipeline.curation import load_evidence, load_rule_inputs
+from worker.pipeline.curation import load_evidence, load_rule_inputs, run_gauge
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.evaluation import auroc, detection_scores
 from worker.pipeline.features import FeatureOptions
@@ -78,6 +81,17 @@ def rows(skip_cifar: bool) -> list[Row]:
                        DatasetOptions(test, inject_noise=0.3, seed=0, noise_kind=kind), r56,
                        f"held out: CIFAR-10 test split, 30% {kind}, ResNet-56 features of "
                        f"unseen images"))
+    lite = FeatureOptions(model="efficientnet-lite0")
+    out.append(Row("lite-cifar10n", DatasetOptions(
+        folder, labels_csv=SHARED / "cifar10n-train-labels.csv", label_column="aggre_label",
+        true_label_column="clean_label"), lite, "CIFAR-10N aggre (9.0% human), EfficientNet-Lite0"))
+    for kind in ("pairs", "symmetric"):
+        out.append(Row(f"lite-{kind[:4]}40", DatasetOptions(folder, inject_noise=0.4, seed=0,
+                                                             noise_kind=kind), lite,
+                       f"CIFAR-10, 40% {kind}, EfficientNet-Lite0"))
+    out.append(Row("lite-test-pair30", DatasetOptions(test, inject_noise=0.3, seed=0,
+                                                      noise_kind="pairs"), lite,
+                   "CIFAR-10 test split, 30% pairs, EfficientNet-Lite0"))
     sub, labels = cifar_subset(root, SCRATCH_PER_CLASS)
     out.append(Row("cifar10n-scratch", DatasetOptions(
         parse_spec(f"folder:{sub}"), labels_csv=labels, label_column="aggre_label",
@@ -103,7 +117,9 @@ def score_row(row: Row, runs: Path) -> dict:
             name = f"cleanlab {'LR' if clf == 'logreg' else '10-NN'}, {'PCA-50' if pca else 'raw'}"
             methods[name] = cleanlab_peer(feats, samples.labels, clf, pca)
     methods["SimiFeat vote"] = simifeat_vote(feats, samples.labels, len(samples.classes))
+    gauge = run_gauge(run)
     result = {"row": row.name, "note": row.note, "n": len(samples),
+              "gauge": gauge.value, "gauge_level": gauge.level,
               "noise_pct": round(100 * float(noisy.mean()), 2), "pipeline_s": round(pipeline_s),
               "methods": {}}
     for name, (flags, score) in methods.items():
@@ -119,6 +135,7 @@ def score_row(row: Row, runs: Path) -> dict:
 def format_row(r: dict) -> str:
     lines = [f"\n## {r['row']}: {r['note']} ({r['n']} samples, {r['noise_pct']}% wrong; "
              f"pipeline {r['pipeline_s']} s, or reused)",
+             f"feature-quality gauge {r['gauge']:.3f} ({r['gauge_level']})",
              "| method | precision | recall | F1 | AUROC |", "|---|---:|---:|---:|---:|"]
     for name, s in r["methods"].items():
         au = "—" if s["auroc"] is None else f"{s['auroc']:.3f}"
@@ -144,8 +161,24 @@ def main() -> None:
             continue
         results.append(score_row(row, args.runs))
         print(format_row(results[-1]), flush=True)
+    if len(results) > 2:
+        print(format_gauge(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def format_gauge(results: list[dict]) -> str:
+    """The gauge beside our F1 on every row, and their Spearman rank correlation."""
+    from scipy.stats import spearmanr
+
+    f1 = [r["methods"][f"ours: {DEFAULT_RULE}"]["f1"] for r in results]
+    lines = ["\n## feature-quality gauge against F1", "| row | gauge | verdict | F1 ours |",
+             "|---|---:|---|---:|"]
+    lines += [f"| {r['row']} | {r['gauge']:.3f} | {r['gauge_level']} | {f:.3f} |"
+              for r, f in zip(results, f1, strict=True)]
+    rho = spearmanr([r["gauge"] for r in results], f1).statistic
+    lines.append(f"gauge_spearman={rho:.3f}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                         "ImageNet-pretrained, for images; pixels for digits)")
     g.add_argument("--input-size", type=int, default=None, metavar="PX",
                    help="side images are resized to for the network (default: the model's "
-                        "own, 128 for efficientnet-lite0)")
+                        "own, 160 for efficientnet-lite0)")
     g.add_argument("--weights", type=Path, metavar="FILE", help="local weights file")
     g.add_argument("--finetune", type=int, default=0, metavar="EPOCHS",
                    help="fine-tune on the dataset before extraction")

@@ -27,7 +27,7 @@ from .names import DEPTHS, MODEL_NAMES, PRECISIONS, PRETRAINED_MODELS
 
 # Input side for efficientnet-lite0 when none is asked for, chosen from the resolution
 # table in docs/benchmarks.md (linear probe, detection F1 and images/s at 96–224 px).
-EFFICIENTNET_SIZE = 128
+EFFICIENTNET_SIZE = 160
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
