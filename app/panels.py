@@ -13,6 +13,7 @@ from app.server import dispatcher, settings
 from worker.jobs import resolve_run
 from worker.pipeline.errors import InputError
 from worker.pipeline.jobstore import FINAL, JobStore
+from worker.pipeline.names import SUBSETS
 
 RUN = "curate-run"  # the Curate page's run id store
 EXPORT_FORMAT = "export-format"
@@ -110,7 +111,7 @@ def retrain_panel() -> html.Div:
     return html.Div([
         dbc.Row([
             field("subset", dbc.Select(id=TRAIN_SUBSET, value="filtered", size="sm", options=[
-                {"label": s, "value": s} for s in ("filtered", "full", "random")])),
+                {"label": s, "value": s} for s in SUBSETS])),
             field("model", dbc.Select(id=TRAIN_MODEL, value="resnet18", size="sm", options=[
                 {"label": m, "value": m}
                 for m in ("resnet18", "resnet34", "resnet50", "cifar-resnet20")])),

@@ -24,6 +24,7 @@ from .pipeline.names import (
     NOISE_KINDS,
     PRECISIONS,
     RULES,
+    SUBSETS,
 )
 from .pipeline.progress import Cancelled, TqdmProgress
 
@@ -627,7 +628,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("retrain", cmd_retrain, "train with DDP on a subset of a run (torchrun)")
     sp.add_argument("run", type=Path)
-    sp.add_argument("--subset", default="filtered", choices=["filtered", "full", "random"])
+    sp.add_argument("--subset", default="filtered", choices=SUBSETS,
+                    help="filtered (kept samples), full, random (filtered's size), or "
+                         "corrected (filtered plus the flagged samples whose suggested label "
+                         "is confident, relabelled)")
     sp.add_argument("--batch-size", type=int,
                     help="global batch (default: a power of two ≤ images/32, 16 to 256)")
     sp.add_argument("--seed", type=int, default=0, help="training seed")

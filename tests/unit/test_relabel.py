@@ -11,7 +11,7 @@ import numpy as np
 from tests.unit.test_cli import CURATOR
 from worker.pipeline.curation import current_snapshot, open_store, summary_rows
 from worker.pipeline.export import export
-from worker.train.data import select_subset
+from worker.train.data import holdout_mask, select_subset
 
 
 def test_a_relabel_reaches_decisions_exports_training_and_the_summary(fresh_run):
@@ -61,3 +61,30 @@ def test_cli_relabel_and_its_errors(fresh_run):
                           ((names[0], "99999"), "sample index 99999 is out of range")):
         r = run(*args)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_corrected_takes_back_confident_issues_with_their_suggested_label(fresh_run):
+    """``corrected`` = filtered + the rule-dropped label issues whose suggestion differs,
+    trained with the suggestion; a reviewer's drop stays out."""
+    from worker.pipeline.curation import load_evidence
+
+    snap = current_snapshot(fresh_run)
+    ev = load_evidence(fresh_run)
+    given = snap.samples.labels
+    rescued = (snap.decisions.reason == "noise") & ev["issue"] & (ev["suggested"] != given)
+    assert rescued.sum() > 50  # the demo's 10% noise gives many confident issues
+    filtered = select_subset(fresh_run, "filtered", 0)
+    corrected = select_subset(fresh_run, "corrected", 0)
+    pool = ~holdout_mask(given)  # digits has no test split: a fixed hold-out never trains
+    expected = np.flatnonzero((snap.decisions.kept | rescued) & pool)
+    np.testing.assert_array_equal(corrected.indices, expected)
+    assert set(filtered.indices) < set(corrected.indices)
+    labels = dict(zip(corrected.indices.tolist(), corrected.labels.tolist(), strict=True))
+    assert all(labels[i] == ev["suggested"][i] for i in np.flatnonzero(rescued & pool))
+    # The suggestions are mostly the true labels on the demo: that is what makes it worth it.
+    right = ev["suggested"][rescued] == snap.samples.true_labels[rescued]
+    assert right.mean() > 0.9
+
+    sample = int(np.flatnonzero(rescued & pool)[0])
+    open_store(fresh_run).set_overrides([sample], "drop")
+    assert sample not in select_subset(fresh_run, "corrected", 0).indices

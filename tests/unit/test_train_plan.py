@@ -13,7 +13,7 @@ from worker.train.plan import (
     make_plan,
     steps_per_epoch,
 )
-from worker.train.verdict import compare, difference, verdict
+from worker.train.verdict import compare, difference, recommend, verdict
 
 
 def test_the_digits_demo_gets_a_batch_that_trains():
@@ -101,3 +101,15 @@ def test_form_values_are_coerced_or_refused_in_one_line():
                             ({"nproc": None}, "nproc must be a whole number")):
         with pytest.raises(InputError, match=message):
             coerce_train_config(train_config(params))
+
+
+def test_the_verdict_names_the_subset_to_ship():
+    better = compare(_rows({"full": [0.80, 0.81, 0.805], "filtered": [0.82, 0.815, 0.81],
+                            "corrected": [0.86, 0.862, 0.858]}))
+    line = verdict(better, 64)
+    assert "corrected is better than full" in line and line.endswith("ship: corrected")
+    assert recommend(better, 64) == "corrected"
+    # A curated subset inside the noise of full is not worth shipping over it.
+    level = compare(_rows({"full": [0.80, 0.82, 0.81], "filtered": [0.81, 0.80, 0.82]}))
+    assert recommend(level, 64).startswith("full")
+    assert recommend(compare(_rows({"full": [0.8], "filtered": [0.9]})), 64) is None

@@ -38,3 +38,5 @@ def default_model(dataset_kind: str) -> str:
     (``digits``, ``cifar10``, ``folder`` or ``features``)."""
     return DEFAULT_DIGITS_MODEL if dataset_kind in ("digits", "features") else DEFAULT_IMAGE_MODEL
 PRECISIONS = ("auto", "fp32", "bf16")
+# Training subsets (worker/train/data.py says what each holds).
+SUBSETS = ("filtered", "full", "random", "corrected")

@@ -7,7 +7,11 @@ Subsets (indices into the run's samples):
   with the reviewers' corrected labels, snapshotted when the job starts, so later edits do
   not change a running job (``full`` and ``random`` keep the labels as given);
 - ``random``: a seeded random subset of ``full`` with the size and the class proportions of
-  ``filtered`` (the paper's control).
+  ``filtered`` (the paper's control);
+- ``corrected``: ``filtered``, plus the samples the rule flagged whose label the evidence
+  confidently disputes (confident learning's label issues, ``label_issue.npy``) with a
+  suggested class other than the given one: those train with the suggested label instead
+  of being dropped. The other flagged samples, and any a reviewer dropped, stay out.
 
 Test set: the dataset's test split when it has one (CIFAR batches, a folder with
 ``train/`` and ``test/``); otherwise a fixed, stratified 20% hold-out of the run's samples
@@ -21,9 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.names import SUBSETS
 from worker.pipeline.rundir import RunDir
 
-SUBSETS = ("filtered", "full", "random")
 HOLDOUT_FRACTION = 0.2
 
 
@@ -141,10 +145,23 @@ def subset_key(indices: np.ndarray, labels: np.ndarray) -> str:
     return h.hexdigest()[:16]
 
 
+def correctable(run: RunDir, labels: np.ndarray, dropped_by_rule: np.ndarray) -> np.ndarray:
+    """bool (N,): the samples ``corrected`` takes back with their suggested label: dropped
+    by the rule (not by a reviewer), a confident label issue, suggested class ≠ given.
+    All False for runs without evidence files."""
+    from worker.pipeline.curation import load_evidence
+
+    evidence = load_evidence(run)
+    if evidence is None:
+        return np.zeros(len(labels), dtype=bool)
+    return dropped_by_rule & evidence["issue"].astype(bool) & (evidence["suggested"] != labels)
+
+
 def subset_indices(run: RunDir, labels: np.ndarray, kept: np.ndarray, subset: str,
-                   seed: int) -> np.ndarray:
+                   seed: int, rescued: np.ndarray | None = None) -> np.ndarray:
     """Sorted int64 indices of ``subset`` given the given labels and the kept mask (both
-    shape (N,)), excluding any hold-out; an empty subset is an error."""
+    shape (N,)), excluding any hold-out; ``rescued`` (bool (N,), :func:`correctable`)
+    joins ``corrected``. An empty subset is an error."""
     if subset not in SUBSETS:
         raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
     pool = np.arange(len(labels))
@@ -155,6 +172,9 @@ def subset_indices(run: RunDir, labels: np.ndarray, kept: np.ndarray, subset: st
         chosen = pool
     elif subset == "filtered":
         chosen = filtered
+    elif subset == "corrected":
+        extra = np.zeros(len(labels), dtype=bool) if rescued is None else rescued
+        chosen = pool[kept[pool] | extra[pool]]
     else:
         chosen = random_like(pool, labels, filtered, seed)
     if len(chosen) == 0:
@@ -169,10 +189,18 @@ def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
 
     snap = current_snapshot(run)
     samples, labels = snap.samples, snap.labels
-    chosen = subset_indices(run, samples.labels, snap.decisions.kept, subset, seed)
-    # Only the curated subset trains with the reviewers' relabels: full and random are the
-    # controls, as the data came.
-    y = (labels if subset == "filtered" else samples.labels)[chosen]
+    rescued = None
+    if subset == "corrected":
+        from worker.pipeline.curation import load_evidence
+
+        rescued = correctable(run, samples.labels, snap.decisions.reason == "noise")
+        evidence = load_evidence(run)
+        if evidence is not None:
+            labels = np.where(rescued, evidence["suggested"], labels)
+    chosen = subset_indices(run, samples.labels, snap.decisions.kept, subset, seed, rescued)
+    # Only the curated subsets train with the reviewers' relabels (and, for corrected, the
+    # suggested labels): full and random are the controls, as the data came.
+    y = (labels if subset in ("filtered", "corrected") else samples.labels)[chosen]
     return Subset(chosen, y, subset_key(chosen, y), snap.stored.revision)
 
 

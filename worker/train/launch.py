@@ -22,7 +22,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.rundir import RunDir, save_npy, write_text
 
-from .data import SUBSETS, select_subset, subset_indices
+from .data import SUBSETS, correctable, select_subset, subset_indices
 from .model import TRAIN_MODELS
 from .plan import Plan, resolve
 
@@ -118,7 +118,11 @@ def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray
     decisions as the caller already holds them) gives: a preview, nothing written."""
     validate(cfg)
     run.require_images("retraining")
-    return resolve(cfg, len(subset_indices(run, labels, kept, cfg.subset, cfg.seed)))[1]
+    # The preview counts every rule-dropped sample the evidence can correct; a reviewer's
+    # drop is only told apart when the job takes its snapshot (select_subset).
+    rescued = correctable(run, labels, ~kept) if cfg.subset == "corrected" else None
+    return resolve(cfg, len(subset_indices(run, labels, kept, cfg.subset, cfg.seed,
+                                           rescued)))[1]
 
 
 def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:

@@ -87,23 +87,45 @@ def compare(rows: list[dict]) -> list[SubsetResult]:
             for (batch, subset), rs in sorted(groups.items())]
 
 
+CURATED = ("filtered", "corrected")
+
+
 def verdict(results: list[SubsetResult], batch_size: int) -> str:
-    """One line on what filtering did at ``batch_size``: against full and against random,
-    and whether each difference is inside the noise."""
-    filtered = next((r for r in results if r.batch_size == batch_size
-                     and r.subset == "filtered"), None)
-    if filtered is None:
-        return f"batch {batch_size}: no filtered training to judge"
+    """One line on what curation did at ``batch_size``: each curated subset (filtered,
+    corrected) against full and against random, whether each difference is inside the
+    noise, and which subset to ship (:func:`recommend`)."""
+    curated = [r for r in results if r.batch_size == batch_size and r.subset in CURATED]
+    if not curated:
+        return f"batch {batch_size}: no filtered or corrected training to judge"
     parts = []
-    for other, d in (("full", filtered.vs_full), ("random", filtered.vs_random)):
-        if d is None:
-            continue
-        if d.p is None:
-            parts.append(f"filtered − {other} = {d.text()} (one seed: no spread to judge "
-                         "it by; run 2 or more seeds)")
-        elif d.clear:
-            word = "better" if d.diff > 0 else "worse"
-            parts.append(f"filtered is {word} than {other} by {d.text()} (p = {d.p:.3f})")
-        else:
-            parts.append(f"filtered − {other} = {d.text()}: inside the noise (p = {d.p:.2f})")
-    return f"batch {batch_size}: " + ("; ".join(parts) or "nothing to compare against")
+    for r in curated:
+        for other, d in (("full", r.vs_full), ("random", r.vs_random)):
+            if d is None:
+                continue
+            if d.p is None:
+                parts.append(f"{r.subset} − {other} = {d.text()} (one seed: no spread to "
+                             "judge it by; run 2 or more seeds)")
+            elif d.clear:
+                word = "better" if d.diff > 0 else "worse"
+                parts.append(f"{r.subset} is {word} than {other} by {d.text()} "
+                             f"(p = {d.p:.3f})")
+            else:
+                parts.append(f"{r.subset} − {other} = {d.text()}: inside the noise "
+                             f"(p = {d.p:.2f})")
+    ship = recommend(results, batch_size)
+    return (f"batch {batch_size}: " + ("; ".join(parts) or "nothing to compare against")
+            + (f"; ship: {ship}" if ship else ""))
+
+
+def recommend(results: list[SubsetResult], batch_size: int) -> str | None:
+    """The subset to ship at ``batch_size``: the curated subset with the best mean accuracy
+    when it beats full clearly (Welch p < 0.05), else ``full``; None without a full
+    training and a curated one with two or more seeds to compare."""
+    judged = [r for r in results if r.batch_size == batch_size and r.subset in CURATED
+              and r.vs_full is not None and r.vs_full.p is not None]
+    if not judged:
+        return None
+    best = max(judged, key=lambda r: r.mean)
+    if best.vs_full.clear and best.vs_full.diff > 0:
+        return best.subset
+    return "full (no curated subset is clearly better)"
