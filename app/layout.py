@@ -37,3 +37,41 @@ def live_table(headers: tuple[str, ...], body_id: str) -> dbc.Table:
     """A compact table whose body a polling callback fills (Runs and Jobs pages)."""
     return dbc.Table([html.Thead(html.Tr([html.Th(h) for h in headers])),
                       html.Tbody(id=body_id)], size="sm", hover=True, class_name="align-middle")
+
+
+GAUGE_COLORS = {"strong": "success", "fair": "warning", "weak": "danger"}
+
+
+def feature_badges(meta: dict) -> list:
+    """Badges on a run's features from its ``run.json``: "random weights" when the network
+    was not pretrained, and the feature-quality gauge with its verdict (its advice in the
+    tooltip). Empty before the extract and cluster steps."""
+    from worker.pipeline.gauge import judge
+
+    steps = meta.get("steps", {}) if isinstance(meta, dict) else {}
+    extract, evidence = steps.get("extract", {}), steps.get("evidence", {})
+    out = []
+    if extract.get("pretrained") is False:
+        out.append(dbc.Badge("random weights", color="danger", class_name="me-1 feature-badge",
+                             title=f"{extract.get('model')} started from random weights: its "
+                                   "features know little about the images, so the flags are "
+                                   "near chance"))
+    if isinstance(evidence.get("gauge"), int | float):
+        g = judge(float(evidence["gauge"]))
+        out.append(dbc.Badge(f"features {g.value:.2f} · {g.level}", color=GAUGE_COLORS[g.level],
+                             class_name="me-1 gauge-badge", title=g.line))
+    return out
+
+
+def feature_advice(meta: dict) -> html.Div | None:
+    """The gauge's verdict and what to do next, spelled out, when the flags need care
+    (a fair or weak gauge); None when they are strong or not computed yet."""
+    from worker.pipeline.gauge import judge
+
+    value = (meta.get("steps", {}).get("evidence", {}).get("gauge")
+             if isinstance(meta, dict) else None)
+    if not isinstance(value, int | float) or judge(float(value)).level == "strong":
+        return None
+    g = judge(float(value))
+    return html.Div(g.line, id="feature-advice",
+                    className=f"small text-{GAUGE_COLORS[g.level]} mb-2")

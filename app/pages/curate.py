@@ -27,7 +27,7 @@ from dash.exceptions import PreventUpdate
 from app import curate_logic as logic
 from app.data import cached_figure, current_state, run_data
 from app.figures import LEGEND, REASON_MARKS, class_figure, class_trace, overview_figure
-from app.layout import error_alert
+from app.layout import error_alert, feature_advice, feature_badges
 from app.panels import export_panel, retrain_panel
 from app.server import settings
 from worker.pipeline.errors import InputError
@@ -138,9 +138,12 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         dcc.Store(id=CLASS_PICK, data=0), dcc.Store(id=CLASS_ROWS), dcc.Store(id=CLASS_DRAWN),
         dcc.Store(id=CLASS_NAMES, data=list(data.samples.classes)),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
+                  html.Span(feature_badges(data.run.read_meta()), id="feature-badges",
+                            className="me-3"),
                   html.Span(id=STATUS, className="text-muted small me-3"),
                   dcc.Link("results →", href=f"/results/{run_id}", className="small ms-auto")],
                  className="d-flex align-items-baseline mb-2"),
+        feature_advice(data.run.read_meta()),
         html.Div(id=ALERT),
         dbc.Row([
             # The parameters first: at 1366×768 they stay in view, and the class list

@@ -8,7 +8,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
-from app.layout import error_alert, live_table
+from app.layout import error_alert, feature_badges, live_table
 from app.panels import job_progress
 from app.server import dispatcher, settings
 from worker.jobs import feature_params
@@ -17,7 +17,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.features import FeatureOptions
 from worker.pipeline.ingest import DatasetOptions
 from worker.pipeline.jobstore import FINAL, JobStore
-from worker.pipeline.models import MODEL_NAMES
+from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
 from worker.runs import list_runs, resolve_run
 from worker.settings import data_roots_of
 
@@ -32,6 +32,7 @@ F_MODEL, F_WEIGHTS, F_FINETUNE, F_PERPLEXITY = "new-model", "new-weights", "new-
     "new-perplexity"
 F_NOISE, F_GO = "new-noise", "new-go"
 STEPS = ("ingest", "extract", "embed", "cluster")
+DEFAULT_CHOICE = "default"  # the model for the dataset's kind (names.default_model)
 
 
 def run_rows() -> list[dict]:
@@ -44,6 +45,7 @@ def run_rows() -> list[dict]:
         out.append({"id": entry.id, "error": entry.error, "store": entry.store,
                     "dataset": dataset.get("spec") if isinstance(dataset, dict) else None,
                     "model": steps.get("extract", {}).get("model", "-"),
+                    "badges": feature_badges(entry.meta),
                     "n": entry.meta.get("n_samples", 0),
                     "steps": {s: steps.get(s, {}).get("status") == "done" for s in STEPS}})
     return out
@@ -88,7 +90,8 @@ def _row(r: dict) -> html.Tr:
     return html.Tr([
         html.Td(dcc.Link(r["id"], href=f"/curate/{r['id']}") if ready else r["id"]),
         html.Td(html.Code(r["dataset"] or "-", className="small")),
-        html.Td(r["model"]), html.Td(f"{r['n']:,}"), *_counts_cells(r),
+        html.Td([html.Span(r["model"], className="me-1"), *r["badges"]]),
+        html.Td(f"{r['n']:,}"), *_counts_cells(r),
         html.Td([dbc.Badge(s, color="success" if ok else "light",
                            text_color=None if ok else "secondary", class_name="me-1")
                  for s, ok in r["steps"].items()]),
@@ -117,8 +120,10 @@ def _form() -> html.Details:
             field("true label column", dbc.Input(id=F_TRUE, size="sm"), 2),
         ], class_name="g-2 mt-1"),
         dbc.Row([
-            field("model", dbc.Select(id=F_MODEL, value="resnet18", size="sm", options=[
-                {"label": m, "value": m} for m in MODEL_NAMES])),
+            field("model", dbc.Select(id=F_MODEL, value=DEFAULT_CHOICE, size="sm", options=[
+                {"label": f"recommended: {DEFAULT_IMAGE_MODEL} (pixels for digits)",
+                 "value": DEFAULT_CHOICE},
+                *({"label": m, "value": m, "title": MODEL_HELP[m]} for m in MODEL_NAMES)])),
             field("weights file (optional)", dbc.Input(id=F_WEIGHTS, size="sm")),
             field("fine-tune epochs", dbc.Input(id=F_FINETUNE, type="number", value=0, min=0,
                                                 size="sm"), 2),
@@ -127,9 +132,10 @@ def _form() -> html.Details:
             dbc.Col(dbc.Button("Start", id=F_GO, color="primary", size="sm",
                                class_name="mt-3"), md=2),
         ], class_name="g-2 mt-1 align-items-end"),
-        html.Div("resnet18 without a weights file starts from random weights: give an "
-                 "ImageNet weights file, or fine-tune epochs on your labels; pixels suits "
-                 "tiny images such as the digits demo.", className="small text-muted mt-1"),
+        html.Details([html.Summary("what each model means", className="small text-muted"),
+                      html.Ul([html.Li([html.Code(m), f": {MODEL_HELP[m]}"])
+                               for m in MODEL_NAMES], className="small text-muted mb-0",
+                              id="model-help")], className="mt-1"),
     ])
     # Collapsed under the runs table: most visits open a run, few start one.
     return html.Details([html.Summary("New run…", id="new-run-toggle",
@@ -186,7 +192,8 @@ def new_run_params(name, spec, split, labels, column, true_column, noise, model,
     opts = DatasetOptions(parsed,
                           Path(labels) if labels else None, column or "label",
                           true_column or None, float(noise or 0), 0)
-    feats = FeatureOptions(model=model, weights=Path(weights) if weights else None,
+    feats = FeatureOptions(model=None if model in (None, "", DEFAULT_CHOICE) else model,
+                           weights=Path(weights) if weights else None,
                            finetune_epochs=int(finetune or 0), device=settings().device,
                            num_workers=settings().num_workers)
     return name, {"dataset": opts.to_json(), "features": feature_params(feats),

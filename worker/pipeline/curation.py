@@ -89,9 +89,12 @@ def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
     from .embedding import pca_reduce
 
     derived = [agreement_path(run), *evidence_paths(run).values()]
-    recorded = run.read_meta().get("steps", {}).get("evidence", {}).get("key")
+    step = run.read_meta().get("steps", {}).get("evidence", {})
     if all(p.is_file() for p in derived) and neighbours_path(run).is_file() \
-            and recorded == _evidence_key(run, samples.labels):
+            and step.get("key") == _evidence_key(run, samples.labels):
+        if "gauge" not in step:  # clustered before the gauge existed: add it once
+            gauge = run_gauge(run)
+            run.mark_step("evidence", key=step["key"], gauge=gauge and gauge.value)
         return
     features = run.load_array(run.features, "extract", mmap=True)
     neighbours = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else None
