@@ -252,10 +252,11 @@ def cmd_extract(a: argparse.Namespace) -> None:
     if dataset is None and not run.exists():  # before the lock makes the folder
         raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
     check_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    opts = _feature_opts(a)  # bad options are refused before minutes of ingest
     bar = TqdmProgress()
     with run_lock(run, f"curator extract (pid {os.getpid()})"):
         ds = ensure_ingested(run, dataset, bar)
-        feats = extract(run, ds, _feature_opts(a), bar)
+        feats = extract(run, ds, opts, bar)
     skipped = run.read_meta().get("n_skipped", 0)
     print(f"features: {run.features} {feats.shape[0]}×{feats.shape[1]}; "
           f"{skipped} unreadable images skipped")

@@ -55,6 +55,14 @@ class FeatureOptions:
     precision: str = "auto"
     input_size: int | None = None  # None: the model's own (models.EFFICIENTNET_SIZE, …)
 
+    def __post_init__(self) -> None:
+        # Checked when the options are made (CLI, form, job record), before any ingest.
+        lo, hi = INPUT_SIZE_RANGE
+        if self.input_size is not None and not (
+                isinstance(self.input_size, int) and lo <= self.input_size <= hi):
+            raise InputError(f"--input-size must be {lo} to {hi} pixels, got "
+                             f"{self.input_size}")
+
     def for_dataset(self, kind: str) -> FeatureOptions:
         """These options with ``model`` filled in for a dataset of ``kind``."""
         return self if self.model else replace(self, model=default_model(kind))
@@ -281,9 +289,6 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
     """
     opts = opts.for_dataset(ds.spec.kind)
     check_model_name(opts.model)
-    lo, hi = INPUT_SIZE_RANGE
-    if opts.input_size is not None and not lo <= opts.input_size <= hi:
-        raise InputError(f"--input-size must be {lo} to {hi} pixels, got {opts.input_size}")
     if opts.batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {opts.batch_size}")
     if opts.finetune_epochs < 0:

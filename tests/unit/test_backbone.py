@@ -1,0 +1,134 @@
+"""The pretrained default backbone: weights mapped right, folded BatchNorm exact, recorded
+in run.json, random weights never silent, and the precision timed once per machine."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tests.unit.test_cli import curator
+from worker.pipeline import efficientnet, models
+from worker.pipeline.errors import InputError
+from worker.pipeline.features import _inference_net
+from worker.pipeline.models import build_backbone, random_weights_warning
+
+
+@pytest.fixture(scope="module")
+def lite0():
+    return build_backbone("efficientnet-lite0", None, 1000, 32, 224)  # keeps the ImageNet head
+
+
+def _photo(name: str, size: int) -> torch.Tensor:
+    """A photograph scikit-learn ships, centre-cropped square, as (1, 3, S, S) in [0, 1]."""
+    from PIL import Image
+    from sklearn.datasets import load_sample_image
+
+    a = load_sample_image(name)
+    h, w, _ = a.shape
+    s = min(h, w)
+    a = a[(h - s) // 2:(h - s) // 2 + s, (w - s) // 2:(w - s) // 2 + s]
+    img = Image.fromarray(a).resize((size, size), Image.Resampling.BICUBIC)
+    return torch.from_numpy(np.array(img)).permute(2, 0, 1).float()[None] / 255.0
+
+
+def test_a_known_photograph_gets_its_imagenet_class(lite0):
+    """The package's weights reach the right tensors: the Summer Palace photograph is
+    'palace' (ImageNet class 698), as the original Lite0 says; a wrong mapping gives
+    noise."""
+    from timm.data import ImageNetInfo
+
+    net = torch.nn.Sequential(lite0.net, lite0.head).eval()
+    assert lite0.pretrained and lite0.feature_dim == 1280 and lite0.head.out_features == 1000
+    x = (_photo("china.jpg", 224) - 0.5) / 0.5
+    with torch.inference_mode():
+        top = int(net(x).argmax())
+    assert top == 698, ImageNetInfo().index_to_description(top)
+
+
+def test_folded_batchnorm_gives_the_same_features(lite0):
+    plain = build_backbone("efficientnet-lite0", None, 10, 32, 160).net.eval()
+    fast = _inference_net(build_backbone("efficientnet-lite0", None, 10, 32, 160).net,
+                          torch.device("cpu"))
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in fast.modules())
+    x = torch.rand(4, 3, 160, 160) * 2 - 1
+    with torch.inference_mode():
+        a, b = plain(x), fast(x.contiguous(memory_format=torch.channels_last))
+    assert torch.nn.functional.cosine_similarity(a, b).min() > 0.9999
+
+
+def test_a_file_for_another_network_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "r20.pth"
+    torch.save(build_backbone("cifar-resnet20", None, 10, 32).net.state_dict(), bad)
+    with pytest.raises(InputError, match="does not fit efficientnet-lite0"):
+        build_backbone("efficientnet-lite0", bad, 10, 32)
+    # Its own checkpoint in timm's key layout loads as it is.
+    own = tmp_path / "timm.pth"
+    torch.save(efficientnet.create().state_dict(), own)
+    assert build_backbone("efficientnet-lite0", own, 10, 32).weights == own
+
+
+def test_which_networks_are_pretrained():
+    assert models.is_pretrained("efficientnet-lite0", None)
+    assert models.is_pretrained("resnet18", None) is False
+    assert models.is_pretrained("pixels", None) is None
+    assert random_weights_warning("resnet18", None).startswith("warning: resnet18 has random")
+    assert random_weights_warning(None, None) is None  # the default is pretrained
+    assert random_weights_warning("efficientnet-lite0", None) is None
+
+
+def test_auto_precision_is_timed_once_and_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: True)
+    calls = []
+
+    def timer(precision: str) -> float:
+        calls.append(precision)
+        return {"fp32": 1.0, "bf16": 2.0}[precision]  # bf16 slower here, as on some CPUs
+
+    cpu = torch.device("cpu")
+    assert models.resolve_precision("auto", cpu, timer, key="m@160") == "fp32"
+    n = len(calls)
+    assert n == 8 and models.resolve_precision("auto", cpu, timer, key="m@160") == "fp32"
+    assert len(calls) == n  # read back, not timed again
+    assert models.resolve_precision("auto", cpu, lambda p: {"fp32": 2, "bf16": 1}[p],
+                                    key="m@224") == "bf16"
+    cached = json.loads((tmp_path / "precision.json").read_text())
+    assert sorted((k.split("|")[0], v) for k, v in cached.items()) == [("m@160", "fp32"),
+                                                                     ("m@224", "bf16")]
+
+
+def test_default_model_on_an_image_folder_is_pretrained_and_recorded(small_folder, tmp_path):
+    out = tmp_path / "run"
+    r = curator("extract", "--dataset", f"folder:{small_folder}", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr
+    step = json.loads((out / "run.json").read_text())["steps"]["extract"]
+    assert step["model"] == "efficientnet-lite0" and step["pretrained"] is True
+    assert step["feature_dim"] == 1280
+
+
+def test_random_weights_print_one_warning_and_are_recorded(small_folder, tmp_path):
+    out = tmp_path / "run"
+    r = curator("extract", "--dataset", f"folder:{small_folder}", "--model", "cifar-resnet20",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 1 and "random weights" in warnings[0]
+    step = json.loads((out / "run.json").read_text())["steps"]["extract"]
+    assert step["pretrained"] is False
+    # The digits demo keeps raw pixels by default: no network, nothing to warn about.
+    digits = tmp_path / "digits"
+    r = curator("extract", "--dataset", "digits", "--out", str(digits))
+    assert r.returncode == 0 and "warning" not in r.stderr
+    step = json.loads((digits / "run.json").read_text())["steps"]["extract"]
+    assert step["model"] == "pixels" and step["pretrained"] is None
+
+
+def test_an_input_size_out_of_range_is_one_line(small_folder, tmp_path):
+    r = curator("extract", "--dataset", f"folder:{small_folder}", "--input-size", "8",
+                "--out", str(tmp_path / "run"))
+    assert r.returncode == 2 and "--input-size must be 32 to 512" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

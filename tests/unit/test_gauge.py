@@ -1,0 +1,73 @@
+"""The feature-quality gauge: what the number measures, its verdict, and where it shows."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tests.unit.test_cli import curator
+from worker.pipeline.gauge import FAIR_FROM, STRONG_FROM, judge, neighbour_agreement
+
+
+def _blobs(n_per: int, n_classes: int, spread: float, seed: int = 0):
+    """Gaussian blobs in 2-D and each point's 10 nearest others."""
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_classes, 2)) * 10
+    y = np.repeat(np.arange(n_classes), n_per)
+    x = centres[y] + rng.normal(size=(len(y), 2)) * spread
+    nb = NearestNeighbors(n_neighbors=11).fit(x).kneighbors(x, return_distance=False)[:, 1:]
+    return nb, y
+
+
+def test_pure_neighbourhoods_read_one_and_mixed_ones_read_near_zero():
+    nb, y = _blobs(100, 5, 0.5)
+    none = np.zeros(len(y), dtype=bool)
+    assert neighbour_agreement(nb, y, none, y, 5) > 0.99
+    nb_mixed, _ = _blobs(100, 5, 100.0)  # features that see nothing of the classes
+    assert neighbour_agreement(nb_mixed, y, none, y, 5) < 0.15
+
+
+def test_correcting_the_wrong_labels_restores_the_agreement():
+    """Label noise on good features lowers the given labels' agreement; correcting the
+    issues brings it back, which is what tells noise apart from weak features."""
+    nb, y = _blobs(100, 5, 0.5)
+    rng = np.random.default_rng(1)
+    wrong = rng.random(len(y)) < 0.3
+    noisy = np.where(wrong, (y + 1) % 5, y)
+    none = np.zeros(len(y), dtype=bool)
+    assert neighbour_agreement(nb, noisy, none, noisy, 5) < 0.6
+    assert neighbour_agreement(nb, noisy, wrong, y, 5) > 0.99
+
+
+def test_verdict_levels():
+    assert judge(STRONG_FROM).level == "strong"
+    assert judge(FAIR_FROM).level == "fair" and judge(STRONG_FROM - 1e-3).level == "fair"
+    weak = judge(FAIR_FROM - 1e-3)
+    assert weak.level == "weak" and "efficientnet-lite0" in weak.line
+
+
+def test_evaluate_and_the_pages_show_the_gauge(fresh_run):
+    """Digits pixels separate the classes: strong, in the CLI's text and JSON, in run.json,
+    and as a badge on the Runs and Curate pages (no advice line when strong)."""
+    from app.layout import feature_advice, feature_badges
+
+    r = curator("evaluate", str(fresh_run.path), "--no-cleanlab")
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("feature quality"))
+    assert "(strong)" in line
+    r = curator("evaluate", str(fresh_run.path), "--no-cleanlab", "--json")
+    gauge = json.loads(r.stdout)["features"]["gauge"]
+    assert gauge["level"] == "strong" and gauge["value"] >= STRONG_FROM
+    meta = fresh_run.read_meta()
+    assert meta["steps"]["evidence"]["gauge"] == gauge["value"]
+    badges = feature_badges(meta)
+    assert [b.children for b in badges] == [f"features {gauge['value']:.2f} · strong"]
+    assert feature_advice(meta) is None
+    weak = {"steps": {"extract": {"model": "resnet18", "pretrained": False},
+                      "evidence": {"gauge": 0.3}}}
+    assert [b.children for b in feature_badges(weak)] == ["random weights",
+                                                           "features 0.30 · weak"]
+    assert "near chance" in feature_advice(weak).children
