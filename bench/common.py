@@ -107,6 +107,27 @@ def resnet56_features() -> FeatureOptions:
                           weights=SHARED / "weights/resnet56-4bfd9763.th")
 
 
+def _share_cached_features(row: Row, run) -> None:  # noqa: ANN001 - RunDir
+    """Link a sibling bench run's cached features into ``run`` when they have the same
+    key (the same images and model: features.cache_key leaves labels out), so rows that
+    differ only in their labels extract once."""
+    from worker.pipeline.features import cache_key
+    from worker.pipeline.runlock import run_lock
+    from worker.pipeline.runner import ensure_ingested
+
+    if row.features.finetune_epochs or row.dataset.spec.kind == "features":
+        return
+    with run_lock(run, "bench"):
+        ds = ensure_ingested(run, row.dataset)
+    key = cache_key(run, row.features.for_dataset(ds.spec.kind))
+    mine = run.cache / f"features-{key}.npy"
+    for other in run.path.parent.glob(f"*/cache/features-{key}.npy"):
+        if not mine.exists() and other != mine:
+            mine.parent.mkdir(parents=True, exist_ok=True)
+            os.link(other, mine)
+            return
+
+
 def run_row(row: Row, run):  # noqa: ANN001, ANN201 - RunDir → (s, samples, decisions, noisy)
     """Run (or reuse) the pipeline of ``row`` in ``run`` with default settings; returns
     (seconds, samples, decisions, noisy) where ``noisy`` (bool, shape (N,)) marks the
@@ -116,6 +137,7 @@ def run_row(row: Row, run):  # noqa: ANN001, ANN201 - RunDir → (s, samples, de
     from worker.pipeline.runner import run_pipeline
 
     t = time.perf_counter()
+    _share_cached_features(row, run)
     run_pipeline(run, row.dataset, row.features, EmbeddingOptions())
     seconds = time.perf_counter() - t
     samples, decisions, _ = current_decisions(run)

@@ -263,11 +263,21 @@ def _precision(opts: FeatureOptions) -> str | None:
 
 
 def cache_key(run: RunDir, opts: FeatureOptions) -> str:
-    """Hash of the sample list, model, weights content, fine-tune settings and precision."""
+    """Hash of the images, model, weights content, fine-tune settings and precision.
+
+    Without fine-tuning the labels play no part: the key covers the dataset's spec, split
+    and image paths only, so runs of the same images with other label sets (a labels CSV,
+    injected noise) share a key, and a cached file can serve them all. Fine-tuning learns
+    from the labels, so then the whole sample table and dataset options count.
+    """
     meta = run.read_meta()
-    paths_hash = hashlib.sha256(run.samples_csv.read_bytes()).hexdigest()
+    if opts.finetune_epochs:
+        dataset, samples = meta["dataset"], run.samples_csv.read_bytes()
+    else:
+        dataset = {k: meta["dataset"].get(k) for k in ("spec", "split")}
+        samples = "\n".join(run.read_samples().paths).encode()
     key = {
-        "dataset": meta["dataset"], "samples": paths_hash, "model": opts.model,
+        "dataset": dataset, "samples": hashlib.sha256(samples).hexdigest(), "model": opts.model,
         "weights": file_sha256(opts.weights) if opts.weights else None,
         "finetune_epochs": opts.finetune_epochs,
         "seed": opts.seed if opts.finetune_epochs else None,
