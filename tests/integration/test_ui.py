@@ -578,9 +578,11 @@ def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_
     # Up to a minute: once in a full suite (a fresh clone, after the 100k scale test) the
     # form took over 20 s to open; alone, and in this file's run, it opens at once.
     wait_for(lambda: driver.find_element(By.ID, "new-name").is_displayed(), timeout=60)
+    # The recommended model is the default: pretrained for images, pixels for the digits.
     assert Select(driver.find_element(By.ID, "new-model")).first_selected_option.text \
-        == "resnet18"
-    Select(driver.find_element(By.ID, "new-model")).select_by_visible_text("pixels")
+        == "recommended: efficientnet-lite0 (pixels for digits)"
+    assert "random weights" in driver.find_element(By.ID, "model-help").get_attribute(
+        "textContent")
     _set(driver, "new-name", "fromform")
     _set(driver, "new-noise", "0.1")
     driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "new-go"))
@@ -597,6 +599,12 @@ def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_
         " r.innerText.startsWith('fromform') && r.innerText.includes('0.'));"
         "return tr ? [...tr.querySelectorAll('td')].map(td => td.innerText) : null;"))
     assert int(cells[4].replace(",", "")) > 0 and 0 < float(cells[6]) <= 1, cells
+    # The model the default chose for digits, with the feature-quality gauge's badge.
+    badge = wait_for(lambda: driver.execute_script(
+        "const tr = [...document.querySelectorAll('#runs-table tr')].find(r =>"
+        " r.innerText.startsWith('fromform'));"
+        "return tr ? tr.querySelectorAll('td')[2].innerText : '';"), timeout=30)
+    assert badge.startswith("pixels") and "features 0." in badge and "strong" in badge, badge
     driver.execute_script("arguments[0].click();", link)
     wait_for(lambda: trace_markers(driver))
 
