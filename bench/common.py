@@ -51,6 +51,19 @@ def cifar_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
     return root
 
 
+def cifar_mini_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
+    """The shared 3,000-image ``cifar10-mini`` folder, unpacked once under ``dest``."""
+    root = dest / "cifar10-mini"
+    if not (root / "train").is_dir():
+        archive = SHARED / "cifar10-jpeg-mini.tar.gz"
+        if not archive.is_file():
+            raise SystemExit(f"{archive} is missing: set CURATOR_SHARED_DATA")
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(dest, filter="data")
+    return root
+
+
 def cifar_subset(root: Path, per_class: int,
                  test_per_class: int | None = None) -> tuple[Path, Path]:
     """A stratified CIFAR-10 subset of ``root`` as symlinks: the first ``per_class`` train

@@ -17,6 +17,9 @@ Rows:
 - pretrained (the honest rows): features from the ImageNet-pretrained EfficientNet-Lite0
   (the default backbone, never trained on CIFAR labels): CIFAR-10N aggre, CIFAR-10 train
   with 40% pairs and 40% symmetric, and the test split with 30% pairs;
+- weak features, the case a user met before the pretrained default: the 2,000 train
+  images of ``cifar10-mini`` with 20% symmetric noise, on raw pixels (``mini-pixels``)
+  and on a ResNet-18 with random weights (``mini-random``);
 - ``cifar10n-scratch``: a stratified 10,000-image subset with the CIFAR-10N labels,
   features from a CIFAR ResNet-20 trained from random initialisation on those noisy labels
   only (``--finetune``), so no true label shaped them.
@@ -36,6 +39,7 @@ from bench.common import (
     SHARED,
     Row,
     cifar_folder,
+    cifar_mini_folder,
     cifar_subset,
     machine,
     resnet56_features,
@@ -92,6 +96,11 @@ def rows(skip_cifar: bool) -> list[Row]:
     out.append(Row("lite-test-pair30", DatasetOptions(test, inject_noise=0.3, seed=0,
                                                       noise_kind="pairs"), lite,
                    "CIFAR-10 test split, 30% pairs, EfficientNet-Lite0"))
+    mini = parse_spec(f"folder:{cifar_mini_folder()}")
+    for name, model in (("mini-pixels", "pixels"), ("mini-random", "resnet18")):
+        out.append(Row(name, DatasetOptions(mini, inject_noise=0.2, seed=0),
+                       FeatureOptions(model=model),
+                       f"cifar10-mini train, 20% symmetric, {model} (weak features)"))
     sub, labels = cifar_subset(root, SCRATCH_PER_CLASS)
     out.append(Row("cifar10n-scratch", DatasetOptions(
         parse_spec(f"folder:{sub}"), labels_csv=labels, label_column="aggre_label",
