@@ -38,30 +38,27 @@ def timed(fn: Callable, repeat: int = 1) -> tuple[float, object]:
     return best, out
 
 
-def cifar_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
-    """The shared CIFAR-10 JPEG folder, unpacked once under ``dest``."""
-    root = dest / "cifar10"
+def _unpacked(folder: str, archive_name: str, dest: Path) -> Path:
+    """``dest/folder``, unpacked once from the shared archive ``archive_name``."""
+    root = dest / folder
     if not (root / "train").is_dir():
-        archive = SHARED / "cifar10-jpeg.tar.gz"
+        archive = SHARED / archive_name
         if not archive.is_file():
             raise SystemExit(f"{archive} is missing: set CURATOR_SHARED_DATA")
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(archive) as tar:
             tar.extractall(dest, filter="data")
     return root
+
+
+def cifar_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
+    """The shared CIFAR-10 JPEG folder, unpacked once under ``dest``."""
+    return _unpacked("cifar10", "cifar10-jpeg.tar.gz", dest)
 
 
 def cifar_mini_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
     """The shared 3,000-image ``cifar10-mini`` folder, unpacked once under ``dest``."""
-    root = dest / "cifar10-mini"
-    if not (root / "train").is_dir():
-        archive = SHARED / "cifar10-jpeg-mini.tar.gz"
-        if not archive.is_file():
-            raise SystemExit(f"{archive} is missing: set CURATOR_SHARED_DATA")
-        dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(archive) as tar:
-            tar.extractall(dest, filter="data")
-    return root
+    return _unpacked("cifar10-mini", "cifar10-jpeg-mini.tar.gz", dest)
 
 
 def cifar_subset(root: Path, per_class: int,
