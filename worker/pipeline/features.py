@@ -245,13 +245,16 @@ def _precision(opts: FeatureOptions) -> str | None:
     if opts.model == "pixels":
         return None
     device = pick_device(opts.device)
+    built: list = []  # the network and a batch, made on the first timing only
 
     def timer(precision: str) -> float:
-        bb = build_backbone(opts.model, opts.weights, 10, opts.input_size or 32,
-                            opts.input_size)
-        net = _inference_net(bb.net, device)
-        x = torch.zeros(32, 3, bb.input_size, bb.input_size).contiguous(
-            memory_format=torch.channels_last)
+        if not built:
+            bb = build_backbone(opts.model, opts.weights, 10, opts.input_size or 32,
+                                opts.input_size)
+            built.extend([_inference_net(bb.net, device), torch.zeros(
+                32, 3, bb.input_size, bb.input_size).contiguous(
+                memory_format=torch.channels_last)])
+        net, x = built
         with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
                                                     enabled=precision == "bf16"):
             t = time.perf_counter()
