@@ -60,9 +60,9 @@ def plain_loop(files: list[Path], model: str, batch: int = 500) -> np.ndarray:
 def ours(root: Path, workdir: Path, model: str, precision: str) -> np.ndarray:
     run = RunDir(workdir / f"run-{precision}")
     ds = ingest(run, DatasetOptions(parse_spec(f"folder:{root}")))
-    return extract(run, ds, FeatureOptions(model=model, weights=_backbone(model).weights
-                                           if model == "cifar-resnet56" else None,
-                                           batch_size=500, precision=precision))
+    return extract(run, ds, FeatureOptions(
+        model=model, weights=WEIGHTS if model == "cifar-resnet56" else None, batch_size=500,
+        precision=precision))
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -145,13 +145,11 @@ def subset_key(indices: np.ndarray, labels: np.ndarray) -> str:
     return h.hexdigest()[:16]
 
 
-def correctable(run: RunDir, labels: np.ndarray, dropped_by_rule: np.ndarray) -> np.ndarray:
+def correctable(labels: np.ndarray, dropped_by_rule: np.ndarray,
+                evidence: dict[str, np.ndarray] | None) -> np.ndarray:
     """bool (N,): the samples ``corrected`` takes back with their suggested label: dropped
     by the rule (not by a reviewer), a confident label issue, suggested class ≠ given.
-    All False for runs without evidence files."""
-    from worker.pipeline.curation import load_evidence
-
-    evidence = load_evidence(run)
+    ``evidence`` is :func:`~worker.pipeline.curation.load_evidence`'s; all False without."""
     if evidence is None:
         return np.zeros(len(labels), dtype=bool)
     return dropped_by_rule & evidence["issue"].astype(bool) & (evidence["suggested"] != labels)
@@ -193,8 +191,8 @@ def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
     if subset == "corrected":
         from worker.pipeline.curation import load_evidence
 
-        rescued = correctable(run, samples.labels, snap.decisions.reason == "noise")
         evidence = load_evidence(run)
+        rescued = correctable(samples.labels, snap.decisions.reason == "noise", evidence)
         if evidence is not None:
             labels = np.where(rescued, evidence["suggested"], labels)
     chosen = subset_indices(run, samples.labels, snap.decisions.kept, subset, seed, rescued)

@@ -120,7 +120,11 @@ def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray
     run.require_images("retraining")
     # The preview counts every rule-dropped sample the evidence can correct; a reviewer's
     # drop is only told apart when the job takes its snapshot (select_subset).
-    rescued = correctable(run, labels, ~kept) if cfg.subset == "corrected" else None
+    rescued = None
+    if cfg.subset == "corrected":
+        from worker.pipeline.curation import load_evidence
+
+        rescued = correctable(labels, ~kept, load_evidence(run))
     return resolve(cfg, len(subset_indices(run, labels, kept, cfg.subset, cfg.seed,
                                            rescued)))[1]
 
