@@ -57,7 +57,7 @@ def feature_badges(meta: dict) -> list:
                                    "features know little about the images, so the flags are "
                                    "near chance"))
     if isinstance(evidence.get("gauge"), int | float):
-        g = judge(float(evidence["gauge"]))
+        g = judge(float(evidence["gauge"]), extract)
         out.append(dbc.Badge(f"features {g.value:.2f} · {g.level}", color=GAUGE_COLORS[g.level],
                              class_name="me-1 gauge-badge", title=g.line))
     return out
@@ -68,10 +68,12 @@ def feature_advice(meta: dict) -> html.Div | None:
     (a fair or weak gauge); None when they are strong or not computed yet."""
     from worker.pipeline.gauge import judge
 
-    value = (meta.get("steps", {}).get("evidence", {}).get("gauge")
-             if isinstance(meta, dict) else None)
-    if not isinstance(value, int | float) or judge(float(value)).level == "strong":
+    steps = meta.get("steps", {}) if isinstance(meta, dict) else {}
+    value = steps.get("evidence", {}).get("gauge")
+    if not isinstance(value, int | float):
         return None
-    g = judge(float(value))
+    g = judge(float(value), steps.get("extract"))
+    if g.level == "strong":
+        return None
     return html.Div(g.line, id="feature-advice",
                     className=f"small text-{GAUGE_COLORS[g.level]} mb-2")

@@ -49,6 +49,23 @@ def test_verdict_levels():
     assert weak.level == "weak" and "efficientnet-lite0" in weak.line
 
 
+def test_the_advice_names_a_step_the_run_has_not_taken():
+    """A weak run on the pretrained default is told to fine-tune, not to use the backbone it
+    already uses; pixels and random weights are pointed at it; a features file at images."""
+    weak = FAIR_FROM - 1e-3
+    pretrained = judge(weak, {"model": "efficientnet-lite0", "pretrained": True,
+                              "finetune_epochs": 0}).advice
+    assert "--finetune" in pretrained and "efficientnet-lite0" not in pretrained
+    tuned = judge(weak, {"model": "efficientnet-lite0", "pretrained": True,
+                         "finetune_epochs": 5}).advice
+    assert "more --finetune epochs" in tuned
+    for extract in ({"model": "pixels", "pretrained": None},
+                    {"model": "resnet18", "pretrained": False}):
+        assert "pretrained default (--model efficientnet-lite0)" in judge(weak, extract).advice
+    own = judge(FAIR_FROM, {"model": "features", "finetune_epochs": 0}).advice
+    assert "from the images with --model efficientnet-lite0" in own
+
+
 def test_evaluate_and_the_pages_show_the_gauge(fresh_run):
     """Digits pixels separate the classes: strong, in the CLI's text and JSON, in run.json,
     and as a badge on the Runs and Curate pages (no advice line when strong)."""

@@ -116,16 +116,17 @@ def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
 def run_gauge(run: RunDir) -> Gauge | None:
     """The run's feature-quality gauge (worker.pipeline.gauge), or None before the
     cluster step. Runs clustered before the gauge existed get it from their files."""
-    done = run.read_meta().get("steps", {}).get("evidence", {})
+    steps = run.read_meta().get("steps", {})
+    done, extract = steps.get("evidence", {}), steps.get("extract")
     if isinstance(done.get("gauge"), int | float):
-        return judge(float(done["gauge"]))
+        return judge(float(done["gauge"]), extract)
     evidence = load_evidence(run)
     if evidence is None or not neighbours_path(run).is_file():
         return None
     samples = run.read_samples()
     return judge(neighbour_agreement(np.load(neighbours_path(run)), samples.labels,
                                      evidence["issue"].astype(bool), evidence["suggested"],
-                                     len(samples.classes)))
+                                     len(samples.classes)), extract)
 
 
 def class_code(samples: SampleTable, name: str) -> int:

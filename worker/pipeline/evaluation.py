@@ -15,7 +15,7 @@ import numpy as np
 from .clustering import RULES, decide
 from .curation import current_snapshot, load_agreement, load_evidence, rule_inputs, run_gauge
 from .errors import InputError
-from .gauge import judge
+from .gauge import Gauge
 from .rundir import RunDir
 
 CLEANLAB_CLASSIFIERS = ("logreg", "knn")
@@ -175,7 +175,7 @@ def format_features(info: dict) -> str:
         lines.append(f"warning: the features come from {info['model']} with random weights")
     gauge = info.get("gauge")
     if gauge:
-        lines.append(judge(gauge["value"]).line)
+        lines.append(Gauge(**gauge).line)
     return "\n".join(lines)
 
 

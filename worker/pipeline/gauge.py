@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .names import DEFAULT_IMAGE_MODEL
+
 # Cut points of the verdict, chosen on the detection grid (docs/benchmarks.md).
 STRONG_FROM = 0.70
 FAIR_FROM = 0.55
@@ -44,11 +46,28 @@ ADVICE = {
     "strong": "the features separate the classes; the flags are worth reviewing and "
               "dropping",
     "fair": "the flags are a useful review queue, but check them before dropping many; "
-            "--finetune or features from a stronger backbone may help",
-    "weak": "the features barely separate the classes, so the flags are near chance: use "
-            "the pretrained default (--model efficientnet-lite0), --finetune it, or bring "
-            "your own features (features:FILE.npy) before dropping anything",
+            "{better} may help",
+    "weak": "the features barely separate the classes, so the flags are near chance: "
+            "{better} before dropping anything",
 }
+
+
+def better_features(extract: dict | None) -> str:
+    """What to try next for better features, given the run's ``steps.extract`` record
+    (``model``, ``pretrained``, ``finetune_epochs``): never the step the run already took."""
+    extract = extract or {}
+    model, pretrained = extract.get("model"), extract.get("pretrained")
+    own = "bring your own features (features:FILE.npy)"
+    if model is None or (pretrained is None and model != "pixels"):
+        # A features file (or an unknown record): the images are the next thing to try.
+        return f"extract features from the images with --model {DEFAULT_IMAGE_MODEL}, " \
+               "or bring stronger features"
+    if pretrained is True:
+        if extract.get("finetune_epochs"):
+            return f"more --finetune epochs, or {own}"
+        return f"--finetune the network on your labels, or {own}"
+    # Raw pixels or a network with random weights.
+    return f"use the pretrained default (--model {DEFAULT_IMAGE_MODEL}), or {own}"
 
 
 def neighbour_agreement(neighbours: np.ndarray, labels: np.ndarray, issue: np.ndarray,
@@ -78,7 +97,9 @@ def neighbour_agreement(neighbours: np.ndarray, labels: np.ndarray, issue: np.nd
     return float(np.clip((share - chance) / (1.0 - chance), 0.0, 1.0))
 
 
-def judge(value: float) -> Gauge:
-    """The verdict for a gauge value."""
+def judge(value: float, extract: dict | None = None) -> Gauge:
+    """The verdict for a gauge value; ``extract`` (the run's ``steps.extract``) makes the
+    advice name a next step the run has not already taken."""
     level = "strong" if value >= STRONG_FROM else "fair" if value >= FAIR_FROM else "weak"
-    return Gauge(round(float(value), 3), level, ADVICE[level])
+    return Gauge(round(float(value), 3), level,
+                 ADVICE[level].format(better=better_features(extract)))
