@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import asdict, dataclass
+from html import escape
 
 import numpy as np
 
@@ -234,7 +235,9 @@ def overview_figure(emb: np.ndarray, labels: np.ndarray, classes: list[str],
         fig = class_figure(emb, dropped, background_url)
         fig["layout"]["dragmode"] = "zoom"
         return fig
-    data = [_points(emb, np.flatnonzero(labels == code), name=name,
+    # Plotly reads a subset of HTML in trace names (<a href>, <b>, ...); a class name is
+    # text, so its markup is escaped (Plotly shows the entities as the characters).
+    data = [_points(emb, np.flatnonzero(labels == code), name=escape(name, quote=False),
                     marker=dict(size=3, color=CLASS_COLOURS[code % len(CLASS_COLOURS)]))
             for code, name in enumerate(classes)]
     data.append(_points(emb, np.flatnonzero(~d.kept), name="dropped",

@@ -143,6 +143,49 @@ def _on_error(exc: Exception):
     return _text(500, "internal error (logged on the server)")
 
 
+def content_security_policy(app: dash.Dash) -> dict:
+    """The page's Content-Security-Policy: scripts only from this server plus the hashes of
+    Dash's own inline scripts (``app.csp_hashes()``), so markup that reaches the page from
+    user text (a class name, a path) cannot run script, inline or in an event handler.
+
+    ``'unsafe-eval'`` stays because Plotly's WebGL traces (the class maps are scattergl)
+    compile their shaders' glue with ``new Function``; it lets no injected markup run.
+    Styles may be inline: React and Plotly set them, and a style runs no script.
+    """
+    return {
+        "default-src": "'self'",
+        "script-src": ["'self'", "'unsafe-eval'", *app.csp_hashes()],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "connect-src": "'self'",
+        "font-src": ["'self'", "data:"],
+        "object-src": "'none'",
+        "frame-src": "'none'",
+        "base-uri": "'self'",
+        "form-action": "'self'",
+        "frame-ancestors": "'none'",
+    }
+
+
+def _secure_headers(app: dash.Dash) -> None:
+    """CSP and the other browser-side protections, by flask-talisman. HTTPS is the
+    deployment's business (the app binds to 127.0.0.1), so it neither redirects nor sets
+    HSTS."""
+    from flask_talisman import Talisman
+
+    talisman = Talisman(app.server, force_https=False, strict_transport_security=False,
+                        session_cookie_secure=False, frame_options="DENY",
+                        referrer_policy="no-referrer",
+                        content_security_policy=content_security_policy(app))
+
+    @app.server.before_request
+    def _hash_late_scripts() -> None:
+        # Dash adds inline scripts (the pages' clientside glue) at its first request, after
+        # create_app: hash them then. Talisman reads its policy on every response.
+        talisman.content_security_policy["script-src"] = \
+            content_security_policy(app)["script-src"]
+
+
 def _remember_token(response: Response) -> Response:
     token = request.args.get("token")
     if token and response.status_code < 400:
@@ -292,6 +335,7 @@ def create_app(config: Settings | None = None) -> dash.Dash:
     from .layout import shell
 
     app.layout = shell()
+    _secure_headers(app)  # after the layout and every callback: the hashes cover them
     return app
 
 

@@ -555,7 +555,7 @@ def _gallery(data, state, code, view: logic.PageView, run_id) -> tuple[str, int]
         f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
         f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'
         f'<div class="small text-muted"><span style="color:{REASON_MARKS[it["reason"]][1]}">'
-        f'{REASON_MARKS[it["reason"]][0]}</span> #{it["index"]}{it["evidence"]}</div>'
+        f'{REASON_MARKS[it["reason"]][0]}</span> #{it["index"]}{escape(it["evidence"])}</div>'
         f'<div class="small gallery-why">{escape(it["why"])}</div>'
         f'<button type="button" data-sample="{it["index"]}" '
         f'class="btn btn-sm w-100 gallery-toggle btn-{"success" if it["kept"] else "danger"}" '
