@@ -236,10 +236,22 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
         # Clustering takes milliseconds, so it runs here rather than as a job.
         cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule,
                      mapper=_class_mapper(a, run))
-    skipped = run.read_meta().get("n_skipped", 0)
-    print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {skipped} unreadable "
-          f"images skipped{', see skipped.csv' if skipped else ''})")
+    print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {_skipped_text(run)})")
     _print_summary(run)
+
+
+def _skipped_text(run) -> str:
+    """How many files ingest left out, and why: '0 skipped' or '3 skipped (2 unreadable,
+    1 links outside the dataset folder; see skipped.csv)'."""
+    from .pipeline.datasets import OUTSIDE
+
+    rows = run.read_skipped()
+    if not rows:
+        return "0 files skipped"
+    outside = sum(reason == OUTSIDE for _, reason in rows)
+    parts = [f"{len(rows) - outside} unreadable" if len(rows) > outside else "",
+             f"{outside} {OUTSIDE}" if outside else ""]
+    return f"{len(rows)} files skipped ({', '.join(p for p in parts if p)}; see skipped.csv)"
 
 
 def cmd_extract(a: argparse.Namespace) -> None:
@@ -257,9 +269,7 @@ def cmd_extract(a: argparse.Namespace) -> None:
     with run_lock(run, f"curator extract (pid {os.getpid()})"):
         ds = ensure_ingested(run, dataset, bar)
         feats = extract(run, ds, opts, bar)
-    skipped = run.read_meta().get("n_skipped", 0)
-    print(f"features: {run.features} {feats.shape[0]}×{feats.shape[1]}; "
-          f"{skipped} unreadable images skipped")
+    print(f"features: {run.features} {feats.shape[0]}×{feats.shape[1]}; {_skipped_text(run)}")
 
 
 def cmd_embed(a: argparse.Namespace) -> None:

@@ -8,6 +8,7 @@ import pytest
 from app import curate_logic as logic
 from app.data import current_state, run_data
 from worker.pipeline.errors import InputError
+from worker.pipeline.rundir import RunDir
 from worker.pipeline.store import CurationStore
 
 
@@ -164,6 +165,30 @@ def test_the_form_reads_files_only_under_the_data_roots(root, tmp_path):
         run_id, params = new_run_params("new", f"folder:{data}/imgs", "train", None, "label",
                                         None, 0, "pixels", None, 0, 30)
     assert params["dataset"]["spec"] == f"folder:{data}/imgs"
+
+
+def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_folder):
+    """Issue 21: the New-run form's pipeline job (run in-process, as the app's dispatcher
+    runs it) never reads a linked file or class folder that leaves the dataset folder."""
+    import shutil
+
+    from app.server import create_app
+    from tests.unit.test_datasets import _links_out
+    from worker.jobs import run_job
+    from worker.settings import Settings
+
+    data = tmp_path / "data"
+    shutil.copytree(small_folder, data / "imgs")
+    _links_out(data / "imgs", tmp_path / "outside")
+    app = create_app(Settings(runs_root=root, data_roots=(data,)))
+    with app.server.test_request_context("/"):
+        run_id, params = runs_page().new_run_params(
+            "linked", f"folder:{data}/imgs", "train", None, "label", None, 0, "pixels", None,
+            0, 30)
+    run_job(root, run_id, "pipeline", params, "job-linked")
+    run = RunDir(root / "linked")
+    assert {p for p, _ in run.read_skipped()} == {"cat/leak.jpg", "evil/"}
+    assert len(run.read_samples()) == 91 and "evil" not in run.read_samples().classes
 
 
 def test_client_model_carries_what_the_browser_needs(root):

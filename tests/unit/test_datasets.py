@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +150,32 @@ def test_all_images_corrupt_is_an_error(tmp_path):
         ingest(run, DatasetOptions(parse_spec(f"folder:{tmp_path / 'd'}")))
     assert not list((tmp_path / "run").glob(".thumbnails*"))  # no half file left
     assert not run.exists()  # bad input leaves no run in the making to list or resume
+
+
+def _links_out(folder: Path, outside: Path) -> None:
+    """A file link and a class-folder link in ``folder`` that resolve to ``outside``."""
+    outside.mkdir()
+    first = sorted((folder / "cat").glob("*.jpg"))[0]
+    (outside / "secret.jpg").write_bytes(first.read_bytes())
+    (folder / "cat" / "leak.jpg").symlink_to(outside / "secret.jpg")
+    (folder / "evil").symlink_to(outside)
+    (folder / "ship" / "inside.jpg").symlink_to(first)  # a link that stays inside is kept
+
+
+def test_links_that_leave_the_dataset_folder_are_skipped_and_listed(small_folder, tmp_path):
+    """Issue 21: a symlink to a file or class folder outside the dataset folder is never
+    read; it is listed in skipped.csv with the reason, and the CLI's summary counts it."""
+    from tests.unit.test_cli import curator
+
+    _links_out(small_folder, tmp_path / "outside")
+    out = tmp_path / "run"
+    r = curator("extract", "--dataset", f"folder:{small_folder}", "--model", "pixels",
+                "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "2 files skipped (2 links outside the dataset folder; see skipped.csv)" in r.stdout
+    run = RunDir(out)
+    assert dict(run.read_skipped()) == {"cat/leak.jpg": "links outside the dataset folder",
+                                        "evil/": "links outside the dataset folder"}
+    samples = run.read_samples()
+    assert samples.classes == ["airplane", "cat", "ship"] and len(samples) == 91
+    assert "ship/inside.jpg" in samples.paths and len(np.load(run.thumbnails)) == 91

@@ -193,20 +193,46 @@ def _read_cifar10(root: Path, split: str) -> tuple[np.ndarray, np.ndarray, list[
     return images, np.asarray(labels, dtype=np.int64), classes, paths
 
 
-def _list_folder(root: Path, split: str) -> tuple[list[str], np.ndarray, list[str]]:
+OUTSIDE = "links outside the dataset folder"
+
+
+def _leaves(link: Path, root: Path) -> bool:
+    """Whether ``link`` (a symbolic link) resolves outside ``root`` (resolved)."""
+    return not link.resolve().is_relative_to(root)
+
+
+def _list_folder(root: Path, split: str
+                 ) -> tuple[list[str], np.ndarray, list[str], list[tuple[str, str]]]:
+    """The images of a class-per-folder dataset: (paths relative to ``root``, labels,
+    classes, skipped). A class folder or file that is a link resolving outside ``root`` is
+    not read: it is listed in ``skipped`` (path, reason), as unreadable images are."""
     base = root / split if all((root / s).is_dir() for s in SPLITS) else root
     if base == root and split == "test":
         raise InputError(f"{root} has no train/ and test/ folders: use --split train")
-    classes = sorted(p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+    inside = root.resolve()
+    skipped: list[tuple[str, str]] = []
+    classes = []
+    for p in sorted(base.iterdir()):
+        if not p.is_dir() or p.name.startswith("."):
+            continue
+        if p.is_symlink() and _leaves(p, inside):
+            skipped.append((p.relative_to(root).as_posix() + "/", OUTSIDE))
+        else:
+            classes.append(p.name)
     if not classes:
         raise InputError(f"no class subfolders in {base}: expected {base}/<class>/<image>")
     paths, labels = [], []
     for code, name in enumerate(classes):
+        # rglob does not descend into linked folders, so only a file itself can be a link.
         for f in sorted((base / name).rglob("*")):
-            if f.suffix.lower() in IMAGE_SUFFIXES and f.is_file():
-                paths.append(f.relative_to(root).as_posix())
-                labels.append(code)
-    return paths, np.asarray(labels, dtype=np.int64), classes
+            if f.suffix.lower() not in IMAGE_SUFFIXES or not f.is_file():
+                continue
+            if f.is_symlink() and _leaves(f, inside):
+                skipped.append((f.relative_to(root).as_posix(), OUTSIDE))
+                continue
+            paths.append(f.relative_to(root).as_posix())
+            labels.append(code)
+    return paths, np.asarray(labels, dtype=np.int64), classes, skipped
 
 
 # --------------------------------------------------------------------------- labels
@@ -461,8 +487,8 @@ def open_dataset(spec: DatasetSpec) -> Dataset:
         images, labels, classes, paths = reader
         table = SampleTable(paths, labels, np.full(len(labels), -1, np.int64), classes)
         return Dataset(spec, table, arrays=images)
-    paths, labels, classes = _list_folder(spec.root, spec.split)  # type: ignore[arg-type]
+    paths, labels, classes, skipped = _list_folder(spec.root, spec.split)  # type: ignore[arg-type]
     if not paths:
         raise InputError(f"no images found under {spec.root} ({spec.split} split)")
     table = SampleTable(paths, labels, np.full(len(labels), -1, np.int64), classes)
-    return Dataset(spec, table)
+    return Dataset(spec, table, skipped=skipped)

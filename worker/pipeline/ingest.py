@@ -188,7 +188,7 @@ def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
     ds.samples = ds.samples.subset(ok)
     if ds.arrays is not None:
         ds.arrays = ds.arrays[ok]
-    ds.skipped = skipped
+    ds.skipped = [*ds.skipped, *skipped]  # after the links the listing left out
     _write_run(run, opts, ds, exact=bool(exact[ok].all()), native_size=int(np.median(sides[ok])))
 
 
