@@ -81,7 +81,7 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     samples = run.read_samples()
     emb = run.load_embedding()
     # The cluster step saves feature-space neighbours; older runs get them computed here.
-    nn = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else \
+    nn = run.load_array(neighbours_path(run), "cluster") if neighbours_path(run).is_file() else \
         feature_neighbours(run.load_features())
     evidence = load_evidence(run)
     inputs = rule_inputs(load_agreement(run), evidence)

@@ -29,6 +29,7 @@ from werkzeug.exceptions import HTTPException
 
 from worker.jobs import get_dispatcher, resolve_run
 from worker.pipeline.errors import InputError
+from worker.pipeline.rundir import RunDir, load_npy
 from worker.settings import Settings, load_settings
 
 from . import caching
@@ -50,6 +51,7 @@ def dispatcher():
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DASH_UPDATE = "/_dash-update-component"
+FILE_ROUTES = ("/thumb/", "/background/", "/download/")
 
 
 def _text(status: int, message: str) -> Response:
@@ -132,6 +134,11 @@ def _on_error(exc: Exception):
     a bad component-suite path is a 404; the rest is a logged 500."""
     if isinstance(exc, HTTPException):
         return exc
+    if isinstance(exc, InputError) and request.path.startswith(FILE_ROUTES):
+        # A damaged run file behind an image or download: the run's fault, named in one
+        # line (the Curate page says the same), not a server error.
+        current_app.logger.warning("%s: %s", request.path, exc)
+        return _text(404, str(exc).splitlines()[0][:300])
     if request.path == DASH_UPDATE and isinstance(
             exc, InputError | DashException | TypeError | KeyError | ValueError | AttributeError
             | IndexError | ArithmeticError):
@@ -196,7 +203,7 @@ def _remember_token(response: Response) -> Response:
 @files.memoize(timeout=3600)
 def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
     """PNG bytes of one thumbnail (cached: thumbnails never change for a run)."""
-    thumbs = np.load(Path(run_path) / "thumbnails.npy", mmap_mode="r")
+    thumbs = load_npy(Path(run_path) / "thumbnails.npy", "ingest", mmap=True)
     if not 0 <= index < len(thumbs):
         abort(404)
     buf = io.BytesIO()
@@ -208,7 +215,6 @@ def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
 def _run_dataset(run_path: str, mtime: int):  # noqa: ANN202 - Dataset
     """The run's dataset (its samples table read once per ``mtime`` of samples.csv)."""
     from worker.pipeline.ingest import open_run_dataset
-    from worker.pipeline.rundir import RunDir
 
     return open_run_dataset(RunDir(Path(run_path)))
 
@@ -244,12 +250,11 @@ def image_png(run_path: str, index: int, mtime: int) -> bytes:
 def background_png(run_path: str, mtimes: tuple[int, int]) -> bytes:
     """The class view's backdrop of every point, tinted by class (cached per embedding
     and samples table: ``mtimes`` are theirs)."""
-    from worker.pipeline.rundir import RunDir
-
     from .background import render_png
 
-    samples = RunDir(Path(run_path)).read_samples()
-    return render_png(np.load(Path(run_path) / "embedding.npy"), samples.labels, samples.classes)
+    run = RunDir(Path(run_path))
+    samples = run.read_samples()
+    return render_png(run.load_embedding(), samples.labels, samples.classes)
 
 
 def _register_routes(server: Flask) -> None:

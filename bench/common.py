@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import tarfile
 import time
 from collections.abc import Callable
@@ -61,11 +62,24 @@ def cifar_mini_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
     return _unpacked("cifar10-mini", "cifar10-jpeg-mini.tar.gz", dest)
 
 
+def place(src: Path, dest: Path) -> None:
+    """Put ``src`` at ``dest`` as a hard link (a copy across file systems). Not a symbolic
+    link: the dataset listing skips links that leave the dataset folder (issue 21)."""
+    if dest.is_symlink():  # laid out by an older version of these helpers
+        dest.unlink()
+    if dest.exists():
+        return
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
 def cifar_subset(root: Path, per_class: int,
                  test_per_class: int | None = None) -> tuple[Path, Path]:
-    """A stratified CIFAR-10 subset of ``root`` as symlinks: the first ``per_class`` train
-    images of each class, and the first ``test_per_class`` test images of each class (the
-    whole clean test split when None); plus the CIFAR-10N labels CSV cut to it.
+    """A stratified CIFAR-10 subset of ``root`` as hard links: the first ``per_class``
+    train images of each class, and the first ``test_per_class`` test images of each class
+    (the whole clean test split when None); plus the CIFAR-10N labels CSV cut to it.
 
     Returns
     -------
@@ -77,16 +91,12 @@ def cifar_subset(root: Path, per_class: int,
     dest = root.parent / f"cifar10-{tag}"
     keep = set()
     for split, n in (("train", per_class), ("test", test_per_class)):
-        if split == "test" and n is None:
-            if not (dest / "test").exists():
-                os.symlink((root / "test").resolve(), dest / "test")
-            continue
+        if split == "test" and (dest / "test").is_symlink():
+            (dest / "test").unlink()
         for cls in sorted(p.name for p in (root / split).iterdir()):
             (dest / split / cls).mkdir(parents=True, exist_ok=True)
             for f in sorted((root / split / cls).glob("*.jpg"))[:n]:
-                link = dest / split / cls / f.name
-                if not link.exists():
-                    os.symlink(f.resolve(), link)
+                place(f.resolve(), dest / split / cls / f.name)
                 if split == "train":
                     keep.add(f"train/{cls}/{f.name}")
     labels = dest.parent / f"cifar10n-{tag}.csv"

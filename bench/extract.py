@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from bench.common import SHARED, cifar_folder, machine, timed
+from bench.common import SHARED, cifar_folder, machine, place, timed
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.features import FeatureOptions, _precision, extract
 from worker.pipeline.ingest import DatasetOptions, ingest
@@ -82,11 +82,11 @@ def main() -> None:
     files = sorted(src.rglob("*.jpg"))[: args.limit]
     work = Path(tempfile.mkdtemp(prefix="bench-extract-"))
     try:
-        # Lay the chosen files out as an image folder (symlinks) for our side.
+        # Lay the chosen files out as an image folder (hard links) for our side.
         root = work / "data"
         for f in files:
             (root / f.parent.name).mkdir(parents=True, exist_ok=True)
-            (root / f.parent.name / f.name).symlink_to(f)
+            place(f, root / f.parent.name / f.name)
         files = sorted(root.rglob("*.jpg"))  # the same order our folder listing uses
         side = _backbone(args.model).input_size
         print(f"# extraction, {args.model} at {side} px, {len(files)} JPEGs · {machine()}",

@@ -51,18 +51,15 @@ def run_rows() -> list[dict]:
     return out
 
 
-def run_counts(run_id: str) -> dict | None:
+def run_counts(run_id: str) -> dict:
     """Flagged, overridden and dropped counts of a clustered run as stored now, and the F1
-    of what is dropped against the true noise when true labels are known (None when the
-    run cannot be curated yet). Uses the Curate page's caches (app.data)."""
+    of what is dropped against the true noise when true labels are known. Uses the Curate
+    page's caches (app.data). Raises InputError when a file of the run cannot be read."""
     from app.data import current_state, run_data
     from worker.pipeline.evaluation import detection_scores
 
-    try:
-        data = run_data(settings().runs_root, run_id)
-        state = current_state(data)
-    except InputError:
-        return None
+    data = run_data(settings().runs_root, run_id)
+    state = current_state(data)
     d, samples = state.decisions, data.samples
     f1 = (detection_scores(~d.kept, samples.labels != samples.true_labels)["f1"]
           if samples.has_truth else None)
@@ -70,8 +67,7 @@ def run_counts(run_id: str) -> dict | None:
             "dropped": int((~d.kept).sum()), "f1": f1}
 
 
-def _counts_cells(r: dict) -> list[html.Td]:
-    c = run_counts(r["id"]) if r["steps"]["cluster"] else None
+def _counts_cells(c: dict | None) -> list[html.Td]:
     if c is None:
         return [html.Td("-"), html.Td("-"), html.Td("-")]
     return [html.Td(f"{c['flagged']:,}"), html.Td(f"{c['overridden']:,}"),
@@ -79,19 +75,28 @@ def _counts_cells(r: dict) -> list[html.Td]:
                     title=f"{c['dropped']:,} dropped, scored against the true labels")]
 
 
+def _broken_row(run_id: str, error: str) -> html.Tr:
+    return html.Tr([html.Td(run_id), html.Td(dbc.Badge("cannot be read", color="danger"),
+                                             className="small"),
+                    html.Td(error, colSpan=7, className="small text-danger")])
+
+
 def _row(r: dict) -> html.Tr:
+    """One run's row; a run whose files cannot be read is one broken row that says why."""
     if r["error"]:
-        return html.Tr([html.Td(r["id"]), html.Td(dbc.Badge("cannot be read", color="danger"),
-                                                  className="small"),
-                        html.Td(r["error"], colSpan=7, className="small text-danger")])
+        return _broken_row(r["id"], r["error"])
     ready = r["steps"]["cluster"]
-    recent = JobStore(r["store"]).list()[:3] if r["store"].is_file() else []
+    try:
+        counts = run_counts(r["id"]) if ready else None
+        recent = JobStore(r["store"]).list()[:3] if r["store"].is_file() else []
+    except InputError as exc:
+        return _broken_row(r["id"], str(exc))
     jobs = [j for j in recent if j["status"] not in FINAL or j["status"] == "failed"][:2]
     return html.Tr([
         html.Td(dcc.Link(r["id"], href=f"/curate/{r['id']}") if ready else r["id"]),
         html.Td(html.Code(r["dataset"] or "-", className="small")),
         html.Td([html.Span(r["model"], className="me-1"), *r["badges"]]),
-        html.Td(f"{r['n']:,}"), *_counts_cells(r),
+        html.Td(f"{r['n']:,}"), *_counts_cells(counts),
         html.Td([dbc.Badge(s, color="success" if ok else "light",
                            text_color=None if ok else "secondary", class_name="me-1")
                  for s, ok in r["steps"].items()]),

@@ -97,7 +97,8 @@ def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
             run.mark_step("evidence", key=step["key"], gauge=gauge and gauge.value)
         return
     features = run.load_array(run.features, "extract", mmap=True)
-    neighbours = np.load(neighbours_path(run)) if neighbours_path(run).is_file() else None
+    neighbours = run.load_array(neighbours_path(run), "cluster") \
+        if neighbours_path(run).is_file() else None
     if neighbours is None or len(neighbours) != len(samples):
         neighbours = feature_neighbours(features)
         save_npy(neighbours_path(run), neighbours)
@@ -124,7 +125,8 @@ def run_gauge(run: RunDir) -> Gauge | None:
     if evidence is None or not neighbours_path(run).is_file():
         return None
     samples = run.read_samples()
-    return judge(neighbour_agreement(np.load(neighbours_path(run)), samples.labels,
+    return judge(neighbour_agreement(run.load_array(neighbours_path(run), "cluster"),
+                                     samples.labels,
                                      evidence["issue"].astype(bool), evidence["suggested"],
                                      len(samples.classes)), extract)
 
@@ -240,7 +242,7 @@ def recorded_clusters(run: RunDir, samples: SampleTable
             or step.get("clusters_mtime") != path.stat().st_mtime_ns:
         return None
     params = step.get("params", {})
-    clusters = np.load(path)
+    clusters = run.load_array(path, "cluster")
     if len(clusters) != len(samples):
         return None
     codes = {name: c for c, name in enumerate(samples.classes)}
@@ -285,7 +287,8 @@ def corrected_labels(labels: np.ndarray, relabels: dict[int, int]) -> np.ndarray
 
 def load_agreement(run: RunDir) -> np.ndarray | None:
     """kNN label agreement, shape (N,) float32, or None for runs clustered before it."""
-    return np.load(agreement_path(run)) if agreement_path(run).is_file() else None
+    return run.load_array(agreement_path(run), "cluster") if agreement_path(run).is_file() \
+        else None
 
 
 def load_evidence(run: RunDir) -> dict[str, np.ndarray] | None:
@@ -294,7 +297,7 @@ def load_evidence(run: RunDir) -> dict[str, np.ndarray] | None:
     paths = evidence_paths(run)
     if not all(p.is_file() for p in paths.values()):
         return None
-    return {k: np.load(p) for k, p in paths.items()}
+    return {k: run.load_array(p, "cluster") for k, p in paths.items()}
 
 
 def rule_inputs(agreement: np.ndarray | None,

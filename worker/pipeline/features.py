@@ -313,7 +313,7 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
     key = cache_key(run, opts)
     cached = run.cache / f"features-{key}.npy"
     if cached.is_file():
-        feats = np.load(cached)
+        feats = run.load_array(cached, "extract")
         report(progress, len(feats), len(feats), "extract: reused cached features")
     else:
         thumbs = run.load_array(run.thumbnails, "extract")
@@ -359,7 +359,7 @@ def _copy_features(run: RunDir, ds: Dataset, opts: FeatureOptions,
                          ).hexdigest()[:16]
     done = run.read_meta().get("steps", {}).get("extract", {})
     if done.get("cache_key") == key and run.features.is_file():
-        return np.load(run.features, mmap_mode="r")
+        return run.load_array(run.features, "extract", mmap=True)
     feats = np.load(src, mmap_mode="r")
     n = len(feats)
     if n != len(ds.samples):

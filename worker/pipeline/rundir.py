@@ -36,6 +36,43 @@ import numpy as np
 from .datasets import SampleTable
 from .errors import InputError
 
+# How each step's files are made again, for the messages about a missing or damaged one.
+REMAKE = {
+    "ingest": "make the run again from its dataset ('curator pipeline --dataset SPEC "
+              "--out NEW_DIR')",
+    "extract": "run 'curator extract --out RUN' to make it again",
+    "embed": "run 'curator embed RUN' to make it again",
+    "cluster": "run 'curator cluster RUN' to make it again",
+}
+
+
+def no_permission(path: Path, write: bool = False) -> InputError:
+    """The one line for a run file this user may not read (or write)."""
+    return InputError(f"permission denied {'writing' if write else 'reading'} {path}: give "
+                      "this user access to the run folder and its files (chmod/chown), or "
+                      "run as their owner")
+
+
+def damaged_file(path: Path, what: str, fix: str) -> InputError:
+    """The one line for a run file that exists but cannot be used."""
+    return InputError(f"{path} is damaged ({what}): {fix}")
+
+
+def load_npy(path: Path, step: str, mmap: bool = False) -> np.ndarray:
+    """Load an .npy a run owns; a missing, damaged or forbidden file is one
+    :class:`InputError` that names the file and how ``step`` (a key of ``REMAKE``) makes
+    it again."""
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"{path.name} is missing in {path.parent}: "
+                         f"{REMAKE[step]}") from None
+    except PermissionError:
+        raise no_permission(path) from None
+    except (ValueError, OSError, EOFError):
+        raise damaged_file(path, "truncated, or not a NumPy array",
+                           f"move it away and {REMAKE[step]}") from None
+
 
 def now_iso() -> str:
     """The current UTC time, ISO 8601, second precision."""
@@ -179,7 +216,17 @@ class RunDir:
         return self if self.store.is_file() else self.require()
 
     def read_meta(self) -> dict[str, Any]:
-        return json.loads(self.require().run_json.read_text())
+        """``run.json``; damaged or forbidden, one :class:`InputError` naming it."""
+        try:
+            meta = json.loads(self.require().run_json.read_text())
+        except PermissionError:
+            raise no_permission(self.run_json) from None
+        except (ValueError, UnicodeDecodeError, OSError):
+            meta = None
+        if not isinstance(meta, dict):
+            raise damaged_file(self.run_json, "not a JSON object", "restore it from a backup, "
+                               "or " + REMAKE["ingest"])
+        return meta
 
     def require_images(self, what: str) -> RunDir:
         """Refuse ``what`` (e.g. "an image-folder export") for a run made from a features
@@ -221,14 +268,28 @@ class RunDir:
                 w.writerow([i, p, samples.classes[lab], samples.classes[true] if true >= 0 else ""])
 
     def read_samples(self) -> SampleTable:
-        classes = self.read_meta()["classes"]
-        codes = {c: k for k, c in enumerate(classes)}
+        """``samples.csv``; damaged (a row short, a class ``run.json`` does not name, fewer
+        rows than the run has samples) or forbidden, one :class:`InputError` naming it."""
+        meta = self.read_meta()
+        classes = meta.get("classes")
+        codes = {c: k for k, c in enumerate(classes or [])}
         paths, labels, true = [], [], []
-        with open(self.samples_csv, newline="") as fh:
-            for row in csv.DictReader(fh):
-                paths.append(row["path"])
-                labels.append(codes[row["label"]])
-                true.append(codes[row["true_label"]] if row["true_label"] else -1)
+        try:
+            with open(self.samples_csv, newline="", encoding="utf-8") as fh:
+                for row in csv.DictReader(fh):
+                    paths.append(row["path"])
+                    labels.append(codes[row["label"]])
+                    true.append(codes[row["true_label"]] if row["true_label"] else -1)
+        except FileNotFoundError:
+            raise InputError(f"samples.csv is missing in {self.path}: "
+                             f"{REMAKE['ingest']}") from None
+        except PermissionError:
+            raise no_permission(self.samples_csv) from None
+        except (KeyError, TypeError, ValueError, csv.Error):
+            paths = None
+        if paths is None or not classes or len(paths) != meta.get("n_samples", len(paths)):
+            raise damaged_file(self.samples_csv, "rows missing or unreadable",
+                               "restore it from a backup, or " + REMAKE["ingest"])
         return SampleTable(paths, np.asarray(labels, np.int64), np.asarray(true, np.int64),
                            classes)
 
@@ -246,10 +307,8 @@ class RunDir:
 
     # -- arrays -------------------------------------------------------------
     def load_array(self, path: Path, step: str, mmap: bool = False) -> np.ndarray:
-        """Load an .npy the run owns, or explain which step makes it."""
-        if not path.is_file():
-            raise InputError(f"{path.name} is missing in {self.path}: run 'curator {step}' first")
-        return np.load(path, mmap_mode="r" if mmap else None)
+        """Load an .npy the run owns (:func:`load_npy`)."""
+        return load_npy(path, step, mmap)
 
     def load_features(self) -> np.ndarray:
         return self.load_array(self.features, "extract")

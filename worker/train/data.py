@@ -107,7 +107,7 @@ def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray]:
     from worker.pipeline.ingest import thumbnail
 
     test, codes = _test_dataset(run)
-    size = int(np.load(run.thumbnails, mmap_mode="r").shape[1])
+    size = int(run.load_array(run.thumbnails, "ingest", mmap=True).shape[1])
     images, labels = [], []
     for i in range(len(test.samples)):
         try:
@@ -207,7 +207,7 @@ def load_train_data(run: RunDir, indices: np.ndarray,
     """Images from ingest's thumbnails (exact for CIFAR-size data) plus the test set;
     ``labels`` (shape like ``indices``) are the ones to train with, default the given."""
     samples = run.read_samples()
-    thumbs = np.load(run.thumbnails, mmap_mode="r")
+    thumbs = run.load_array(run.thumbnails, "ingest", mmap=True)
     x = np.ascontiguousarray(np.asarray(thumbs[indices]).transpose(0, 3, 1, 2))
     y = samples.labels[indices] if labels is None else labels
     test = _test_split_images(run) if _has_test_split(run) else None

@@ -144,6 +144,8 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
     """
     validate(cfg)
     run.require_images("retraining")
+    if run.thumbnails.is_file():  # damaged, it is named here, not in the trainer's traceback
+        run.load_array(run.thumbnails, "ingest", mmap=True)
     from worker.pipeline.export import check_export_name
 
     chosen = select_subset(run, cfg.subset, cfg.seed)
