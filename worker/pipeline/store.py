@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .rundir import now_iso
+from .rundir import no_permission, now_iso
 
 DECISIONS = ("keep", "drop")
 
@@ -32,6 +33,11 @@ def damaged(path: Path, exc: sqlite3.DatabaseError) -> InputError | None:
     text = str(exc).lower()
     if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
         return None
+    if isinstance(exc, sqlite3.OperationalError) and (
+            "readonly" in text or "unable to open" in text or "permission" in text):
+        # A file or folder this user may not write (SQLite's WAL needs both): a permission
+        # to grant, not a damaged store to replace, which would throw the curation away.
+        return no_permission(path, write=os.access(path, os.R_OK))
     return InputError(f"{path} cannot be read ({text.splitlines()[0][:80]}): restore it from a "
                       "backup, or move it away and run 'curator cluster' on the run again")
 
