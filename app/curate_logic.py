@@ -102,16 +102,12 @@ def set_params(runs_root: Path, run_id: str, code: int | None, eps: float | None
     if min_samples is None:
         raise InputError("min_samples must be a whole number of at least 1: the box is "
                          "empty or out of range")
-    try:
-        eps, min_samples = float(eps), float(min_samples)
-    except (TypeError, ValueError):
-        raise InputError(f"eps and min_samples must be numbers, got {eps!r} and "
-                         f"{min_samples!r}") from None
-    check_params(eps, min_samples)
-    min_samples = int(min_samples)
-    if not all_classes and not (isinstance(code, int) and 0 <= code < len(data.samples.classes)):
+    if not all_classes and not (isinstance(code, int) and not isinstance(code, bool)
+                                and 0 <= code < len(data.samples.classes)):
         raise InputError(f"no class {code!r} in this run: pick one from the class list")
     targets = range(len(data.samples.classes)) if all_classes else [code]
+    eps, min_samples = check_params(eps, min_samples,
+                                    largest=max(len(data.members[c]) for c in targets))
     what = "all classes" if all_classes else f"class {data.samples.classes[int(code)]}"
 
     def unchanged(c: int) -> bool:

@@ -216,12 +216,12 @@ def show_plan(subset, model, batch, epochs, nproc, _job, run_id):
     """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
     warning when that is too few optimizer steps to train."""
     from app.data import current_state, run_data
-    from worker.jobs import coerce_train_config, train_config
+    from worker.jobs import train_config
     from worker.train.launch import plan_for
 
     try:
-        cfg = coerce_train_config(train_config(
-            _train_params(subset, model, batch, epochs, nproc or 1)))
+        # plan_for checks every number (worker.pipeline.params), as the job will.
+        cfg = train_config(_train_params(subset, model, batch, epochs, nproc or 1))
         # The page's cached state: no second clustering of every class for a preview.
         data = run_data(settings().runs_root, run_id)
         plan = plan_for(data.run, cfg, data.samples.labels,

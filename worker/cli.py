@@ -14,8 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
-# (each command imports what it needs when it runs).
 from .pipeline.errors import InputError
 from .pipeline.names import (
     DEFAULT_IMAGE_MODEL,
@@ -26,6 +24,10 @@ from .pipeline.names import (
     RULES,
     SUBSETS,
 )
+
+# Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
+# (each command imports what it needs when it runs).
+from .pipeline.params import check, cli_type
 from .pipeline.progress import Cancelled, TqdmProgress
 
 if TYPE_CHECKING:
@@ -47,12 +49,13 @@ def _dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--labels", type=Path, metavar="CSV", help="CSV with path,label columns")
     g.add_argument("--label-column", default="label", help="label column of --labels")
     g.add_argument("--true-label-column", help="column of --labels holding clean labels")
-    g.add_argument("--inject-noise", type=float, default=0.0, metavar="RATE",
+    g.add_argument("--inject-noise", type=cli_type("inject_noise"), default=0.0, metavar="RATE",
                    help="flip this fraction of labels (true labels are recorded)")
     g.add_argument("--noise-kind", default="symmetric", choices=NOISE_KINDS,
                    help="symmetric: to any other class; pairs: each class to one fixed "
                         "partner (cat↔dog, automobile↔truck, …)")
-    g.add_argument("--seed", type=int, default=0, help="for noise injection and sampling")
+    g.add_argument("--seed", type=cli_type("seed"), default=0,
+                   help="for noise injection and sampling")
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -60,15 +63,16 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--model", default=None, choices=MODEL_NAMES, metavar="NAME",
                    help=f"one of: {', '.join(MODEL_NAMES)} (default {DEFAULT_IMAGE_MODEL}, "
                         "ImageNet-pretrained, for images; pixels for digits)")
-    g.add_argument("--input-size", type=int, default=None, metavar="PX",
+    g.add_argument("--input-size", type=cli_type("input_size"), default=None, metavar="PX",
                    help="side images are resized to for the network (default: the model's "
                         "own, 160 for efficientnet-lite0)")
     g.add_argument("--weights", type=Path, metavar="FILE", help="local weights file")
-    g.add_argument("--finetune", type=int, default=0, metavar="EPOCHS",
+    g.add_argument("--finetune", type=cli_type("finetune"), default=0, metavar="EPOCHS",
                    help="fine-tune on the dataset before extraction")
-    g.add_argument("--batch-size", type=int, default=256, help="images per extraction batch")
+    g.add_argument("--batch-size", type=cli_type("extract_batch"), default=256,
+                   help="images per extraction batch")
     g.add_argument("--device", default=None, help="auto | cpu | cuda[:N]")
-    g.add_argument("--workers", type=int, default=None, help="DataLoader workers")
+    g.add_argument("--workers", type=cli_type("workers"), default=None, help="DataLoader workers")
     g.add_argument("--precision", default="auto", choices=PRECISIONS,
                    help="inference precision; auto = bf16 on CUDA and on CPUs with native "
                         "bf16, else fp32")
@@ -76,21 +80,23 @@ def _model_args(p: argparse.ArgumentParser) -> None:
 
 def _embed_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("embedding")
-    g.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity")
-    g.add_argument("--pca-dims", type=int, default=50, help="PCA before t-SNE")
-    g.add_argument("--n-iter", type=int, default=300,
+    g.add_argument("--perplexity", type=cli_type("perplexity"), default=30.0,
+                   help="t-SNE perplexity")
+    g.add_argument("--pca-dims", type=cli_type("pca_dims"), default=50, help="PCA before t-SNE")
+    g.add_argument("--n-iter", type=cli_type("n_iter"), default=300,
                    help="t-SNE iterations after early exaggeration (default 300)")
-    g.add_argument("--exaggeration-iter", type=int, default=150,
+    g.add_argument("--exaggeration-iter", type=cli_type("exaggeration_iter"), default=150,
                    help="early-exaggeration iterations (default 150)")
     g.add_argument("--gradient", default="auto", choices=["auto", "fft", "bh"])
 
 
 def _cluster_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("clustering")
-    g.add_argument("--eps", type=float, help="DBSCAN eps (default: automatic per class)")
-    g.add_argument("--min-samples", type=int, help="DBSCAN min_samples (default 5)")
+    g.add_argument("--eps", type=cli_type("eps"), help="DBSCAN eps (default: automatic per class)")
+    g.add_argument("--min-samples", type=cli_type("min_samples"),
+                   help="DBSCAN min_samples (default 5)")
     g.add_argument("--rule", choices=RULES, help=f"flagging rule (default {DEFAULT_RULE})")
-    g.add_argument("--shards", type=int, metavar="N",
+    g.add_argument("--shards", type=cli_type("shards"), metavar="N",
                    help="share the per-class work out as N Celery jobs to 'curator worker' "
                         "processes (needs CURATOR_BROKER_URL; 0 = here; default: 4 per live "
                         "worker from 200,000 samples when a broker is set, else here)")
@@ -162,8 +168,6 @@ def _class_mapper(a: argparse.Namespace, run: RunDir):
     from .shards import AUTO_SHARD_MIN, SHARDS_PER_WORKER, celery_mapper
 
     shards = a.shards
-    if shards is not None and shards < 0:
-        raise InputError(f"--shards must be 0 or more, got {shards}")
     if not load_settings().broker_url:
         if shards:
             raise InputError("--shards needs a broker: set CURATOR_BROKER_URL and start "
@@ -458,11 +462,8 @@ def cmd_experiment(a: argparse.Namespace) -> None:
 
     run = _rundir(a.run).require()
     subsets = [s for s in a.subsets.split(",") if s]
-    try:
-        batch_sizes = [None if b == "auto" else int(b) for b in a.batch_sizes.split(",") if b]
-    except ValueError:
-        raise InputError(f"--batch-sizes must be integers or 'auto', got {a.batch_sizes!r}") \
-            from None
+    batch_sizes = [None if b.strip() == "auto" else check("train_batch", b)
+                   for b in a.batch_sizes.split(",") if b.strip()]
     configs = [_train_config(a, subset=s, batch_size=b, seed=seed, name=None)
                for s in subsets for b in batch_sizes for seed in range(a.seeds)]
     out = run_experiment(run, a.name or "comparison", configs, _train_printer())
@@ -559,8 +560,16 @@ EXAMPLES = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument mistake is one line and exit status 2, like every other bad input
+    (argparse's default prints its usage block first). ``-h`` still shows the usage."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {message} (see '{self.prog} -h')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="curator", formatter_class=_Help,
         description="tsne-curator: find training images that hurt a model (t-SNE + per-class "
                     "DBSCAN + label evidence), curate them, export, and retrain to check.",
@@ -589,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = add("embed", cmd_embed, "PCA + t-SNE of the run's features")
     sp.add_argument("run", type=Path)
-    sp.add_argument("--seed", type=int, default=0, help="PCA and t-SNE seed")
+    sp.add_argument("--seed", type=cli_type("seed"), default=0, help="PCA and t-SNE seed")
     _embed_args(sp)
 
     sp = add("cluster", cmd_cluster, "per-class DBSCAN; print the summary table")
@@ -619,21 +628,25 @@ def build_parser() -> argparse.ArgumentParser:
         g = sp.add_argument_group("training")
         g.add_argument("--model", default="resnet18",
                        help="torchvision ResNet (resnet18…152) or cifar-resnet20/32/44/56")
-        g.add_argument("--epochs", type=int,
+        g.add_argument("--epochs", type=cli_type("epochs"),
                        help="default: enough for 600 optimizer steps, 10 to 100")
-        g.add_argument("--nproc", type=int, default=1, help="processes (GPUs) per node")
-        g.add_argument("--lr", type=float, help="at batch 256, scaled linearly (default 0.1)")
-        g.add_argument("--weight-decay", type=float, default=5e-4, help="L2 penalty")
-        g.add_argument("--label-smoothing", type=float, default=0.0, help="0 to <1")
+        g.add_argument("--nproc", type=cli_type("nproc"), default=1,
+                       help="processes (GPUs) per node")
+        g.add_argument("--lr", type=cli_type("lr"),
+                       help="at batch 256, scaled linearly (default 0.1)")
+        g.add_argument("--weight-decay", type=cli_type("weight_decay"), default=5e-4,
+                       help="L2 penalty")
+        g.add_argument("--label-smoothing", type=cli_type("label_smoothing"), default=0.0,
+                       help="0 to <1")
         g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"],
                        help="lars for global batches of 4k and more")
-        g.add_argument("--warmup-epochs", type=int, default=1,
+        g.add_argument("--warmup-epochs", type=cli_type("warmup_epochs"), default=1,
                        help="linear warm-up before the cosine decay")
         g.add_argument("--device", default="auto", help="auto | cpu | cuda")
         g.add_argument("--name", help="output name under RUN/train (or RUN/experiments)")
         m = sp.add_argument_group("multi-node (torchrun c10d rendezvous)")
-        m.add_argument("--nnodes", type=int, default=1, help="hosts taking part")
-        m.add_argument("--node-rank", type=int)
+        m.add_argument("--nnodes", type=cli_type("nnodes"), default=1, help="hosts taking part")
+        m.add_argument("--node-rank", type=cli_type("node_rank"))
         m.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous")
         m.add_argument("--rdzv-id", help="job id shared by all nodes")
 
@@ -643,9 +656,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="filtered (kept samples), full, random (filtered's size), or "
                          "corrected (filtered plus the flagged samples whose suggested label "
                          "is confident, relabelled)")
-    sp.add_argument("--batch-size", type=int,
+    sp.add_argument("--batch-size", type=cli_type("train_batch"),
                     help="global batch (default: a power of two ≤ images/32, 16 to 256)")
-    sp.add_argument("--seed", type=int, default=0, help="training seed")
+    sp.add_argument("--seed", type=cli_type("seed"), default=0, help="training seed")
     train_args(sp)
 
     sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
@@ -653,18 +666,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--subsets", default="full,filtered,random", help="comma-separated")
     sp.add_argument("--batch-sizes", default="auto",
                     help="comma-separated global batches; 'auto' chooses from the subset size")
-    sp.add_argument("--seeds", type=int, default=3, help="seeds per subset and batch size")
+    sp.add_argument("--seeds", type=cli_type("seeds"), default=3,
+                    help="seeds per subset and batch size")
     train_args(sp)
 
     sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
     sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")
     sp.add_argument("--host", help="default 127.0.0.1 (CURATOR_HOST)")
-    sp.add_argument("--port", type=int, help="default 8050 (CURATOR_PORT)")
+    sp.add_argument("--port", type=cli_type("port"), help="default 8050 (CURATOR_PORT)")
     sp.add_argument("--debug", action="store_true", help="Dash dev tools and reloader")
 
     sp = add("worker", cmd_worker, "start a Celery worker (needs CURATOR_BROKER_URL)")
     sp.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu")
-    sp.add_argument("--concurrency", type=int, default=1, help="jobs at a time")
+    sp.add_argument("--concurrency", type=cli_type("concurrency"), default=1, help="jobs at a time")
     sp.add_argument("--loglevel", default="INFO", help="Celery log level")
     sp.add_argument("--name", help="worker node name (default curator-PID@host)")
 

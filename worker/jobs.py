@@ -136,34 +136,11 @@ def train_config(params: dict) -> TrainConfig:
         raise InputError(f"bad training settings: {exc}") from None
 
 
-def coerce_train_config(cfg: TrainConfig) -> TrainConfig:
-    """Numbers typed into a form arrive as floats, strings or empty: integer fields become
-    ints, and an empty epochs, batch size or learning rate means "choose from the subset"."""
-    optional = ("epochs", "batch_size", "lr")
-    for name in ("epochs", "batch_size", "nproc", "warmup_epochs", "seed", "nnodes", "lr"):
-        value = getattr(cfg, name)
-        if value in (None, "") and name in optional:
-            setattr(cfg, name, None)
-            continue
-        try:
-            number = float(value)
-            if name != "lr":
-                if number != int(number):
-                    raise ValueError
-                number = int(number)
-        except (TypeError, ValueError):
-            raise InputError(f"{name.replace('_', ' ')} must be a "
-                             f"{'number' if name == 'lr' else 'whole number'}, got {value!r}"
-                             ) from None
-        setattr(cfg, name, number)
-    return cfg
-
-
 def _do_train(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     """DDP training under torchrun; a re-delivered job resumes from its checkpoint."""
     from .train.launch import launch
 
-    summary = launch(run.require(), coerce_train_config(train_config(params)), progress)
+    summary = launch(run.require(), train_config(params), progress)
     return {k: v for k, v in summary.items() if k != "config"} | {
         "train_dir": f"train/{summary['config']['name']}"}
 

@@ -25,6 +25,17 @@ def _int_env(name: str, default: int) -> int:
         raise InputError(f"CURATOR_{name} must be a whole number, got {text!r}") from None
 
 
+def _number_env(name: str, param: str, default: int) -> int:
+    """A setting with a parameter's range (worker.pipeline.params), named as the variable."""
+    from .pipeline.errors import InputError
+    from .pipeline.params import PARAMS, check
+
+    try:
+        return int(check(param, _env(name, str(default))))
+    except InputError as exc:
+        raise InputError(str(exc).replace(PARAMS[param].flag, f"CURATOR_{name}", 1)) from None
+
+
 @dataclass(frozen=True)
 class Settings:
     """Process-wide settings; build with :func:`load_settings`."""
@@ -72,10 +83,10 @@ def load_settings() -> Settings:
         visibility_timeout=_int_env("VISIBILITY_TIMEOUT", 6 * 3600),
         stale_after_s=_int_env("STALE_AFTER", 20),
         host=_env("HOST", "127.0.0.1"),
-        port=_int_env("PORT", 8050),
+        port=_number_env("PORT", "port", 8050),
         auth_token=_env("AUTH_TOKEN", ""),
         device=_env("DEVICE", "auto"),
-        num_workers=_int_env("NUM_WORKERS", min(4, os.cpu_count() or 1)),
+        num_workers=_number_env("NUM_WORKERS", "workers", min(4, os.cpu_count() or 1)),
         allowed_hosts=tuple(h.strip().lower() for h in _env("ALLOWED_HOSTS", "").split(",")
                             if h.strip()),
         max_body_bytes=_int_env("MAX_BODY_BYTES", 16 * 1024 * 1024),

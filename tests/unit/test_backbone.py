@@ -130,5 +130,5 @@ def test_random_weights_print_one_warning_and_are_recorded(small_folder, tmp_pat
 def test_an_input_size_out_of_range_is_one_line(small_folder, tmp_path):
     r = curator("extract", "--dataset", f"folder:{small_folder}", "--input-size", "8",
                 "--out", str(tmp_path / "run"))
-    assert r.returncode == 2 and "--input-size must be 32 to 512" in r.stderr
+    assert r.returncode == 2 and "--input-size: must be a whole number from 32 to 512" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

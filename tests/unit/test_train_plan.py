@@ -89,18 +89,33 @@ def test_identical_seeds_have_no_spread_to_test():
 
 
 def test_form_values_are_coerced_or_refused_in_one_line():
-    from worker.jobs import coerce_train_config, train_config
+    from worker.jobs import train_config
     from worker.pipeline.errors import InputError
+    from worker.train.launch import check_numbers
 
-    cfg = coerce_train_config(train_config({"batch_size": "", "epochs": 3.0, "nproc": "2",
-                                            "lr": "0.05"}))
+    cfg = check_numbers(train_config({"batch_size": "", "epochs": 3.0, "nproc": "2",
+                                      "lr": "0.05"}))
     assert (cfg.batch_size, cfg.epochs, cfg.nproc, cfg.lr) == (None, 3, 2, 0.05)
-    for params, message in (({"epochs": 2.5}, "epochs must be a whole number"),
-                            ({"batch_size": "abc"}, "batch size must be a whole number"),
-                            ({"lr": "fast"}, "lr must be a number"),
-                            ({"nproc": None}, "nproc must be a whole number")):
+    for params, message in (({"epochs": 2.5}, "--epochs must be a whole number"),
+                            ({"batch_size": "abc"}, "--batch-size must be a whole number"),
+                            ({"lr": "fast"}, "--lr must be a number > 0"),
+                            ({"lr": float("inf")}, "--lr must be a number > 0"),
+                            ({"epochs": 1e12}, "--epochs must be a whole number from 1 to"),
+                            ({"nproc": None}, "--nproc must be a whole number"),
+                            ({"nnodes": 1, "node_rank": 5}, "--node-rank must be .* < 1"),
+                            ({"weight_decay": float("nan")}, "--weight-decay must be")):
         with pytest.raises(InputError, match=message):
-            coerce_train_config(train_config(params))
+            check_numbers(train_config(params))
+
+
+def test_a_batch_larger_than_the_subset_is_refused():
+    from worker.pipeline.errors import InputError
+    from worker.train.launch import TrainConfig
+    from worker.train.plan import resolve
+
+    assert resolve(TrainConfig(batch_size=500), 500)[0].batch_size == 500
+    with pytest.raises(InputError, match=r"from 1 to 500 \(the subset's size\), got 501"):
+        resolve(TrainConfig(batch_size=501), 500)
 
 
 def test_the_verdict_names_the_subset_to_ship():

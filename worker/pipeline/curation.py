@@ -31,6 +31,7 @@ from .clustering import (
     map_classes,
 )
 from .datasets import SampleTable
+from .dbscan import check_params
 from .errors import InputError
 from .evidence import DENSE_MAX, EVIDENCE_VERSION, knn_evidence, label_evidence
 from .gauge import Gauge, judge, neighbour_agreement
@@ -184,6 +185,9 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
         stored = {}
     ms_default = min_samples if min_samples is not None else DEFAULT_MIN_SAMPLES
     targets = list(range(n_classes)) if not classes else [class_code(samples, c) for c in classes]
+    if eps is not None or min_samples is not None:  # before anything is stored
+        check_params(1.0 if eps is None else eps, ms_default,
+                     largest=int(np.bincount(samples.labels, minlength=n_classes)[targets].max()))
     missing = [c for c in range(n_classes) if c not in stored]
     # What each class should get: eps None means "automatic, at this min_samples".
     wanted: dict[int, tuple[float | None, int]] = dict.fromkeys(missing, (None, ms_default))

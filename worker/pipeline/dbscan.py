@@ -22,17 +22,19 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import Delaunay, QhullError, cKDTree
 
-from .errors import InputError
+from .params import check
 
 SMALL_N = 32
 
 
-def check_params(eps: float, min_samples: int) -> None:
-    """Raise a one-line :class:`InputError` for eps ≤ 0 or min_samples < 1."""
-    if not np.isfinite(eps) or eps <= 0:
-        raise InputError(f"eps must be a positive number, got {eps}")
-    if not np.isfinite(min_samples) or int(min_samples) != min_samples or min_samples < 1:
-        raise InputError(f"min_samples must be an integer of at least 1, got {min_samples}")
+def check_params(eps: object, min_samples: object, largest: int | None = None
+                 ) -> tuple[float, int]:
+    """``(eps, min_samples)`` checked against their ranges (worker.pipeline.params);
+    ``largest`` is the size of the largest class they apply to, which min_samples may not
+    exceed (every point would be noise)."""
+    return (check("eps", eps),
+            int(check("min_samples", min_samples, high=largest, why=" (the class's size)")
+                if largest is not None else check("min_samples", min_samples)))
 
 
 def sklearn_dbscan(points: np.ndarray, eps: float, min_samples: int) -> np.ndarray:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .errors import InputError
+from .params import check
 from .progress import Cancelled, ProgressFn, report
 from .rundir import RunDir, save_npy
 
@@ -26,12 +27,32 @@ class EmbeddingOptions:
     0.852) and a 2% higher KL (docs/method.md).
     """
 
-    pca_dims: int = 50
-    perplexity: float = 30.0
+    pca_dims: int = 50  # DEFAULT_PCA_DIMS
+    perplexity: float = 30.0  # DEFAULT_PERPLEXITY
     n_iter: int = 300
     seed: int = 0
     gradient: str = "auto"  # "fft", "bh", or "auto": FFT from FFT_MIN_N points up
     exaggeration_iter: int = 150
+
+    def __post_init__(self) -> None:
+        # Checked when the options are made (CLI, form, job record), before any work.
+        for name in ("pca_dims", "perplexity", "n_iter", "seed", "exaggeration_iter"):
+            object.__setattr__(self, name, check(name, getattr(self, name)))
+        if self.gradient not in ("auto", "fft", "bh"):
+            raise InputError(f"--gradient must be auto, fft or bh, got {self.gradient!r}")
+
+    def check_data(self, n: int, d: int) -> None:
+        """The bounds the data set: perplexity < N/3 and pca-dims ≤ D. The defaults adapt to
+        a small run instead (perplexity shrinks, PCA is skipped); a value the user chose is
+        refused rather than silently changed."""
+        if self.perplexity != DEFAULT_PERPLEXITY:
+            check("perplexity", self.perplexity, high=(n - 1) / 3.0, strict=True,
+                  why=f" (a third of the {n} samples)")
+        if self.pca_dims != DEFAULT_PCA_DIMS:
+            check("pca_dims", self.pca_dims, high=d, why=f" (the {d} feature dimensions)")
+
+
+DEFAULT_PERPLEXITY, DEFAULT_PCA_DIMS = 30.0, 50
 
 
 # FFT interpolation has a fixed cost per iteration that dominates small maps: on digits
@@ -183,12 +204,9 @@ def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
     n = len(x)
     if n < 4:
         raise InputError(f"t-SNE needs at least 4 samples, got {n}")
-    if opts.perplexity <= 0:
-        raise InputError(f"perplexity must be positive, got {opts.perplexity}")
-    # openTSNE needs 3·perplexity < N; shrink it for tiny datasets instead of failing.
+    opts.check_data(n, x.shape[1])
+    # openTSNE needs 3·perplexity < N; the default shrinks for tiny datasets.
     perplexity = min(opts.perplexity, (n - 1) / 3.0)
-    if opts.n_iter < 0 or opts.exaggeration_iter < 0:
-        raise InputError("t-SNE iteration counts must be 0 or more")
     x = pca_reduce(x, opts.pca_dims, opts.seed)
     ee = opts.exaggeration_iter
     total = ee + opts.n_iter

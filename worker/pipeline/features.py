@@ -37,6 +37,7 @@ from .models import (
     resolve_precision,
 )
 from .names import default_model
+from .params import check, check_optional
 from .progress import ProgressFn, report
 from .rundir import RunDir, atomic_path, save_npy
 
@@ -57,19 +58,17 @@ class FeatureOptions:
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
-        lo, hi = INPUT_SIZE_RANGE
-        if self.input_size is not None and not (
-                isinstance(self.input_size, int) and lo <= self.input_size <= hi):
-            raise InputError(f"--input-size must be {lo} to {hi} pixels, got "
-                             f"{self.input_size}")
+        checked = {"finetune_epochs": check("finetune", self.finetune_epochs),
+                   "batch_size": check("extract_batch", self.batch_size),
+                   "num_workers": check("workers", self.num_workers),
+                   "seed": check("seed", self.seed),
+                   "input_size": check_optional("input_size", self.input_size)}
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
     def for_dataset(self, kind: str) -> FeatureOptions:
         """These options with ``model`` filled in for a dataset of ``kind``."""
         return self if self.model else replace(self, model=default_model(kind))
-
-
-# The input sides a user may ask for: below 32 px the networks' strides leave nothing.
-INPUT_SIZE_RANGE = (32, 512)
 
 
 class _FileImages(torch.utils.data.Dataset):
@@ -302,10 +301,6 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
     """
     opts = opts.for_dataset(ds.spec.kind)
     check_model_name(opts.model)
-    if opts.batch_size < 1:
-        raise InputError(f"--batch-size must be at least 1, got {opts.batch_size}")
-    if opts.finetune_epochs < 0:
-        raise InputError(f"--finetune must be 0 or more epochs, got {opts.finetune_epochs}")
     if opts.model == "pixels" and (opts.weights or opts.finetune_epochs):
         raise InputError("'pixels' takes no --weights or --finetune; pick a network model")
     if ds.spec.kind == "features":

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.params import check, check_optional
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.rundir import RunDir, save_npy, write_text
 
@@ -58,25 +59,41 @@ class TrainConfig:
         return f"{self.subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}"
 
 
+# TrainConfig's numbers and their names in worker.pipeline.params; the optional ones (None
+# or an empty form box: chosen from the subset's size) first.
+OPTIONAL_NUMBERS = {"epochs": "epochs", "batch_size": "train_batch", "lr": "lr"}
+NUMBERS = {"nproc": "nproc", "weight_decay": "weight_decay",
+           "label_smoothing": "label_smoothing", "warmup_epochs": "warmup_epochs",
+           "seed": "seed", "nnodes": "nnodes"}
+
+
+def check_numbers(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with every number checked and typed (worker.pipeline.params), whether it came
+    from the CLI, a form (text, floats, empty boxes) or a job's JSON."""
+    for name, key in OPTIONAL_NUMBERS.items():
+        setattr(cfg, name, check_optional(key, getattr(cfg, name)))
+    for name, key in NUMBERS.items():
+        setattr(cfg, name, check(key, getattr(cfg, name)))
+    cfg.node_rank = check_optional("node_rank", cfg.node_rank, high=cfg.nnodes, strict=True,
+                                   why=" (below --nnodes)")
+    return cfg
+
+
 def validate(cfg: TrainConfig) -> None:
     """One-line errors for arguments that cannot work, before anything starts."""
     import torch
+
+    check_numbers(cfg)
 
     if cfg.model not in TRAIN_MODELS:
         raise InputError(f"unknown model {cfg.model!r}: choose one of "
                          f"{', '.join(TRAIN_MODELS)}")
     if cfg.subset not in SUBSETS:
         raise InputError(f"unknown subset {cfg.subset!r}: use one of {', '.join(SUBSETS)}")
-    if cfg.nproc < 1:
-        raise InputError(f"--nproc must be at least 1, got {cfg.nproc}")
-    if cfg.batch_size is not None and cfg.batch_size <= 0:
-        raise InputError(f"--batch-size must be positive, got {cfg.batch_size}")
     world = cfg.nproc * cfg.nnodes
     if cfg.batch_size is not None and cfg.batch_size < world:
         raise InputError(f"--batch-size {cfg.batch_size} is smaller than the {world} "
                          "processes: each needs at least one sample per step")
-    if cfg.epochs is not None and cfg.epochs < 1:
-        raise InputError(f"--epochs must be at least 1, got {cfg.epochs}")
     use_cuda = torch.cuda.is_available() and cfg.device != "cpu"
     have = torch.cuda.device_count() if use_cuda else (os.cpu_count() or 1)
     if cfg.nproc > have:
@@ -86,9 +103,6 @@ def validate(cfg: TrainConfig) -> None:
         raise InputError("--device cuda requested but CUDA is not available; use cpu")
     if cfg.optimizer not in ("sgd", "lars"):
         raise InputError(f"unknown optimizer {cfg.optimizer!r}: use sgd or lars")
-    if not 0 <= cfg.label_smoothing < 1 or cfg.weight_decay < 0 or (
-            cfg.lr is not None and not cfg.lr > 0):
-        raise InputError("need lr > 0, weight decay ≥ 0 and 0 ≤ label smoothing < 1")
 
 
 # What may differ between a training's config.json and a repeated request for it.

@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from worker.pipeline.params import check
+
 if TYPE_CHECKING:  # launch imports this module
     from .launch import TrainConfig
 
@@ -109,6 +111,9 @@ def make_plan(n: int, batch_size: int | None, epochs: int | None, lr: float | No
 
 
 def resolve(cfg: TrainConfig, n: int) -> tuple[TrainConfig, Plan]:
-    """``cfg`` with its left-out settings filled in for a subset of ``n`` images."""
+    """``cfg`` with its left-out settings filled in for a subset of ``n`` images (a batch
+    given is checked against ``n``)."""
+    if cfg.batch_size is not None:
+        check("train_batch", cfg.batch_size, high=n, why=" (the subset's size)")
     plan = make_plan(n, cfg.batch_size, cfg.epochs, cfg.lr, cfg.nproc * cfg.nnodes)
     return replace(cfg, batch_size=plan.batch_size, epochs=plan.epochs, lr=plan.lr), plan
