@@ -47,9 +47,9 @@ def test_labels_identical_to_sklearn_on_a_real_embedding(digits_run):
 
 
 @pytest.mark.parametrize("eps, ms, message", [
-    (0.0, 5, "eps must be a positive"), (-1.0, 5, "eps must be a positive"),
-    (float("nan"), 5, "eps must be a positive"), (1.0, 0, "min_samples must be"),
-    (1.0, 2.5, "min_samples must be"),
+    (0.0, 5, "--eps must be a number > 0"), (-1.0, 5, "--eps must be a number > 0"),
+    (float("nan"), 5, "--eps must be a number > 0"), (1.0, 0, "--min-samples must be"),
+    (1.0, 2.5, "--min-samples must be"),
 ])
 def test_bad_parameters_are_refused(eps, ms, message):
     with pytest.raises(InputError, match=message):

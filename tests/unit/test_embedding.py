@@ -43,9 +43,9 @@ def test_both_neighbour_paths_give_a_map_that_separates_digits(monkeypatch, exac
 
 def test_bad_embedding_options():
     x = np.random.default_rng(0).normal(size=(50, 5)).astype(np.float32)
-    with pytest.raises(InputError, match="iteration counts"):
+    with pytest.raises(InputError, match="--n-iter must be a whole number from 0"):
         tsne_2d(x, EmbeddingOptions(n_iter=-1))
-    with pytest.raises(InputError, match="perplexity must be positive"):
+    with pytest.raises(InputError, match="--perplexity must be a number > 0"):
         tsne_2d(x, EmbeddingOptions(perplexity=0))
     with pytest.raises(InputError, match="at least 4 samples"):
         tsne_2d(x[:3], EmbeddingOptions())

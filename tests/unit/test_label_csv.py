@@ -131,7 +131,7 @@ def test_a_non_numeric_setting_is_one_line():
     r = subprocess.run([CURATOR, "serve"], env={**os.environ, "CURATOR_PORT": "abc"},
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == \
-        "error: CURATOR_PORT must be a whole number, got 'abc'"
+        "error: CURATOR_PORT must be a whole number from 1 to 65,535, got abc"
 
 
 @settings(max_examples=150, deadline=None)

@@ -27,10 +27,9 @@ def _numeric_flags() -> list[tuple[str, str, str]]:
     out = []
     for command, parser in _commands().items():
         for action in parser._actions:
-            name = getattr(action.type, "__name__", "")
-            if action.option_strings and name.startswith("--"):
-                key = next(k for k, p in PARAMS.items() if p.flag == name and
-                           action.type.__qualname__.startswith("cli_type"))
+            key = getattr(action.type, "param", None)
+            if action.option_strings and key:
+                assert PARAMS[key].flag == action.option_strings[0]
                 out.append((command, action.option_strings[0], key))
     return out
 

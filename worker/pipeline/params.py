@@ -138,4 +138,5 @@ def cli_type(name: str):
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
 
     parse.__name__ = flag
+    parse.param = name  # type: ignore[attr-defined]  # which range: tests read it
     return parse
