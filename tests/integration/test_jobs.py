@@ -256,7 +256,7 @@ def test_cluster_shards_nobody_takes_are_run_by_the_command(broker_env, runs_roo
 
 @pytest.mark.parametrize("args, env_broker, message", [
     (["--shards", "2"], False, "--shards needs a broker"),
-    (["--shards", "-1"], True, "--shards must be 0 or more"),
+    (["--shards", "-1"], True, "--shards: must be a whole number from 0"),
 ])
 def test_bad_shards_are_one_line(broker_env, runs_root, digits_run, args, env_broker, message):
     out = _shardable_copy(digits_run, runs_root)

@@ -59,7 +59,7 @@ def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
 
 @pytest.mark.parametrize("cfg, message", [
     (TrainConfig(model="vgg16"), "unknown model"),
-    (TrainConfig(batch_size=0), "must be positive"),
+    (TrainConfig(batch_size=0), "--batch-size must be a whole number from 1"),
     (TrainConfig(batch_size=1, nproc=2), "smaller than the 2 processes"),
     (TrainConfig(nproc=64), "cannot run 64 processes"),
     (TrainConfig(subset="best"), "unknown subset"),
@@ -73,8 +73,8 @@ def test_cli_errors_and_empty_subset(fresh_run):
     CurationStore(fresh_run.store).set_overrides(range(1797), "drop")
     for args, message in ((["--subset", "filtered"], "filtered subset is empty"),
                           (["--model", "vgg16"], "unknown model"),
-                          (["--batch-size", "0"], "must be positive"),
-                          (["--epochs", "0"], "must be at least 1"),
+                          (["--batch-size", "0"], "--batch-size: must be a whole number"),
+                          (["--epochs", "0"], "--epochs: must be a whole number from 1"),
                           (["--nproc", "64"], "cannot run 64 processes")):
         r = subprocess.run([CURATOR, "retrain", str(fresh_run.path), *args],
                            capture_output=True, text=True, timeout=120)
