@@ -222,13 +222,13 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
     from .jobs import feature_params
     from .pipeline.curation import cluster_step
     from .pipeline.dbscan import check_params
-    from .pipeline.runlock import PIPELINE_LOCK, check_out_dir, run_lock
+    from .pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
 
     check_params(a.eps if a.eps is not None else 1.0,
                  a.min_samples if a.min_samples is not None else 1)
     run = _rundir(a.out)
     dataset = _dataset_opts(a)
-    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
     dispatcher, run_id = _dispatcher_for(a.out)
     # Held for the whole command, so a second pipeline on this --out is refused at once
     # rather than racing this one (the steps' own jobs take the step lock).
@@ -260,14 +260,14 @@ def _skipped_text(run) -> str:
 
 def cmd_extract(a: argparse.Namespace) -> None:
     from .pipeline.features import extract
-    from .pipeline.runlock import check_out_dir, run_lock
+    from .pipeline.runlock import claim_out_dir, run_lock
     from .pipeline.runner import ensure_ingested
 
     run = _rundir(a.out)
     dataset = _dataset_opts(a)
     if dataset is None and not run.exists():  # before the lock makes the folder
         raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
-    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
     opts = _feature_opts(a)  # bad options are refused before minutes of ingest
     bar = TqdmProgress()
     with run_lock(run, f"curator extract (pid {os.getpid()})"):

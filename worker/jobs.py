@@ -26,7 +26,7 @@ from .pipeline.ingest import DatasetOptions
 from .pipeline.jobstore import FINAL, JobStore
 from .pipeline.progress import Cancelled, ProgressFn
 from .pipeline.rundir import RunDir
-from .pipeline.runlock import PIPELINE_LOCK, check_out_dir, run_lock
+from .pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
 from .runs import list_runs, resolve_run, run_id_for  # noqa: F401 - re-exported
 from .settings import Settings
 
@@ -81,7 +81,7 @@ def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.runner import ensure_ingested
 
     dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
-    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
     with run_lock(run, "an extract job", wait=STEP_WAIT_S):
         ds = ensure_ingested(run, dataset, progress)
         feats = extract(run, ds, _feature_opts(params.get("features", {})), progress)

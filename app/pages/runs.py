@@ -18,6 +18,7 @@ from worker.pipeline.features import FeatureOptions
 from worker.pipeline.ingest import DatasetOptions
 from worker.pipeline.jobstore import FINAL, JobStore
 from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
+from worker.pipeline.runlock import claim_out_dir
 from worker.runs import list_runs, resolve_run
 from worker.settings import data_roots_of
 
@@ -215,7 +216,7 @@ def new_run_params(name, spec, split, labels, column, true_column, noise, model,
 def start_run(_n, *form):
     try:
         run_id, params = new_run_params(*form)
-        resolve_run(settings().runs_root, run_id).path.mkdir(parents=True)
+        claim_out_dir(resolve_run(settings().runs_root, run_id).path)
         job = dispatcher().submit(run_id, "pipeline", params)
     except InputError as exc:
         return error_alert(str(exc))

@@ -12,27 +12,52 @@ import pytest
 from tests.unit.test_cli import CURATOR, curator
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
-from worker.pipeline.runlock import PIPELINE_LOCK, check_out_dir, run_lock
+from worker.pipeline.runlock import MARKER, PIPELINE_LOCK, claim_out_dir, run_lock
 
 
 def test_out_dir_rules(tmp_path, digits_run):
-    check_out_dir(tmp_path / "new")  # missing: fine
+    claim_out_dir(tmp_path / "new")  # missing: fine
     (tmp_path / "empty").mkdir()
-    check_out_dir(tmp_path / "empty")
-    check_out_dir(digits_run.path)  # an existing run: fine
+    claim_out_dir(tmp_path / "empty")
+    claim_out_dir(digits_run.path)  # an existing run: fine
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="is a file"):
-        check_out_dir(tmp_path / "file")
+        claim_out_dir(tmp_path / "file")
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match="not a run"):
-        check_out_dir(tmp_path / "busy")
+        claim_out_dir(tmp_path / "busy")
     with pytest.raises(InputError, match="inside the dataset folder"):
-        check_out_dir(tmp_path / "data" / "runs" / "r1", tmp_path / "data")
-    # A first ingest killed mid-write leaves only its temp file: the retry may go on.
-    (tmp_path / "killed").mkdir()
+        claim_out_dir(tmp_path / "data" / "runs" / "r1", tmp_path / "data")
+    # A first ingest killed mid-write leaves its temp file in a folder we claimed: the
+    # retry may go on.
+    claim_out_dir(tmp_path / "killed")
     (tmp_path / "killed" / ".thumbnails.npy.host-123.abc.tmp.npy").write_bytes(b"half")
-    check_out_dir(tmp_path / "killed")
+    claim_out_dir(tmp_path / "killed")
+    assert (tmp_path / "new" / MARKER).is_file() and (tmp_path / "empty" / MARKER).is_file()
+
+
+def test_a_users_own_file_is_never_taken_for_a_run(tmp_path):
+    """Issue 21: a folder holding only the user's own ``curation.sqlite`` (or a temp-like
+    name) is not ours: refused in one line, the file untouched; a file, or a place this
+    user cannot write, as --out is one line too."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "curation.sqlite").write_bytes(b"my own database")
+    (mine / ".x.tmp").write_bytes(b"mine too")
+    for args in (["pipeline", "--dataset", "digits", "--out", str(mine)],
+                 ["extract", "--dataset", "digits", "--out", str(mine)]):
+        r = curator(*args)
+        assert r.returncode == 2 and "is not a run" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert (mine / "curation.sqlite").read_bytes() == b"my own database"
+    assert sorted(p.name for p in mine.iterdir()) == [".x.tmp", "curation.sqlite"]
+    (tmp_path / "file").write_text("x")
+    r = curator("pipeline", "--dataset", "digits", "--out", str(tmp_path / "file" / "run"))
+    assert r.returncode == 2 and "cannot be made a folder" in r.stderr, r.stderr
+    r = curator("pipeline", "--dataset", "digits", "--out", "/proc/curator-run")
+    assert r.returncode == 2 and r.stderr.startswith("error: --out /proc/curator-run"), r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_a_held_lock_refuses_a_second_writer_and_frees_on_exit(tmp_path):
@@ -126,6 +151,6 @@ def test_an_ingest_that_dies_after_its_thumbnails_leaves_a_run_a_retry_completes
         with pytest.raises(SystemExit):
             ensure_ingested(run, opts)
     assert run.thumbnails.is_file() and run.exists() and not run.step_done("ingest")
-    check_out_dir(run.path)  # a run in the making, not "holds other files"
+    claim_out_dir(run.path)  # a run in the making, not "holds other files"
     ds = ensure_ingested(run, opts)
     assert run.step_done("ingest") and len(ds.samples) == len(run.read_samples())

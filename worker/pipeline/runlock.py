@@ -27,33 +27,46 @@ from .rundir import RunDir
 
 STEP_LOCK = ".lock"
 PIPELINE_LOCK = ".pipeline.lock"
-# What a run folder may hold before run.json exists: locks, the job store that records
-# the pipeline's first job, and temp files of a first ingest that was killed (rundir's
-# atomic writes: ".<target>.<host>-<pid>.<random>.tmp[.npy]"; the retry sweeps them).
-_PRE_RUN = {STEP_LOCK, PIPELINE_LOCK, ".run.json.lock", "curation.sqlite",
-            "curation.sqlite-wal", "curation.sqlite-shm"}
+# Our in-progress marker: written into a new or empty --out before anything else, so a
+# folder without run.json is taken for a run being made only if we made it (a folder that
+# merely holds a file named curation.sqlite is the user's, not ours).
+MARKER = ".tsne-curator-run"
 
 
-def _pre_run(name: str) -> bool:
-    return name in _PRE_RUN or (name.startswith(".") and ".tmp" in name)
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is a run or a run in the making (our marker, or our run.json)."""
+    if (path / MARKER).is_file():
+        return True
+    run = RunDir(path)
+    return run.exists() and "steps" in run.read_meta()  # read_meta names a damaged file
 
 
-def check_out_dir(path: Path, dataset_root: Path | None = None) -> None:
-    """Refuse an ``--out`` that is a file, a folder with other things in it, or a folder
-    inside the dataset (whose class folders the run's own folders would join)."""
+def claim_out_dir(path: Path, dataset_root: Path | None = None) -> None:
+    """Make ``path`` a run folder, or refuse it in one line: a file, a folder holding
+    anything that is not ours, a folder inside the dataset (whose class folders the run's
+    own folders would join), or a place this user cannot write."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError(f"--out {path} is a file: give a folder for the run")
-    if path.is_dir() and not RunDir(path).exists():
-        others = [p.name for p in path.iterdir() if not _pre_run(p.name)]
-        if others:
-            raise InputError(f"--out {path} already holds {len(others)} other file(s) and is "
-                             "not a run: give a new or empty folder, or an existing run")
     if dataset_root is not None:
         root, target = Path(dataset_root).resolve(), path.resolve()
         if target == root or target.is_relative_to(root):
             raise InputError(f"--out {path} is inside the dataset folder {dataset_root}: "
                              "put runs somewhere else")
+    if path.is_dir() and not _ours(path):
+        others = [p.name for p in path.iterdir()]
+        if others:
+            raise InputError(f"--out {path} already holds {len(others)} file(s) and is not "
+                             "a run: give a new or empty folder, or an existing run")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / MARKER).touch()
+    except PermissionError:
+        raise InputError(f"--out {path}: permission denied creating the run there; give a "
+                         "folder this user can write") from None
+    except OSError as exc:
+        raise InputError(f"--out {path} cannot be made a folder ({exc.strerror}): give "
+                         "another place") from None
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from .features import FeatureOptions, extract
 from .ingest import DatasetOptions, ingest, open_run_dataset
 from .progress import ProgressFn
 from .rundir import RunDir
-from .runlock import check_out_dir, run_lock
+from .runlock import claim_out_dir, run_lock
 
 
 def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
@@ -61,7 +61,7 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
                  min_samples if min_samples is not None else 1)
     if rule is not None:
         check_rule(rule)
-    check_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
     with run_lock(run, "a pipeline step", wait=600.0):
         ds = ensure_ingested(run, dataset, progress)
         extract(run, ds, features, progress)
