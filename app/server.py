@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hmac
 import io
+import json
 import logging
 import re
 from pathlib import Path
@@ -52,6 +53,7 @@ def dispatcher():
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DASH_UPDATE = "/_dash-update-component"
 FILE_ROUTES = ("/thumb/", "/background/", "/download/")
+RUN_PAGES = ("curate", "results")
 
 
 def _text(status: int, message: str) -> Response:
@@ -69,6 +71,33 @@ def host_allowed(host_header: str, config: Settings) -> bool:
     if config.host not in ("0.0.0.0", "::", ""):
         allowed.add(config.host.lower())
     return bool(name) and name in allowed
+
+
+MAX_JSON_DEPTH = 64  # Dash's payloads nest a dozen levels; a figure in State a few more
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _callback_body() -> object | None:
+    """The callback request's JSON, or None when it is not strict JSON (NaN and Infinity
+    are not JSON; Dash would store them as numbers) or nests deeper than MAX_JSON_DEPTH
+    (a 100,000-deep body was a RecursionError, a 500)."""
+    try:
+        body = json.loads(request.get_data(cache=True), parse_constant=_reject_constant)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
+    stack = [(body, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return None
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return body
 
 
 def _callback_shape_ok(body: object) -> bool:
@@ -93,8 +122,14 @@ def _guard(app: Flask) -> Response | None:
     if denied is not None:
         return denied
     if request.path == DASH_UPDATE and request.method == "POST":
-        if not _callback_shape_ok(request.get_json(silent=True)):
-            return _text(400, "malformed callback request")
+        if not _callback_shape_ok(_callback_body()):
+            return _text(400, "malformed callback request (not strict JSON of Dash's shape)")
+    page, _, run_id = request.path.lstrip("/").partition("/")
+    if page in RUN_PAGES and run_id:
+        try:  # an over-long or odd run id is no page at all; a missing run says so in-page
+            resolve_run(config.runs_root, run_id)
+        except InputError:
+            return _text(404, "no such run")
     return None
 
 

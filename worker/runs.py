@@ -25,9 +25,17 @@ MAX_DEPTH = 4  # how deep run folders may be nested under the root
 def resolve_run(runs_root: Path, run_id: str) -> RunDir:
     """The run folder for ``run_id`` (a path relative to the runs root), never outside it."""
     root = Path(runs_root).resolve()
-    if not isinstance(run_id, str) or not run_id or "\x00" in run_id:
-        raise InputError(f"invalid run id {run_id!r}: give a folder inside the runs root {root}")
-    path = (root / run_id).resolve()
+    if not isinstance(run_id, str) or not run_id or "\x00" in run_id or len(run_id) > 1024 \
+            or any(len(part.encode("utf-8", "surrogatepass")) > 255
+                   for part in run_id.split("/")):
+        raise InputError(f"invalid run id {run_id[:80]!r}: give a folder inside the runs "
+                         f"root {root}" if isinstance(run_id, str) else
+                         f"invalid run id {run_id!r}: give a folder inside the runs root")
+    try:
+        path = (root / run_id).resolve()
+    except (OSError, RuntimeError, ValueError):  # a name the file system refuses, a link loop
+        raise InputError(f"invalid run id {run_id[:80]!r}: give a folder inside the runs "
+                         f"root {root}") from None
     if Path(run_id).is_absolute() or not path.is_relative_to(root) or path == root:
         raise InputError(f"invalid run id {run_id!r}: give a folder inside the runs root {root}")
     return RunDir(path)

@@ -115,3 +115,27 @@ def test_the_token_never_reaches_the_access_log(caplog):
                                ("127.0.0.1", "GET /?token=s3cret&x=1 HTTP/1.1", "200"), None)
     assert _RedactToken().filter(record)
     assert "s3cret" not in record.getMessage() and "token=***" in record.getMessage()
+
+
+def test_the_servers_edges_answer_4xx_and_log_no_traceback(client, caplog):
+    """Issue 21, item 6: nesting, NaN/Infinity, over-long or odd run names."""
+    hover = _hover_request(client, {"points": [{"customdata": [3], "bbox": {"x0": 1}}]},
+                           "digits")
+    caplog.set_level(logging.INFO)
+    deep = "[" * 30_000 + "]" * 30_000  # under the 64 kB cap; far past recursion limits
+    for raw in (deep, json.dumps(hover).replace('"digits"', "NaN"),
+                json.dumps(hover).replace('"digits"', "Infinity"),
+                json.dumps({**hover, "deep": json.loads("[" * 70 + "]" * 70)})):
+        r = client.post("/_dash-update-component", data=raw,
+                        headers={"Host": "127.0.0.1", "Content-Type": "application/json"})
+        assert r.status_code == 400 and b"not strict JSON" in r.data, r.status_code
+    assert client.post("/_dash-update-component", json=hover,
+                       headers={"Host": "127.0.0.1"}).status_code == 200
+    for page in ("curate", "results"):
+        for run_id in ("x" * 5000, "a/" * 600, "..", "../etc"):
+            r = client.get(f"/{page}/{run_id}", headers={"Host": "127.0.0.1"})
+            assert r.status_code == 404, (page, run_id[:20], r.status_code)
+        assert client.get(f"/{page}/digits", headers={"Host": "127.0.0.1"}).status_code == 200
+    for url in ("/thumb/" + "x" * 5000 + "/1.png", "/background/" + "y" * 5000 + ".png"):
+        assert client.get(url, headers={"Host": "127.0.0.1"}).status_code == 404
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
