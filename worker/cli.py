@@ -245,17 +245,18 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
 
 
 def _skipped_text(run) -> str:
-    """How many files ingest left out, and why: '0 skipped' or '3 skipped (2 unreadable,
-    1 links outside the dataset folder; see skipped.csv)'."""
-    from .pipeline.datasets import OUTSIDE
+    """How many files ingest left out, and why: '0 files skipped', or '3 skipped
+    (2 unreadable, 1 links outside the dataset folder; see skipped.csv)'."""
+    from collections import Counter
+
+    from .pipeline.datasets import EMPTY, OUTSIDE
 
     rows = run.read_skipped()
     if not rows:
         return "0 files skipped"
-    outside = sum(reason == OUTSIDE for _, reason in rows)
-    parts = [f"{len(rows) - outside} unreadable" if len(rows) > outside else "",
-             f"{outside} {OUTSIDE}" if outside else ""]
-    return f"{len(rows)} files skipped ({', '.join(p for p in parts if p)}; see skipped.csv)"
+    why = Counter(r if r in (OUTSIDE, EMPTY) else "unreadable" for _, r in rows)
+    parts = ", ".join(f"{n} {reason}" for reason, n in why.items())
+    return f"{len(rows)} files skipped ({parts}; see skipped.csv)"
 
 
 def cmd_extract(a: argparse.Namespace) -> None:

@@ -175,6 +175,7 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
     from app.server import create_app
     from tests.unit.test_datasets import _links_out
     from worker.jobs import run_job
+    from worker.pipeline.runlock import claim_out_dir
     from worker.settings import Settings
 
     data = tmp_path / "data"
@@ -185,9 +186,10 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
         run_id, params = runs_page().new_run_params(
             "linked", f"folder:{data}/imgs", "train", None, "label", None, 0, "pixels", None,
             0, 30)
+    claim_out_dir(root / run_id)  # as the form's start_run does before it submits the job
     run_job(root, run_id, "pipeline", params, "job-linked")
     run = RunDir(root / "linked")
-    assert {p for p, _ in run.read_skipped()} == {"cat/leak.jpg", "evil/"}
+    assert {p for p, _ in run.read_skipped()} == {"cat/leak.jpg", "evil/", "empty/"}
     assert len(run.read_samples()) == 91 and "evil" not in run.read_samples().classes
 
 

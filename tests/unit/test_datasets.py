@@ -160,6 +160,7 @@ def _links_out(folder: Path, outside: Path) -> None:
     (folder / "cat" / "leak.jpg").symlink_to(outside / "secret.jpg")
     (folder / "evil").symlink_to(outside)
     (folder / "ship" / "inside.jpg").symlink_to(first)  # a link that stays inside is kept
+    (folder / "empty").mkdir()  # a class of no images is no class, and says so
 
 
 def test_links_that_leave_the_dataset_folder_are_skipped_and_listed(small_folder, tmp_path):
@@ -172,10 +173,12 @@ def test_links_that_leave_the_dataset_folder_are_skipped_and_listed(small_folder
     r = curator("extract", "--dataset", f"folder:{small_folder}", "--model", "pixels",
                 "--out", str(out))
     assert r.returncode == 0, r.stderr
-    assert "2 files skipped (2 links outside the dataset folder; see skipped.csv)" in r.stdout
+    assert ("3 files skipped (2 links outside the dataset folder, 1 class folder holds no "
+            "images; see skipped.csv)") in r.stdout
     run = RunDir(out)
     assert dict(run.read_skipped()) == {"cat/leak.jpg": "links outside the dataset folder",
-                                        "evil/": "links outside the dataset folder"}
+                                        "evil/": "links outside the dataset folder",
+                                        "empty/": "class folder holds no images"}
     samples = run.read_samples()
     assert samples.classes == ["airplane", "cat", "ship"] and len(samples) == 91
     assert "ship/inside.jpg" in samples.paths and len(np.load(run.thumbnails)) == 91

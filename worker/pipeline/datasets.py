@@ -194,6 +194,7 @@ def _read_cifar10(root: Path, split: str) -> tuple[np.ndarray, np.ndarray, list[
 
 
 OUTSIDE = "links outside the dataset folder"
+EMPTY = "class folder holds no images"
 
 
 def _leaves(link: Path, root: Path) -> bool:
@@ -221,8 +222,9 @@ def _list_folder(root: Path, split: str
             classes.append(p.name)
     if not classes:
         raise InputError(f"no class subfolders in {base}: expected {base}/<class>/<image>")
-    paths, labels = [], []
-    for code, name in enumerate(classes):
+    members: dict[str, list[str]] = {}
+    for name in classes:
+        files = members[name] = []
         # rglob does not descend into linked folders, so only a file itself can be a link.
         for f in sorted((base / name).rglob("*")):
             if f.suffix.lower() not in IMAGE_SUFFIXES or not f.is_file():
@@ -230,8 +232,12 @@ def _list_folder(root: Path, split: str
             if f.is_symlink() and _leaves(f, inside):
                 skipped.append((f.relative_to(root).as_posix(), OUTSIDE))
                 continue
-            paths.append(f.relative_to(root).as_posix())
-            labels.append(code)
+            files.append(f.relative_to(root).as_posix())
+        if not files:  # a class of 0 images would be a class no one can review
+            skipped.append(((base / name).relative_to(root).as_posix() + "/", EMPTY))
+    classes = [c for c in classes if members[c]]
+    paths = [p for c in classes for p in members[c]]
+    labels = [code for code, c in enumerate(classes) for _ in members[c]]
     return paths, np.asarray(labels, dtype=np.int64), classes, skipped
 
 
