@@ -14,6 +14,7 @@ from app.panels import job_progress
 from app.server import dispatcher, settings
 from worker.jobs import feature_params
 from worker.pipeline.datasets import parse_spec
+from worker.pipeline.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.errors import InputError
 from worker.pipeline.features import FeatureOptions
 from worker.pipeline.ingest import DatasetOptions
@@ -198,13 +199,14 @@ def new_run_params(name, spec, split, labels, column, true_column, noise, model,
             inside_data_roots(what, Path(path))
     opts = DatasetOptions(parsed,
                           Path(labels) if labels else None, column or "label",
-                          true_column or None, float(noise or 0), 0)
+                          true_column or None, noise or 0, 0)
     feats = FeatureOptions(model=None if model in (None, "", DEFAULT_CHOICE) else model,
                            weights=Path(weights) if weights else None,
-                           finetune_epochs=int(finetune or 0), device=settings().device,
+                           finetune_epochs=finetune or 0, device=settings().device,
                            num_workers=settings().num_workers)
     return name, {"dataset": opts.to_json(), "features": feature_params(feats),
-                  "embedding": {"perplexity": float(perplexity or 30)}}
+                  "embedding": {"perplexity": EmbeddingOptions(
+                      perplexity=perplexity or DEFAULT_PERPLEXITY).perplexity}}
 
 
 @callback(

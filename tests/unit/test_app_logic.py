@@ -136,6 +136,13 @@ def test_new_run_form_validation(root):
         with pytest.raises(InputError, match="unknown dataset spec"):
             new_run_params("new", "imagenet", "train", None, "label", None, 0, "pixels",
                            None, 0, 30)
+        for noise, finetune, perplexity, message in (
+                (float("nan"), 0, 30, "--inject-noise must be"), (1.5, 0, 30, "inject-noise"),
+                (0, 1e20, 30, "--finetune must be"), (0, "2.5", 30, "--finetune must be"),
+                (0, 0, float("inf"), "--perplexity must be"), (0, 0, -5, "--perplexity")):
+            with pytest.raises(InputError, match=message):
+                new_run_params("new", "digits", "train", None, "label", None, noise, "pixels",
+                               None, finetune, perplexity)
         run_id, params = new_run_params("new", "digits", "train", None, "label", None, 0.1,
                                         "pixels", None, 0, 25)
     assert run_id == "new" and params["dataset"]["inject_noise"] == 0.1

@@ -30,6 +30,7 @@ from PIL import Image
 
 from .errors import InputError
 from .names import NOISE_KINDS
+from .params import check
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 SPLITS = ("train", "test")
@@ -457,8 +458,7 @@ def inject_noise(samples: SampleTable, rate: float, seed: int,
     one fixed partner (:func:`noise_partners`), the way people confuse cats and dogs.
     True labels become the labels before flipping, unless true labels were already known.
     """
-    if not (isinstance(rate, (int, float)) and 0.0 <= rate < 1.0):
-        raise InputError(f"--inject-noise must be in [0, 1), got {rate}")
+    rate = check("inject_noise", rate)
     if kind not in NOISE_KINDS:
         raise InputError(f"unknown --noise-kind {kind!r}: use one of {', '.join(NOISE_KINDS)}")
     n_classes = len(samples.classes)

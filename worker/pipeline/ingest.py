@@ -27,6 +27,7 @@ from .datasets import (
     read_features_labels,
 )
 from .errors import InputError
+from .params import check
 from .progress import ProgressFn, report
 from .rundir import RunDir, atomic_path, package_versions
 
@@ -44,6 +45,11 @@ class DatasetOptions:
     inject_noise: float = 0.0
     seed: int = 0
     noise_kind: str = "symmetric"
+
+    def __post_init__(self) -> None:
+        # Checked when the options are made (CLI, form, job record), before any ingest.
+        object.__setattr__(self, "inject_noise", check("inject_noise", self.inject_noise))
+        object.__setattr__(self, "seed", check("seed", self.seed))
 
     def to_json(self) -> dict[str, Any]:
         return {
