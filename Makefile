@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUNS_ROOT ?= runs
-PORT ?= 8050
+PORT ?= $(or $(CURATOR_PORT),8050)
 
 .PHONY: run test install lint demo browser clean bench
 

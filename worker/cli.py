@@ -329,6 +329,7 @@ def cmd_serve(a: argparse.Namespace) -> None:
             print(f"warning: {exc}", file=sys.stderr)
     from app.server import serve
 
+    _check_port_free(settings.host, settings.port)  # before printing a URL that won't answer
     token = f"?token={settings.auth_token}" if settings.auth_token else ""
     base = f"http://{settings.host}:{settings.port}"
     print(f"tsne-curator: {base}/{token} (runs root {settings.runs_root.resolve()})", flush=True)
@@ -336,6 +337,25 @@ def cmd_serve(a: argparse.Namespace) -> None:
     if run_id:
         print(f"curate {run_id}: {base}/curate/{run_id}{token}", flush=True)
     serve(settings, debug=a.debug)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port another program holds, in one line (the server used to print its URL
+    and only then fail)."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise InputError(f"port {port} on {host} is in use: stop the program holding "
+                                 "it, or pick another with --port or CURATOR_PORT") from None
+            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror}): check "
+                             "--host/CURATOR_HOST and --port") from None
 
 
 def _run_to_open(runs_root: Path) -> str | None:

@@ -104,3 +104,25 @@ def test_params_prints_each_class_eps_and_counts(digits_run):
     rows = json.loads(curator("params", str(digits_run.path), "--json").stdout)
     assert len(rows) == 11 and rows[0]["eps"] > 0 and rows[0]["min_samples"] >= 1
     assert sum(r["size"] for r in rows[:-1]) == rows[-1]["size"] == 1797
+
+
+def test_a_busy_port_is_one_line_before_any_url(tmp_path):
+    """The server used to print its URL and "running" and only then fail on a busy port."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        r = curator("serve", "--runs-root", str(tmp_path), "--port", str(port))
+    assert r.returncode == 2 and f"port {port} on 127.0.0.1 is in use" in r.stderr
+    assert "http://" not in r.stdout and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_make_run_serves_on_curator_port():
+    import os
+
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run(["make", "-n", "run"], cwd=root, capture_output=True, text=True,
+                       env={**os.environ, "CURATOR_PORT": "9123"}, timeout=60)
+    assert r.returncode == 0 and "--port 9123" in r.stdout, r.stdout
