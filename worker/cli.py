@@ -535,6 +535,10 @@ def cmd_relabel(a: argparse.Namespace) -> None:
     code = None if a.label == "clear" else samples.classes.index(a.label)
     n = open_store(run).set_relabels(a.samples, code, f"relabel {len(a.samples)} to {a.label}",
                                      n_samples=len(samples), n_classes=len(samples.classes))
+    for i in a.samples[:20]:  # what changed, so a wrong index shows at once
+        given = samples.classes[samples.labels[i]]
+        print(f"sample {i}: {given} → {given if code is None else a.label}"
+              + (" (its label again)" if code is None else ""))
     print(f"{n} sample(s) changed")
 
 

@@ -55,6 +55,8 @@ def test_cli_relabel_and_its_errors(fresh_run):
     names = fresh_run.read_samples().classes
     r = run(names[3], "5", "6")
     assert r.returncode == 0 and "2 sample(s) changed" in r.stdout
+    given = fresh_run.read_samples().labels
+    assert f"sample 5: {names[given[5]]} → {names[3]}" in r.stdout  # from → to, per sample
     assert open_store(fresh_run).relabels() == {5: 3, 6: 3}
     assert run("clear", "5").returncode == 0 and open_store(fresh_run).relabels() == {6: 3}
     for args, message in ((("zebra", "1"), "no class 'zebra'"),
