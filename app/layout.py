@@ -39,6 +39,12 @@ def live_table(headers: tuple[str, ...], body_id: str) -> dbc.Table:
                       html.Tbody(id=body_id)], size="sm", hover=True, class_name="align-middle")
 
 
+# Every graph's Plotly config: nothing offers to upload a chart to a cloud service (Plotly's
+# "Share chart…" button) in a tool that promises nothing leaves the machine.
+LOCAL_ONLY = ("sendChartToCloud", "sendDataToCloud")
+GRAPH_CONFIG = {"displaylogo": False, "showSendToCloud": False, "showEditInChartStudio": False,
+                "modeBarButtonsToRemove": list(LOCAL_ONLY)}
+
 GAUGE_COLORS = {"strong": "success", "fair": "warning", "weak": "danger"}
 
 

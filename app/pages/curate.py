@@ -27,7 +27,7 @@ from dash.exceptions import PreventUpdate
 from app import curate_logic as logic
 from app.data import cached_figure, current_state, run_data
 from app.figures import LEGEND, REASON_MARKS, class_figure, class_trace, overview_figure
-from app.layout import error_alert, feature_advice, feature_badges
+from app.layout import GRAPH_CONFIG, LOCAL_ONLY, error_alert, feature_advice, feature_badges
 from app.panels import export_panel, retrain_panel
 from app.server import settings
 from worker.pipeline.errors import InputError
@@ -174,8 +174,8 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                 # starts in view as well.
                 dcc.Graph(id=GRAPH, style={"height": "clamp(360px, calc(100vh - 250px), 720px)"},
                           clear_on_unhover=True,
-                          config={"scrollZoom": True, "displaylogo": False,
-                                  "modeBarButtonsToRemove": ["toImage"]}),
+                          config={**GRAPH_CONFIG, "scrollZoom": True,
+                                  "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]}),
                 dcc.Tooltip(id=TOOLTIP, direction="right"),
                 dbc.Tabs([
                     dbc.Tab([dbc.Row([

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, callback, dcc, html
 from plotly.subplots import make_subplots
 
+from app.layout import GRAPH_CONFIG as LOCAL_GRAPH_CONFIG
 from app.layout import error_alert
 from app.server import settings
 from worker.pipeline.errors import InputError
@@ -27,7 +28,7 @@ POLL = "results-poll"
 CURVES = "results-curves"
 TRAININGS = "results-trainings"
 EXPERIMENTS = "results-experiments"
-GRAPH_CONFIG = {"displaylogo": False, "displayModeBar": "hover"}
+GRAPH_CONFIG = {**LOCAL_GRAPH_CONFIG, "displayModeBar": "hover"}
 
 
 def _read_json(path: Path) -> dict:

@@ -90,6 +90,11 @@ def test_pages_load_without_console_errors(driver, server):
     _open(driver, server, "load")
     wait_for(lambda: listed_classes(driver)[:2] == ["All classes", "0"])  # class list drawn
     assert _severe_errors(driver) == []
+    # The map's toolbar offers nothing that uploads it ("Share chart…" to Plotly's cloud).
+    titles = wait_for(lambda: driver.execute_script(
+        "return [...document.querySelectorAll('#curate-graph .modebar-btn')]"
+        ".map(b => b.getAttribute('data-title'))"))
+    assert "Zoom" in " ".join(titles) and not [t for t in titles if "Share" in t], titles
     driver.get(server.url + "/curate/no-such-run")
     assert wait_for(lambda: "no run 'no-such-run' in the runs root" in driver.page_source
                     or "invalid run id" in driver.page_source)
