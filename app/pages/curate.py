@@ -573,16 +573,17 @@ def _gallery(data, state, code, view: logic.PageView, run_id) -> tuple[str, int]
 
 @callback(
     Output(TOOLTIP, "show"), Output(TOOLTIP, "bbox"), Output(TOOLTIP, "children"),
+    Output(TOOLTIP, "direction"),
     Input(GRAPH, "hoverData"), State(RUN, "data"),
     prevent_initial_call=True,
 )
 def on_hover(hover, run_id):
     """Tooltip with the image, its facts, and its 5 nearest neighbours' labels."""
     if not hover or not hover.get("points"):
-        return False, no_update, no_update
+        return False, no_update, no_update, no_update
     point = hover["points"][0]
     if point.get("customdata") is None:
-        return False, no_update, no_update
+        return False, no_update, no_update, no_update
     sample = int(np.ravel(point["customdata"])[0])
     data = run_data(settings().runs_root, run_id)
     info = logic.hover_info(data, current_state(data), sample)
@@ -602,4 +603,5 @@ def on_hover(hover, run_id):
                               className="small hover-score"))
     if info["true_label"] is not None and info["true_label"] != info["label"]:
         lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
-    return True, point["bbox"], html.Div(lines, className="hover-card")
+    return (True, point["bbox"], html.Div(lines, className="hover-card"),
+            logic.tooltip_side(data, sample))

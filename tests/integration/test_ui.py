@@ -343,6 +343,17 @@ def test_hover_shows_the_image(driver, server):
     # Why it is kept or dropped, in the reviewer's words.
     assert "nearest neighbours are labelled" in card and "DBSCAN: " in card
     assert "5 nearest:" in card and "score " in card
+    # The rightmost point's card opens to its left: it stays in the window, and the page
+    # does not scroll sideways.
+    right = driver.execute_script(
+        "const t = document.querySelector('#curate-graph .js-plotly-plot')._fullData[1];"
+        "const x = Array.from(t.x); return t.customdata[x.indexOf(Math.max(...x))];")
+    _move_to(driver, *point_position(driver, right))
+    wait_for(lambda: f"#{right} ·" in driver.find_element(By.CSS_SELECTOR, ".hover-card").text)
+    box = driver.execute_script(
+        "const r = document.querySelector('.hover-card').getBoundingClientRect();"
+        "return [r.right, window.innerWidth, document.documentElement.scrollWidth];")
+    assert box[0] <= box[1] and box[2] <= box[1], box
 
 
 def test_click_override_survives_reload_and_undo_reverts(driver, server, ui_root):
