@@ -68,12 +68,21 @@ def job_timing(job: dict, now: datetime | None = None) -> str:
     return text
 
 
+def job_status_text(job: dict) -> str:
+    """The line under a job's bar: the error of a failed job, "done" for one that succeeded
+    (its last progress message was a step in flight, e.g. "ingest: decoding images"),
+    else its latest message."""
+    if job["status"] == "failed":
+        return job["error"] or ""
+    return "done" if job["status"] == "succeeded" else job["message"] or ""
+
+
 def job_progress(job: dict) -> html.Div:
     """A progress bar and one status line for a job record: status, timing, message."""
     pct = 100.0 * job["done"] / job["total"] if job["total"] else 0.0
     colour = {"succeeded": "success", "failed": "danger", "cancelled": "secondary"}.get(
         job["status"], "primary")
-    text = job["error"] if job["status"] == "failed" else job["message"]
+    text = job_status_text(job)
     return html.Div([
         # Striped but not animated: the stripes' CSS animation repaints every frame, which
         # without GPU compositing kept the browser near a core busy beside a CPU training.

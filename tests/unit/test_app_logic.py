@@ -313,6 +313,24 @@ def test_job_timing_extrapolates_the_current_phase(tmp_path):
     assert job_timing({**job, "started_at": None}) == ""
 
 
+def test_a_finished_job_reads_done_not_its_last_step():
+    from app.panels import job_status_text
+
+    job = {"status": "succeeded", "message": "ingest: decoding images", "error": None,
+           "total": 10, "done": 10}
+    assert job_status_text(job) == "done"
+    assert job_status_text({**job, "status": "failed", "error": "x failed"}) == "x failed"
+    assert job_status_text({**job, "status": "running"}) == "ingest: decoding images"
+
+
+def test_a_training_not_started_yet_says_so_not_step_0_of_0():
+    from worker.train.launch import TrainConfig, progress_message
+
+    assert progress_message(TrainConfig(epochs=3), None, []) == "train: starting the processes"
+    live = {"epoch": 0, "step": 5, "total_steps": 30}
+    assert progress_message(TrainConfig(epochs=3), live, []) == "train: epoch 1/3, step 5/30"
+
+
 def test_results_page_reads_trainings_and_gives_a_verdict(root):
     """The Results page's pieces on a run with an experiment's results.csv."""
     import csv as csvmod

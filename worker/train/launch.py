@@ -223,6 +223,8 @@ def progress_message(cfg: TrainConfig, live: dict | None, rows: list[dict]) -> s
     is the last finished epoch, which the CLI prints once per epoch)."""
     epoch = (live or {}).get("epoch", len(rows)) + 1
     step, total = (live or {}).get("step", 0), (live or {}).get("total_steps", 0)
+    if not total and not rows:  # torchrun still starting: no "step 0/0"
+        return "train: starting the processes"
     msg = f"train: epoch {min(epoch, cfg.epochs)}/{cfg.epochs}, step {step}/{total}"
     if rows:
         last = rows[-1]
