@@ -96,7 +96,7 @@ def test_pairs_noise_flips_each_class_to_one_partner():
     assert flipped.sum() == 400 and (out.labels[flipped] == partner[labels[flipped]]).all()
     assert (out.true_labels == labels).all()
     for bad in (-0.1, float("nan"), 1.0):
-        with pytest.raises(InputError, match=r"\[0, 1\)"):
+        with pytest.raises(InputError, match=r"--inject-noise must be a number ≥ 0 and < 1"):
             inject_noise(t, bad, seed=0)
     with pytest.raises(InputError, match="noise-kind"):
         inject_noise(t, 0.1, seed=0, kind="diagonal")
