@@ -88,3 +88,16 @@ def test_evaluate_and_the_pages_show_the_gauge(fresh_run):
     assert [b.children for b in feature_badges(weak)] == ["random weights",
                                                            "features 0.30 · weak"]
     assert "near chance" in feature_advice(weak).children
+
+
+def test_features_learned_from_the_labels_cannot_read_strong():
+    """The scratch row of the detection grid (ResNet-20 trained from random initialisation
+    on CIFAR-10N's noisy labels) measured 0.655 with F1 0.315: agreement with labels the
+    network was trained on proves little, so it reads weak; a pretrained network
+    fine-tuned on them reads at most fair; without --finetune the number decides."""
+    scratch = {"model": "cifar-resnet20", "pretrained": False, "finetune_epochs": 15}
+    assert judge(0.655, scratch).level == "weak" and "same labels" in judge(0.655, scratch).line
+    tuned = {"model": "efficientnet-lite0", "pretrained": True, "finetune_epochs": 3}
+    assert judge(0.9, tuned).level == "fair" and judge(0.5, tuned).level == "weak"
+    plain = {"model": "efficientnet-lite0", "pretrained": True, "finetune_epochs": 0}
+    assert judge(0.9, plain).level == "strong"
