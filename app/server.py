@@ -220,12 +220,17 @@ def _secure_headers(app: dash.Dash) -> None:
                         referrer_policy="no-referrer",
                         content_security_policy=content_security_policy(app))
 
+    hashed = []
+
     @app.server.before_request
     def _hash_late_scripts() -> None:
-        # Dash adds inline scripts (the pages' clientside glue) at its first request, after
-        # create_app: hash them then. Talisman reads its policy on every response.
-        talisman.content_security_policy["script-src"] = \
-            content_security_policy(app)["script-src"]
+        # Dash adds inline scripts (the pages' clientside glue) in its first-request setup,
+        # after create_app and before this: hash them once then (not on every callback).
+        # Talisman reads its policy on every response.
+        if not hashed:
+            talisman.content_security_policy["script-src"] = \
+                content_security_policy(app)["script-src"]
+            hashed.append(True)
 
 
 def _remember_token(response: Response) -> Response:

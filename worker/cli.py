@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
+# (each command imports what it needs when it runs).
 from .pipeline.errors import InputError
 from .pipeline.names import (
     DEFAULT_IMAGE_MODEL,
@@ -24,9 +26,6 @@ from .pipeline.names import (
     RULES,
     SUBSETS,
 )
-
-# Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
-# (each command imports what it needs when it runs).
 from .pipeline.params import check, cli_type
 from .pipeline.progress import Cancelled, TqdmProgress
 
@@ -221,12 +220,9 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
 
     from .jobs import feature_params
     from .pipeline.curation import cluster_step
-    from .pipeline.dbscan import check_params
     from .pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
 
-    check_params(a.eps if a.eps is not None else 1.0,
-                 a.min_samples if a.min_samples is not None else 1)
-    run = _rundir(a.out)
+    run = _rundir(a.out)  # --eps and --min-samples were checked as they were parsed
     dataset = _dataset_opts(a)
     claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
     dispatcher, run_id = _dispatcher_for(a.out)

@@ -25,6 +25,15 @@ def browser_available() -> str | None:
     return None
 
 
+def browser_marks() -> list:
+    """The marks of a browser test module: slow, and skipped with the reason when Debian's
+    Chromium or ChromeDriver is missing."""
+    import pytest
+
+    return [pytest.mark.slow, pytest.mark.skipif(browser_available() is not None,
+                                                 reason=browser_available() or "")]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from tests.integration.browser import (
     Server,
-    browser_available,
+    browser_marks,
     chrome,
     listed_classes,
     pick_class,
@@ -23,9 +23,7 @@ from tests.integration.browser import (
 )
 from tests.integration.conftest import CURATOR
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(browser_available() is not None,
-                                 reason=browser_available() or "")]
+pytestmark = browser_marks()
 
 # Each sets window.__pwned if it ever runs: inline in an iframe, as an event handler, as a
 # link target.

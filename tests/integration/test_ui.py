@@ -19,7 +19,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.integration.browser import (
     Server,
-    browser_available,
+    browser_marks,
     chrome,
     listed_classes,
     pick_class,
@@ -31,9 +31,7 @@ from tests.integration.browser import (
 from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
 from worker.pipeline.store import CurationStore
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(browser_available() is not None,
-                                 reason=browser_available() or "")]
+pytestmark = browser_marks()
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
              "parity", "drag", "tabs", "relabel", "triage", "filter")
 

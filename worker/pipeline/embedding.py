@@ -16,6 +16,9 @@ from .params import check
 from .progress import Cancelled, ProgressFn, report
 from .rundir import RunDir, save_npy
 
+# The defaults adapt to a small run (EmbeddingOptions.check_data); chosen values do not.
+DEFAULT_PERPLEXITY, DEFAULT_PCA_DIMS = 30.0, 50
+
 
 @dataclass(frozen=True)
 class EmbeddingOptions:
@@ -27,8 +30,8 @@ class EmbeddingOptions:
     0.852) and a 2% higher KL (docs/method.md).
     """
 
-    pca_dims: int = 50  # DEFAULT_PCA_DIMS
-    perplexity: float = 30.0  # DEFAULT_PERPLEXITY
+    pca_dims: int = DEFAULT_PCA_DIMS
+    perplexity: float = DEFAULT_PERPLEXITY
     n_iter: int = 300
     seed: int = 0
     gradient: str = "auto"  # "fft", "bh", or "auto": FFT from FFT_MIN_N points up
@@ -50,9 +53,6 @@ class EmbeddingOptions:
                   why=f" (a third of the {n} samples)")
         if self.pca_dims != DEFAULT_PCA_DIMS:
             check("pca_dims", self.pca_dims, high=d, why=f" (the {d} feature dimensions)")
-
-
-DEFAULT_PERPLEXITY, DEFAULT_PCA_DIMS = 30.0, 50
 
 
 # FFT interpolation has a fixed cost per iteration that dominates small maps: on digits

@@ -121,10 +121,9 @@ def judge(value: float, extract: dict | None = None) -> Gauge:
     on that one row.
     """
     level = "strong" if value >= STRONG_FROM else "fair" if value >= FAIR_FROM else "weak"
-    extract = extract or {}
-    if extract.get("finetune_epochs"):
+    advice = ADVICE[level].format(better=better_features(extract))
+    if extract and extract.get("finetune_epochs"):
         cap = "fair" if extract.get("pretrained") else "weak"
         if LEVELS.index(level) > LEVELS.index(cap):
-            return Gauge(round(float(value), 3), cap, f"{SELF_TAUGHT}: " + SELF_TAUGHT_ADVICE[cap])
-    return Gauge(round(float(value), 3), level,
-                 ADVICE[level].format(better=better_features(extract)))
+            level, advice = cap, f"{SELF_TAUGHT}: {SELF_TAUGHT_ADVICE[cap]}"
+    return Gauge(round(float(value), 3), level, advice)
