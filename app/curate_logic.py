@@ -44,6 +44,7 @@ class PageView:
     class_search: str | None = None
     class_sort: str | None = "code"
     more: str | None = None  # the class list's "showing 60 of …" line
+    revision: int | None = None  # the store revision the page last showed
 
     @classmethod
     def read(cls, values: dict) -> PageView:

@@ -9,3 +9,13 @@ document.addEventListener("keydown", function (event) {
     button.click();
   }
 });
+// "l" opens the review list's class picker (relabel the selected rows to any class).
+document.addEventListener("keydown", function (event) {
+  if (event.key !== "l" || event.ctrlKey || event.metaKey || event.altKey) return;
+  const tag = (event.target && event.target.tagName) || "";
+  if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+  const picker = document.querySelector("#review-relabel-to input");
+  if (!picker || !picker.offsetParent) return;  // the review list is not open
+  event.preventDefault();
+  picker.focus();
+});

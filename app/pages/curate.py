@@ -10,6 +10,7 @@ import dash
 import dash_bootstrap_components as dbc
 import numpy as np
 from dash import (
+    ALL,
     ClientsideFunction,
     Input,
     Output,
@@ -25,6 +26,8 @@ from dash import (
 from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
+from app import review
+from app import review_panel as rp
 from app.data import cached_figure, current_state, run_data
 from app.figures import LEGEND, REASON_MARKS, class_figure, class_trace, overview_figure
 from app.layout import GRAPH_CONFIG, LOCAL_ONLY, error_alert, feature_advice, feature_badges
@@ -68,6 +71,7 @@ CLASS_DRAWN = "curate-class-drawn"  # the list's drawing callback has no real ou
 TABS = "curate-tabs"
 MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
 PARAMS = "curate-params"  # an eps / min_samples change, written by assets/recluster.js
+REVISION = "curate-revision"  # the store revision the page shows (the review list follows)
 
 
 def _controls() -> dbc.Card:
@@ -133,7 +137,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                          dcc.Link("← back to runs", href="/")])
     return html.Div([
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN), dcc.Store(id=GALLERY_CLICK),
-        dcc.Store(id=MODEL), dcc.Store(id=PARAMS),
+        dcc.Store(id=MODEL), dcc.Store(id=PARAMS), dcc.Store(id=REVISION),
         # The shown class: a code, or "all". A store, written by the class list's rows.
         dcc.Store(id=CLASS_PICK, data=0), dcc.Store(id=CLASS_ROWS), dcc.Store(id=CLASS_DRAWN),
         dcc.Store(id=CLASS_NAMES, data=list(data.samples.classes)),
@@ -190,6 +194,8 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                     ], class_name="g-2 align-items-center mt-2 mb-1"),
                         dcc.Markdown(id=GALLERY, dangerously_allow_html=True)],
                         label="Gallery", tab_id="gallery"),
+                    dbc.Tab(rp.review_panel(list(data.samples.classes)),
+                            label="Review list (all classes)", tab_id="review"),
                     dbc.Tab(html.Div(id=SUMMARY, className="mt-2"), label="Summary",
                             tab_id="summary"),
                     dbc.Tab(export_panel(), label="Export", tab_id="export"),
@@ -213,7 +219,7 @@ VIEW_OUT = {"figure": (GRAPH, "figure"), "shown": (SHOWN, "data"),
             "gallery": (GALLERY, "children"), "pages": (GALLERY_PAGES, "max_value"),
             "undo_disabled": (UNDO_BTN, "disabled"), "redo_disabled": (REDO_BTN, "disabled"),
             "status": (STATUS, "children"), "model": (MODEL, "data"),
-            "more": (CLASS_MORE, "children")}
+            "more": (CLASS_MORE, "children"), "revision": (REVISION, "data")}
 CONTROLS_OUT = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
                 "eps_max": (EPS_SLIDER, "max"), "eps_step": (EPS_SLIDER, "step"),
                 "ms": (MS_SLIDER, "value"), "ms_box": (MS_INPUT, "value")}
@@ -223,7 +229,8 @@ VIEW_IN = {"show_background": (BG_SWITCH, "value"), "page": (GALLERY_PAGES, "act
            "pages": (GALLERY_PAGES, "max_value"), "undo_disabled": (UNDO_BTN, "disabled"),
            "redo_disabled": (REDO_BTN, "disabled"), "filter": (GALLERY_FILTER, "value"),
            "selection": (GRAPH, "selectedData"), "class_search": (CLASS_SEARCH, "value"),
-           "class_sort": (CLASS_SORT, "value"), "more": (CLASS_MORE, "children")}
+           "class_sort": (CLASS_SORT, "value"), "more": (CLASS_MORE, "children"),
+           "revision": (REVISION, "data")}
 
 
 def _outputs(spec: dict, duplicate: bool = True) -> dict[str, Output]:
@@ -506,7 +513,8 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
             "undo_disabled": _changed(not store.can_undo(), view.undo_disabled),
             "redo_disabled": _changed(not store.can_redo(), view.redo_disabled),
             "status": logic.status_text(rows, noise, state.rule), "model": model,
-            "more": _changed(more, view.more)}
+            "more": _changed(more, view.more),
+            "revision": _changed(store.revision(), view.revision)}
 
 
 def _summary_table(rows: list[dict]) -> dbc.Table:
@@ -533,7 +541,8 @@ def _gallery(data, state, code, view: logic.PageView, run_id) -> tuple[str, int]
         return f'<div class="text-muted small mt-2 gallery-note">{escape(text)}</div>'
 
     if code is None:
-        return note("Pick a class to review its flagged points."), 1
+        return note("Pick a class to review its flagged points here, or open the Review "
+                    "list tab: it lists every class's."), 1
     which = view.filter or "review"
     items, pages = logic.gallery_items(data, state, code, view.page or 1, which, view.selection)
     counts = logic.review_counts(data, state, code)
@@ -605,3 +614,115 @@ def on_hover(hover, run_id):
         lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
     return (True, point["bbox"], html.Div(lines, className="hover-card"),
             logic.tooltip_side(data, sample))
+
+
+# --------------------------------------------------------------------------- review list
+# The grid (app/review_panel.py) holds every flagged or decided sample; it sorts and
+# filters in the browser. Its rows follow the store revision the page shows.
+@callback(
+    Output(rp.GRID, "rowData"), Output(rp.PAIRS, "children"), Output(rp.PAIR_DATA, "data"),
+    Input(REVISION, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
+)
+def on_queue(_revision, tab, run_id):
+    """The review list's rows and its confusion table, while its tab is open."""
+    if tab != "review":
+        raise PreventUpdate
+    data = run_data(settings().runs_root, run_id)
+    rows = review.queue_rows(data, current_state(data), run_id)
+    pairs = review.confusion(rows)
+    return rows, rp.pair_buttons(pairs), pairs
+
+
+@callback(
+    Output(rp.GRID, "filterModel"),
+    Input(CLASS_PICK, "data"), Input({"type": rp.PAIR_BTN, "index": ALL}, "n_clicks"),
+    Input(rp.CLEAR_FILTERS, "n_clicks"), State(rp.PAIR_DATA, "data"),
+    State(CLASS_NAMES, "data"),
+)
+def on_grid_filter(class_value, _pairs, _clear, pairs, names):
+    """Filter the review list: to the class picked in the class list, to a confusion
+    table's pair, or back to every row."""
+    trigger = ctx.triggered_id
+    if isinstance(trigger, dict):  # a pair's button (pattern-matching id)
+        if not ctx.triggered[0]["value"]:
+            raise PreventUpdate  # the buttons were just drawn
+        pair = (pairs or [])[trigger["index"]]
+        return rp.class_filter(pair["given"], pair["suggested"])
+    code = _code(class_value)
+    if trigger == rp.CLEAR_FILTERS or code is None:
+        return {}
+    return rp.class_filter(names[code])
+
+
+clientside_callback(
+    """function (rows) {
+        const ids = (rows || []).map(function (r) { return r.sample; });
+        return [ids, ids.length + " listed"];
+    }""",
+    Output(rp.LISTED, "data"), Output(rp.COUNT, "children"),
+    Input(rp.GRID, "virtualRowData"),
+)
+
+
+@callback(
+    Output(rp.PENDING, "data"), Output(rp.CONFIRM_TEXT, "children"),
+    Output(rp.CONFIRM_BOX, "is_open"),
+    Input({"type": rp.BULK_BTN, "action": ALL}, "n_clicks"), Input(rp.CANCEL, "n_clicks"),
+    State(rp.LISTED, "data"), State(rp.MIN_SCORE, "value"), State(RUN, "data"),
+    prevent_initial_call=True,
+)
+def on_bulk_preview(_clicks, _cancel, listed, min_score, run_id):
+    """A bulk button asks first: how many samples the action would change, with Confirm."""
+    trigger = ctx.triggered_id
+    if trigger == rp.CANCEL or not ctx.triggered[0]["value"]:
+        return None, "", False
+    action = trigger["action"]
+    data = run_data(settings().runs_root, run_id)
+    try:
+        plan = review.bulk_plan(data, current_state(data), listed or [], action, min_score)
+    except InputError as exc:
+        return None, str(exc), True
+    what = review.BULK[action]
+    if not plan.changes:
+        return None, f"{what}: nothing to change among the {len(listed or [])} listed.", True
+    return ({"action": action, "samples": listed, "min_score": min_score},
+            f"{what} changes {plan.changes} of the {len(listed or [])} listed samples "
+            "(one step, undoable).", True)
+
+
+@callback(
+    output={**_changing_outputs(controls=False),
+            "pending": Output(rp.PENDING, "data", allow_duplicate=True),
+            "confirm_open": Output(rp.CONFIRM_BOX, "is_open", allow_duplicate=True)},
+    inputs=_page_inputs(_keep=Input(rp.KEEP, "n_clicks"), _drop=Input(rp.DROP, "n_clicks"),
+                        _relabel=Input(rp.RELABEL, "n_clicks"),
+                        _confirm=Input(rp.CONFIRM, "n_clicks"),
+                        selected=State(rp.GRID, "selectedRows"),
+                        label=State(rp.RELABEL_TO, "value"), pending=State(rp.PENDING, "data")),
+    prevent_initial_call=True,
+)
+def on_review_edit(_keep, _drop, _relabel, _confirm, selected, label, pending, class_value,
+                   run_id, view):
+    """The review list's actions: keep, drop or relabel the selected rows; a confirmed
+    bulk action on the listed rows. Each is one undoable step."""
+    trigger = ctx.triggered_id
+    if not ctx.triggered[0]["value"]:
+        raise PreventUpdate
+    samples = [int(r["sample"]) for r in selected or []]
+
+    def action(root: Path) -> int:
+        if trigger == rp.CONFIRM:
+            if not pending:
+                raise InputError("nothing to confirm: choose a bulk action first")
+            return review.bulk_apply(root, run_id, pending["samples"], pending["action"],
+                                     pending.get("min_score"))
+        if trigger == rp.RELABEL:
+            if not label:
+                raise InputError("pick the class to relabel to first (press l)")
+            return review.relabel_to(root, run_id, samples, label)
+        if not samples:
+            raise InputError("select rows first (click, Shift/Ctrl-click), then Keep or Drop")
+        return logic.bulk(root, run_id, samples, "keep" if trigger == rp.KEEP else "drop")
+
+    out = _respond(run_id, class_value, view, action, controls=False)
+    return {**out, "pending": None, "confirm_open": False}

@@ -243,14 +243,49 @@ class CurationStore:
                         description: str) -> int:
         """Set ``table.column`` to ``value`` for ``samples`` (None deletes their rows), as
         one undoable action; ``description`` may hold ``{n}``, the number changed."""
+        return self.set_sample_values({table: dict.fromkeys(samples, value)}, description)
+
+    def set_sample_values(self, values: dict[str, dict[int, Any]], description: str,
+                          n_samples: int | None = None, n_classes: int | None = None) -> int:
+        """Per-sample overrides and relabels, each sample its own value, as one undoable
+        action (a bulk "accept every suggestion" gives each sample its own class).
+
+        Parameters
+        ----------
+        values : ``{"overrides": {sample: "keep" | "drop" | None}, "relabels": {sample:
+            class code | None}}``, either key optional; None clears the sample's row.
+        description : the history entry; may hold ``{n}``, the number of changes.
+        n_samples, n_classes : when given, indices and class codes are checked against them.
+
+        Returns
+        -------
+        int
+            How many (table, sample) values actually changed (0 records no history).
+        """
+        column = {"overrides": "decision", "relabels": "label"}
+        for table, chosen in values.items():
+            if table not in column:
+                raise InputError(f"no per-sample table {table!r}")
+            _checked(chosen, n_samples)
+            for value in chosen.values():
+                if table == "overrides" and value is not None and value not in DECISIONS:
+                    raise InputError(f"override must be 'keep', 'drop' or cleared, got {value!r}")
+                if table == "relabels" and value is not None \
+                        and not 0 <= int(value) < (n_classes or 2**63):
+                    raise InputError(f"class code {value} is out of range: this run has "
+                                     f"{n_classes} classes")
         with self._write() as db:
             changes = []
-            for s in samples:
-                row = db.execute(f"SELECT {column} FROM {table} WHERE sample=?",  # noqa: S608
-                                 (s,)).fetchone()
-                before = row[0] if row else None
-                if before != value:
-                    changes.append([table, s, before, value])
+            for table, chosen in values.items():
+                for s in sorted(chosen):
+                    row = db.execute(f"SELECT {column[table]} FROM {table} WHERE sample=?",  # noqa: S608
+                                     (int(s),)).fetchone()
+                    before = row[0] if row else None
+                    value = chosen[s]
+                    value = None if value is None else (
+                        int(value) if table == "relabels" else value)
+                    if before != value:
+                        changes.append([table, int(s), before, value])
             self._apply(db, changes, after=True)
             self._record(db, changes, description.replace("{n}", str(len(changes))))
         return len(changes)

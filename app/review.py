@@ -1,0 +1,182 @@
+"""The review queue: every flagged or decided sample across classes, as rows of a grid.
+
+Plain functions of (run data, state), tested without a browser; ``app/pages/curate.py``
+sends the rows to a dash-ag-grid, which sorts and filters them in the browser, and calls
+the actions here with the samples the grid shows.
+
+A row's ``state`` is one word a reviewer reads as a badge:
+
+- ``flagged``: the rule drops it and nobody has looked yet;
+- ``kept`` / ``dropped``: a reviewer kept or dropped it (with its label as it is);
+- ``relabelled``: a reviewer gave it another class; it trains with that class.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+
+from worker.pipeline.curation import open_store
+from worker.pipeline.errors import InputError
+
+from .data import RunData, RunState, run_data
+
+STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
+          "kept": "kept by you", "dropped": "dropped by you",
+          "relabelled": "relabelled by you: trains with the new class"}
+# Bulk actions on the rows the grid shows, as (label, what it does) for their buttons.
+BULK = {"accept": "Accept suggestions", "keep": "Keep all", "drop": "Drop all"}
+CONFUSION_TOP = 12
+
+
+def queue_samples(data: RunData, state: RunState) -> np.ndarray:
+    """Every sample the rule flags or a reviewer decided, most likely wrong first.
+
+    Returns
+    -------
+    ndarray of int64, shape (m,): sample indices, by mislabel score descending (index
+    order for runs without one)
+    """
+    d = state.decisions
+    member = d.flagged.copy()
+    decided = np.fromiter(state.decided, dtype=np.int64, count=len(state.decided))
+    member[decided[(decided >= 0) & (decided < len(member))]] = True
+    chosen = np.flatnonzero(member)
+    if data.score is not None:
+        chosen = chosen[np.argsort(-data.score[chosen], kind="stable")]
+    return chosen
+
+
+def row_states(state: RunState, samples: np.ndarray) -> list[str]:
+    """The badge word of each sample in ``samples`` (see the module docstring)."""
+    reason = state.decisions.reason
+    words = {"override_keep": "kept", "override_drop": "dropped", "relabel": "relabelled"}
+    return [words.get(str(reason[s]), "flagged") for s in samples]
+
+
+def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
+    """The grid's rows, one per :func:`queue_samples` sample.
+
+    Each row: ``id`` (the sample as a string, the grid's row id), ``sample``, ``thumb``
+    (its image URL), ``given`` (class name), ``suggested`` (the evidence's class when it
+    differs from the given one, else ""), ``score`` (3 decimals, or None), ``state``,
+    ``now`` (the class it trains with, "" when dropped).
+    """
+    s = data.samples
+    samples = queue_samples(data, state)
+    classes = s.classes
+    given = s.labels[samples]
+    suggested = (data.suggested[samples] if data.suggested is not None
+                 else given)
+    scores = (np.round(data.score[samples].astype(float), 3) if data.score is not None
+              else [None] * len(samples))
+    run = quote(run_id, safe="")
+    rows = []
+    for i, g, sg, sc, st in zip(samples.tolist(), given.tolist(), suggested.tolist(),
+                                list(scores), row_states(state, samples), strict=True):
+        now = "" if st in ("flagged", "dropped") else classes[state.relabels.get(i, g)]
+        rows.append({"id": str(i), "sample": i, "thumb": f"/thumb/{run}/{i}.png",
+                     "given": classes[g], "suggested": classes[sg] if sg != g else "",
+                     "score": sc, "state": st, "now": now})
+    return rows
+
+
+def confusion(rows: list[dict], top: int = CONFUSION_TOP) -> list[dict]:
+    """The most frequent given → suggested pairs among ``rows`` (queue rows), largest
+    first: ``[{"given", "suggested", "count"}]``, at most ``top``."""
+    pairs = Counter((r["given"], r["suggested"]) for r in rows if r["suggested"])
+    return [{"given": g, "suggested": sg, "count": n} for (g, sg), n in pairs.most_common(top)]
+
+
+@dataclass(frozen=True)
+class BulkPlan:
+    """What a bulk action would store: per-sample values for
+    ``CurationStore.set_sample_values`` and how many samples it changes."""
+
+    values: dict[str, dict[int, object]]
+    changes: int
+    description: str
+
+
+def bulk_plan(data: RunData, state: RunState, samples: list[int], action: str,
+              min_score: float | None = None) -> BulkPlan:
+    """What ``action`` does to ``samples`` (the rows the grid shows), without storing it.
+
+    - ``accept``: every sample with a suggestion and a score ≥ ``min_score`` takes the
+      suggested class (kept with it; a drop override is cleared);
+    - ``keep`` / ``drop``: every sample is kept / dropped, relabels stay as they are.
+
+    Returns
+    -------
+    BulkPlan; ``changes`` counts the samples whose stored decision or class changes.
+    """
+    if action not in BULK:
+        raise InputError(f"no bulk action {action!r}: use one of {', '.join(BULK)}")
+    n = len(data.samples)
+    chosen = sorted({int(s) for s in samples if 0 <= int(s) < n})
+    if action in ("keep", "drop"):
+        todo = [s for s in chosen if state.overrides.get(s) != action]
+        return BulkPlan({"overrides": dict.fromkeys(todo, action)}, len(todo),
+                        f"{action} {len(todo)} listed sample(s)")
+    if data.suggested is None or data.score is None:
+        raise InputError("this run has no suggestions: re-run 'curator cluster RUN'")
+    if min_score is None or not 0.0 <= float(min_score) <= 1.0:
+        raise InputError("the score threshold must be a number from 0 to 1")
+    labels = data.samples.labels
+    relabels: dict[int, object] = {}
+    overrides: dict[int, object] = {}
+    for s in chosen:
+        code = int(data.suggested[s])
+        if code == labels[s] or data.score[s] < float(min_score):
+            continue
+        if state.relabels.get(s) != code:
+            relabels[s] = code
+        if state.overrides.get(s) == "drop":
+            overrides[s] = None
+    changed = len(set(relabels) | set(overrides))
+    return BulkPlan({"relabels": relabels, "overrides": overrides}, changed,
+                    f"accept {changed} suggestion(s) with score ≥ {float(min_score):g}")
+
+
+def bulk_apply(runs_root: Path, run_id: str, samples: list[int], action: str,
+               min_score: float | None = None) -> int:
+    """Store :func:`bulk_plan` as one undoable step; returns how many samples changed."""
+    from .data import current_state
+
+    data = run_data(runs_root, run_id)
+    plan = bulk_plan(data, current_state(data), samples, action, min_score)
+    if not plan.changes:
+        raise InputError("nothing to change: every listed sample is already like that")
+    open_store(data.run).set_sample_values(plan.values, plan.description,
+                                           n_samples=len(data.samples),
+                                           n_classes=len(data.samples.classes))
+    return plan.changes
+
+
+def relabel_to(runs_root: Path, run_id: str, samples: list[int], label: str) -> int:
+    """Give ``samples`` the class named ``label`` and keep them, as one undoable step:
+    relabelling means "this belongs, as ``label``", so a drop override is cleared.
+    A sample relabelled to its given class loses its relabel. Returns how many changed."""
+    data = run_data(runs_root, run_id)
+    s = data.samples
+    if label not in s.classes:
+        raise InputError(f"no class {label!r} in this run: pick one from the list")
+    if not samples:
+        raise InputError("select rows first, then pick the class to relabel them to")
+    from .data import current_state
+
+    state = current_state(data)
+    code = s.classes.index(label)
+    chosen = sorted({int(i) for i in samples})
+    values = {"relabels": {i: None if code == s.labels[i] else code for i in chosen},
+              "overrides": {i: None for i in chosen if state.overrides.get(i) == "drop"}}
+    changed = open_store(data.run).set_sample_values(
+        values, f"relabel {len(chosen)} sample(s) to {label}", n_samples=len(s),
+        n_classes=len(s.classes))
+    if not changed:
+        raise InputError(f"nothing to change: already {label}")
+    return changed

@@ -1,0 +1,138 @@
+"""The Curate page's review list: one queue across classes in a dash-ag-grid.
+
+The grid sorts and filters in the browser (its client-side row model), so a sort or a
+filter of 17,000 rows never waits for the server. Rows come from ``app/review.py``; the
+callbacks that act on them live with the page's others in ``app/pages/curate.py``.
+"""
+
+from __future__ import annotations
+
+import dash_ag_grid as dag
+import dash_bootstrap_components as dbc
+from dash import dcc, html
+
+from app.review import BULK, STATES
+
+GRID = "review-grid"
+LISTED = "review-listed"  # sample ids of the rows the grid shows (filtered, sorted)
+PAIRS = "review-pairs"  # the confusion table of given → suggested pairs
+PAIR_DATA = "review-pair-data"  # the pairs behind PAIRS' buttons, by index
+PAIR_BTN = "review-pair"  # pattern-matching id type of a pair's button
+KEEP = "review-keep"
+DROP = "review-drop"
+RELABEL_TO = "review-relabel-to"
+RELABEL = "review-relabel"
+MIN_SCORE = "review-min-score"
+BULK_BTN = "review-bulk"  # pattern-matching id type: {"type": BULK_BTN, "action": ...}
+PENDING = "review-pending"  # the bulk action waiting for confirmation
+CONFIRM_TEXT = "review-confirm-text"
+CONFIRM = "review-confirm"
+CANCEL = "review-cancel"
+CONFIRM_BOX = "review-confirm-box"
+COUNT = "review-count"
+CLEAR_FILTERS = "review-clear-filters"
+
+COLUMNS = [
+    {"field": "thumb", "headerName": "", "cellRenderer": "ReviewThumb", "width": 64,
+     "sortable": False, "filter": False, "resizable": False},
+    {"field": "sample", "headerName": "#", "width": 90, "filter": "agNumberColumnFilter",
+     "headerTooltip": "The sample's index in the run (samples.csv row)"},
+    {"field": "given", "headerName": "given", "filter": "agTextColumnFilter",
+     "headerTooltip": "The label the dataset gives it"},
+    {"field": "suggested", "headerName": "suggested", "filter": "agTextColumnFilter",
+     "headerTooltip": "The class its neighbourhood and a cross-validated classifier agree "
+                      "on, when that is not the given label"},
+    {"field": "score", "headerName": "score", "width": 100, "sort": "desc",
+     "filter": "agNumberColumnFilter",
+     "headerTooltip": "How likely the given label is wrong, 0 to 1 (1 − its estimated "
+                      "probability)"},
+    {"field": "state", "headerName": "state", "cellRenderer": "ReviewState",
+     "cellRendererParams": {"words": STATES}, "filter": "agTextColumnFilter", "width": 120,
+     "headerTooltip": "flagged: the rule drops it and nobody has looked yet; kept, dropped, "
+                      "relabelled: what a reviewer decided"},
+    {"field": "now", "headerName": "trains as", "filter": "agTextColumnFilter",
+     "headerTooltip": "The class it trains with after curation; empty when it is dropped"},
+]
+
+
+def review_panel(classes: list[str]) -> html.Div:
+    """The grid with its actions: on the selected rows (keep, drop, relabel to any class)
+    and on every listed row (accept suggestions above a score, keep all, drop all, each
+    confirmed with the number it changes), and the confusion table whose cells filter."""
+    selected = dbc.Row([
+        dbc.Col(html.Span("Selected rows:", className="small text-muted"), width="auto"),
+        dbc.Col(dbc.ButtonGroup([
+            dbc.Button("Keep", id=KEEP, color="success", outline=True, size="sm",
+                       title="Keep the selected samples with the label they have now"),
+            dbc.Button("Drop", id=DROP, color="danger", outline=True, size="sm",
+                       title="Leave the selected samples out of the exported subset"),
+        ]), width="auto"),
+        dbc.Col(dcc.Dropdown(id=RELABEL_TO, options=classes, placeholder="relabel to… (l)",
+                             searchable=True, clearable=True, className="review-class-pick"),
+                width=3),
+        dbc.Col(dbc.Button("Relabel", id=RELABEL, color="primary", outline=True, size="sm",
+                           title="Give the selected samples the chosen class and keep them"),
+                width="auto"),
+    ], class_name="g-2 align-items-center mb-1")
+    listed = dbc.Row([
+        dbc.Col(html.Span(id=COUNT, className="small text-muted"), width="auto"),
+        dbc.Col(dbc.InputGroup([
+            dbc.Button(BULK["accept"], id={"type": BULK_BTN, "action": "accept"},
+                       color="primary", outline=True, size="sm",
+                       title="Every listed sample whose score is at least this takes its "
+                             "suggested class"),
+            dbc.InputGroupText("score ≥", class_name="small"),
+            dbc.Input(id=MIN_SCORE, type="number", min=0, max=1, step=0.05, value=0.9,
+                      size="sm", style={"maxWidth": "5rem"}),
+        ], size="sm"), width="auto"),
+        dbc.Col(dbc.ButtonGroup([
+            dbc.Button(BULK["keep"], id={"type": BULK_BTN, "action": "keep"}, color="success",
+                       outline=True, size="sm", title="Keep every listed sample"),
+            dbc.Button(BULK["drop"], id={"type": BULK_BTN, "action": "drop"}, color="danger",
+                       outline=True, size="sm", title="Drop every listed sample"),
+        ]), width="auto"),
+        dbc.Col(dbc.Button("Clear filters", id=CLEAR_FILTERS, color="link", size="sm"),
+                width="auto"),
+    ], class_name="g-2 align-items-center mb-1")
+    confirm = dbc.Alert([
+        html.Span(id=CONFIRM_TEXT, className="me-2"),
+        dbc.Button("Confirm", id=CONFIRM, color="primary", size="sm", class_name="me-1"),
+        dbc.Button("Cancel", id=CANCEL, color="secondary", outline=True, size="sm"),
+    ], id=CONFIRM_BOX, color="warning", is_open=False, class_name="py-1 px-2 my-1 small")
+    grid = dag.AgGrid(
+        id=GRID, columnDefs=COLUMNS, rowData=[],
+        getRowId="params.data.id",
+        defaultColDef={"sortable": True, "resizable": True, "filter": True,
+                       "floatingFilter": True, "suppressHeaderMenuButton": True},
+        dashGridOptions={"rowSelection": {"mode": "multiRow", "enableClickSelection": True},
+                         "rowHeight": 44, "animateRows": False, "tooltipShowDelay": 300,
+                         "overlayNoRowsTemplate": "Nothing flagged or decided here."},
+        columnSize="responsiveSizeToFit", className="ag-theme-alpine review-grid",
+        style={"height": "clamp(320px, calc(100vh - 330px), 640px)"})
+    return html.Div([
+        dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
+        html.Div(id=PAIRS, className="mb-1"), selected, listed, confirm, grid,
+    ], className="mt-2")
+
+
+def pair_buttons(pairs: list[dict]) -> list:
+    """The confusion table as buttons, "cat → dog · 212", each filtering the grid to its
+    pair (components, so class names stay text)."""
+    if not pairs:
+        return []
+    return [html.Span("Most common given → suggested:", className="small text-muted me-2"),
+            *[dbc.Button(f"{p['given']} → {p['suggested']} · {p['count']}",
+                         id={"type": PAIR_BTN, "index": i}, color="light", size="sm",
+                         class_name="me-1 mb-1 review-pair")
+              for i, p in enumerate(pairs)]]
+
+
+def class_filter(name: str | None, suggested: str | None = None) -> dict:
+    """A grid filter model: rows given ``name`` (and, when given, suggested
+    ``suggested``); an empty model for every class."""
+    model = {}
+    if name is not None:
+        model["given"] = {"filterType": "text", "type": "equals", "filter": name}
+    if suggested is not None:
+        model["suggested"] = {"filterType": "text", "type": "equals", "filter": suggested}
+    return model

@@ -1,0 +1,120 @@
+"""The review list across classes (app/review.py): its rows, the confusion pairs, relabel
+to any class and the bulk actions, each one undoable step. Real digits run, no browser."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app import review
+from app.data import current_state, run_data
+from worker.pipeline.errors import InputError
+from worker.pipeline.store import CurationStore
+
+
+@pytest.fixture
+def root(fresh_run):
+    return fresh_run.path.parent
+
+
+def _state(root):
+    data = run_data(root, "digits")
+    return data, current_state(data)
+
+
+def test_the_queue_spans_every_class_most_likely_wrong_first(root):
+    data, state = _state(root)
+    rows = review.queue_rows(data, state, "digits")
+    flagged = np.flatnonzero(state.decisions.flagged)
+    assert sorted(r["sample"] for r in rows) == flagged.tolist()
+    assert len({r["given"] for r in rows}) == len(data.samples.classes)  # all 10 digits
+    scores = [r["score"] for r in rows]
+    assert scores == sorted(scores, reverse=True)
+    first = rows[0]
+    i = first["sample"]
+    assert first["id"] == str(i) and first["thumb"] == f"/thumb/digits/{i}.png"
+    assert first["given"] == data.samples.classes[data.samples.labels[i]]
+    assert first["state"] == "flagged" and first["now"] == ""
+    assert first["suggested"] == data.samples.classes[data.suggested[i]]
+
+
+def test_confusion_counts_the_pairs_largest_first(root):
+    data, state = _state(root)
+    rows = review.queue_rows(data, state, "digits")
+    pairs = review.confusion(rows, top=100)
+    with_suggestion = [r for r in rows if r["suggested"]]
+    assert sum(p["count"] for p in pairs) == len(with_suggestion)
+    counts = [p["count"] for p in pairs]
+    assert counts == sorted(counts, reverse=True)
+    top = pairs[0]
+    assert top["count"] == sum(1 for r in with_suggestion
+                               if (r["given"], r["suggested"]) == (top["given"], top["suggested"]))
+
+
+def test_relabel_to_any_class_keeps_it_and_undoes_in_one_step(root):
+    data, state = _state(root)
+    rows = review.queue_rows(data, state, "digits")
+    a, b = rows[0]["sample"], rows[1]["sample"]
+    store = CurationStore(data.run.store)
+    store.set_overrides([a], "drop")
+    # Not the suggestion: a class of the reviewer's choosing.
+    target = next(c for c in data.samples.classes
+                  if c not in (rows[0]["suggested"], rows[0]["given"], rows[1]["given"]))
+    assert review.relabel_to(root, "digits", [a, b], target) == 3  # 2 relabels + 1 drop cleared
+    state = current_state(data)
+    code = data.samples.classes.index(target)
+    assert state.relabels[a] == code and state.relabels[b] == code and a not in state.overrides
+    by_id = {r["sample"]: r for r in review.queue_rows(data, state, "digits")}
+    assert by_id[a]["state"] == "relabelled" and by_id[a]["now"] == target
+    assert store.undo() == f"relabel 2 sample(s) to {target}"
+    state = current_state(data)
+    assert a not in state.relabels and state.overrides == {a: "drop"}
+    with pytest.raises(InputError, match="no class 'zebra'"):
+        review.relabel_to(root, "digits", [a], "zebra")
+    with pytest.raises(InputError, match="select rows first"):
+        review.relabel_to(root, "digits", [], target)
+
+
+def test_bulk_actions_say_what_they_change_and_are_one_step(root):
+    data, state = _state(root)
+    listed = [r["sample"] for r in review.queue_rows(data, state, "digits")]
+    plan = review.bulk_plan(data, state, listed, "accept", 0.9)
+    expected = [s for s in listed if data.suggested[s] != data.samples.labels[s]
+                and data.score[s] >= 0.9]
+    assert plan.changes == len(expected) > 0
+    store = CurationStore(data.run.store)
+    before = store.revision()
+    assert review.bulk_apply(root, "digits", listed, "accept", 0.9) == len(expected)
+    assert store.revision() == before + 1  # one step
+    state = current_state(data)
+    assert {s: int(data.suggested[s]) for s in expected} == state.relabels
+    # Accepting again changes nothing, and says so.
+    assert review.bulk_plan(data, state, listed, "accept", 0.9).changes == 0
+    with pytest.raises(InputError, match="nothing to change"):
+        review.bulk_apply(root, "digits", listed, "accept", 0.9)
+    drop = review.bulk_plan(data, state, listed, "drop")
+    assert drop.changes == len(listed)
+    review.bulk_apply(root, "digits", listed, "drop")
+    assert not current_state(data).decisions.kept[listed].any()
+    store.undo()
+    store.undo()
+    assert current_state(data).relabels == {} and current_state(data).overrides == {}
+    for bad in (None, -0.1, 1.5):
+        with pytest.raises(InputError, match="score threshold"):
+            review.bulk_plan(data, state, listed, "accept", bad)
+    with pytest.raises(InputError, match="no bulk action"):
+        review.bulk_plan(data, state, listed, "explode")
+
+
+def test_store_checks_every_value_of_a_multi_value_step(tmp_path):
+    store = CurationStore(tmp_path / "c.sqlite")
+    with pytest.raises(InputError, match="class code 12 is out of range"):
+        store.set_sample_values({"relabels": {1: 12}}, "x", n_samples=10, n_classes=10)
+    with pytest.raises(InputError, match="sample index 10 is out of range"):
+        store.set_sample_values({"overrides": {10: "keep"}}, "x", n_samples=10)
+    with pytest.raises(InputError, match="override must be"):
+        store.set_sample_values({"overrides": {1: "maybe"}}, "x")
+    assert store.revision() == 0 and store.history() == []
+    assert store.set_sample_values({"overrides": {1: "drop"}, "relabels": {1: 3, 2: 4}},
+                                   "mixed {n}") == 3
+    assert store.history()[0]["description"] == "mixed 3"
