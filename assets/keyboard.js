@@ -14,8 +14,9 @@ document.addEventListener("keydown", function (event) {
   if (event.key !== "l" || event.ctrlKey || event.metaKey || event.altKey) return;
   const tag = (event.target && event.target.tagName) || "";
   if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
-  const picker = document.querySelector("#review-relabel-to input");
+  // Dash's Dropdown is a button that opens a searchable list (its search box focused).
+  const picker = document.getElementById("review-relabel-to");
   if (!picker || !picker.offsetParent) return;  // the review list is not open
   event.preventDefault();
-  picker.focus();
+  picker.click();
 });

@@ -637,11 +637,11 @@ def on_queue(_revision, tab, run_id):
     Output(rp.GRID, "filterModel"),
     Input(CLASS_PICK, "data"), Input({"type": rp.PAIR_BTN, "index": ALL}, "n_clicks"),
     Input(rp.CLEAR_FILTERS, "n_clicks"), State(rp.PAIR_DATA, "data"),
-    State(CLASS_NAMES, "data"),
+    State(CLASS_NAMES, "data"), prevent_initial_call=True,
 )
 def on_grid_filter(class_value, _pairs, _clear, pairs, names):
     """Filter the review list: to the class picked in the class list, to a confusion
-    table's pair, or back to every row."""
+    table's pair, or back to every row. It opens on every class's rows."""
     trigger = ctx.triggered_id
     if isinstance(trigger, dict):  # a pair's button (pattern-matching id)
         if not ctx.triggered[0]["value"]:
