@@ -105,7 +105,8 @@ def review_panel(classes: list[str]) -> html.Div:
         defaultColDef={"sortable": True, "resizable": True, "filter": True,
                        "floatingFilter": True, "suppressHeaderMenuButton": True},
         dashGridOptions={"rowSelection": {"mode": "multiRow", "enableClickSelection": True},
-                         "rowHeight": 44, "animateRows": False, "tooltipShowDelay": 300},
+                         "rowHeight": 44, "animateRows": False, "tooltipShowDelay": 300,
+                         "rowBuffer": 4},
         columnSize="responsiveSizeToFit", className="ag-theme-alpine review-grid",
         style={"height": "clamp(320px, calc(100vh - 330px), 640px)"})
     return html.Div([
