@@ -23,6 +23,12 @@ def shell() -> html.Div:
                      dbc.Container(dash.page_container, fluid=True, class_name="pb-4")])
 
 
+def small_button(label: str, id, color: str = "secondary", title: str | None = None  # noqa: A002
+                 ) -> dbc.Button:
+    """The pages' small outlined button (``id``: a string or a pattern-matching dict)."""
+    return dbc.Button(label, id=id, color=color, outline=True, size="sm", title=title)
+
+
 def error_alert(message: str) -> dbc.Alert:
     """A dismissable red alert with one line of text."""
     return dbc.Alert(message, color="danger", dismissable=True, class_name="py-2 my-2")

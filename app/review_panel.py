@@ -11,6 +11,7 @@ import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
 from dash import dcc, html
 
+from app.layout import small_button
 from app.review import BULK, STATES
 
 GRID = "review-grid"
@@ -62,34 +63,33 @@ def review_panel(classes: list[str]) -> html.Div:
     selected = dbc.Row([
         dbc.Col(html.Span("Selected rows:", className="small text-muted"), width="auto"),
         dbc.Col(dbc.ButtonGroup([
-            dbc.Button("Keep", id=KEEP, color="success", outline=True, size="sm",
-                       title="Keep the selected samples with the label they have now"),
-            dbc.Button("Drop", id=DROP, color="danger", outline=True, size="sm",
-                       title="Leave the selected samples out of the exported subset"),
+            small_button("Keep", KEEP, "success",
+                         "Keep the selected samples with the label they have now"),
+            small_button("Drop", DROP, "danger",
+                         "Leave the selected samples out of the exported subset"),
         ]), width="auto"),
         dbc.Col(dcc.Dropdown(id=RELABEL_TO, options=classes, placeholder="relabel to… (l)",
                              searchable=True, clearable=True, className="review-class-pick"),
                 width=3),
-        dbc.Col(dbc.Button("Relabel", id=RELABEL, color="primary", outline=True, size="sm",
-                           title="Give the selected samples the chosen class and keep them"),
+        dbc.Col(small_button("Relabel", RELABEL, "primary",
+                             "Give the selected samples the chosen class and keep them"),
                 width="auto"),
     ], class_name="g-2 align-items-center mb-1")
     listed = dbc.Row([
         dbc.Col(html.Span(id=COUNT, className="small text-muted"), width="auto"),
         dbc.Col(dbc.InputGroup([
-            dbc.Button(BULK["accept"], id={"type": BULK_BTN, "action": "accept"},
-                       color="primary", outline=True, size="sm",
-                       title="Every listed sample whose score is at least this takes its "
-                             "suggested class"),
+            small_button(BULK["accept"], {"type": BULK_BTN, "action": "accept"}, "primary",
+                         "Every listed sample whose score is at least this takes its "
+                         "suggested class"),
             dbc.InputGroupText("score ≥", class_name="small"),
             dbc.Input(id=MIN_SCORE, type="number", min=0, max=1, step=0.05, value=0.9,
                       size="sm", style={"maxWidth": "5rem"}),
         ], size="sm"), width="auto"),
         dbc.Col(dbc.ButtonGroup([
-            dbc.Button(BULK["keep"], id={"type": BULK_BTN, "action": "keep"}, color="success",
-                       outline=True, size="sm", title="Keep every listed sample"),
-            dbc.Button(BULK["drop"], id={"type": BULK_BTN, "action": "drop"}, color="danger",
-                       outline=True, size="sm", title="Drop every listed sample"),
+            small_button(BULK["keep"], {"type": BULK_BTN, "action": "keep"}, "success",
+                         "Keep every listed sample"),
+            small_button(BULK["drop"], {"type": BULK_BTN, "action": "drop"}, "danger",
+                         "Drop every listed sample"),
         ]), width="auto"),
         dbc.Col(dbc.Button("Clear filters", id=CLEAR_FILTERS, color="link", size="sm"),
                 width="auto"),

@@ -30,7 +30,14 @@ from app import review
 from app import review_panel as rp
 from app.data import cached_figure, current_state, run_data
 from app.figures import LEGEND, REASON_MARKS, class_figure, class_trace, overview_figure
-from app.layout import GRAPH_CONFIG, LOCAL_ONLY, error_alert, feature_advice, feature_badges
+from app.layout import (
+    GRAPH_CONFIG,
+    LOCAL_ONLY,
+    error_alert,
+    feature_advice,
+    feature_badges,
+    small_button,
+)
 from app.panels import export_panel, retrain_panel
 from app.server import settings
 from worker.pipeline.errors import InputError
@@ -111,16 +118,13 @@ def _toolbar() -> dbc.Row:
               for sym, col, text in LEGEND]
     return dbc.Row([
         dbc.Col(dbc.ButtonGroup([
-            dbc.Button("Keep", id=KEEP_BTN, color="success", outline=True, size="sm"),
-            dbc.Button("Drop", id=DROP_BTN, color="danger", outline=True, size="sm"),
-            dbc.Button("Clear override", id=CLEAR_BTN, color="secondary", outline=True,
-                       size="sm"),
+            small_button("Keep", KEEP_BTN, "success"),
+            small_button("Drop", DROP_BTN, "danger"),
+            small_button("Clear override", CLEAR_BTN),
         ]), width="auto"),
         dbc.Col(dbc.ButtonGroup([
-            dbc.Button("↶ Undo", id=UNDO_BTN, color="secondary", outline=True, size="sm",
-                       title="Ctrl+Z"),
-            dbc.Button("↷ Redo", id=REDO_BTN, color="secondary", outline=True, size="sm",
-                       title="Ctrl+Shift+Z"),
+            small_button("↶ Undo", UNDO_BTN, title="Ctrl+Z"),
+            small_button("↷ Redo", REDO_BTN, title="Ctrl+Shift+Z"),
         ]), width="auto"),
         dbc.Col(dbc.Switch(id=BG_SWITCH, label="other classes", value=True,
                            class_name="mb-0 small"), width="auto"),

@@ -3,12 +3,14 @@ Debian's headless Chromium driven by Selenium."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.integration.conftest import CURATOR
@@ -69,6 +71,18 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+
+
+@contextlib.contextmanager
+def served(runs_root: Path) -> Iterator[tuple[Server, object]]:
+    """``curator serve`` on ``runs_root`` and a Chromium driving it, both stopped after."""
+    srv = Server(runs_root)
+    driver = chrome()
+    try:
+        yield srv, driver
+    finally:
+        driver.quit()
+        srv.stop()
 
 
 def chrome(width: int = 1366, height: int = 900):

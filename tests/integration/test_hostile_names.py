@@ -12,11 +12,10 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.integration.browser import (
-    Server,
     browser_marks,
-    chrome,
     listed_classes,
     pick_class,
+    served,
     status_text,
     trace_markers,
     wait_for,
@@ -66,10 +65,8 @@ def hostile_root(tmp_path_factory, cifar_mini):
 
 @pytest.fixture(scope="module")
 def hostile(hostile_root):
-    srv, driver = Server(hostile_root), chrome()
-    yield srv, driver
-    driver.quit()
-    srv.stop()
+    with served(hostile_root) as both:
+        yield both
 
 
 def _pwned(driver) -> object:

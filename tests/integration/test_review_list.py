@@ -10,7 +10,7 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.integration.browser import Server, browser_marks, chrome, pick_class, wait_for
+from tests.integration.browser import browser_marks, pick_class, served, wait_for
 from worker.pipeline.store import CurationStore
 
 pytestmark = browser_marks()
@@ -26,10 +26,8 @@ def review_root(digits_run, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(review_root):
-    srv, driver = Server(review_root), chrome()
-    yield srv, driver
-    driver.quit()
-    srv.stop()
+    with served(review_root) as both:
+        yield both
 
 
 def _open(page, run: str):
