@@ -23,7 +23,7 @@ import numpy as np
 from worker.pipeline.curation import open_store
 from worker.pipeline.errors import InputError
 
-from .data import RunData, RunState, run_data
+from .data import RunData, RunState, current_state, run_data
 
 STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
           "kept": "kept by you", "dropped": "dropped by you",
@@ -145,8 +145,6 @@ def bulk_plan(data: RunData, state: RunState, samples: list[int], action: str,
 def bulk_apply(runs_root: Path, run_id: str, samples: list[int], action: str,
                min_score: float | None = None) -> int:
     """Store :func:`bulk_plan` as one undoable step; returns how many samples changed."""
-    from .data import current_state
-
     data = run_data(runs_root, run_id)
     plan = bulk_plan(data, current_state(data), samples, action, min_score)
     if not plan.changes:
@@ -167,8 +165,6 @@ def relabel_to(runs_root: Path, run_id: str, samples: list[int], label: str) -> 
         raise InputError(f"no class {label!r} in this run: pick one from the list")
     if not samples:
         raise InputError("select rows first, then pick the class to relabel them to")
-    from .data import current_state
-
     state = current_state(data)
     code = s.classes.index(label)
     chosen = sorted({int(i) for i in samples})

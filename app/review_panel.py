@@ -127,12 +127,9 @@ def pair_buttons(pairs: list[dict]) -> list:
               for i, p in enumerate(pairs)]]
 
 
-def class_filter(name: str | None, suggested: str | None = None) -> dict:
-    """A grid filter model: rows given ``name`` (and, when given, suggested
-    ``suggested``); an empty model for every class."""
-    model = {}
-    if name is not None:
-        model["given"] = {"filterType": "text", "type": "equals", "filter": name}
+def class_filter(given: str, suggested: str | None = None) -> dict:
+    """A grid filter model: rows given ``given`` (and, when set, suggested ``suggested``)."""
+    model = {"given": {"filterType": "text", "type": "equals", "filter": given}}
     if suggested is not None:
         model["suggested"] = {"filterType": "text", "type": "equals", "filter": suggested}
     return model

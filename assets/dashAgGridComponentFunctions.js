@@ -1,4 +1,4 @@
-// Cell renderers of the Curate page's review list (app/pages/review.py). React elements
+// Cell renderers of the Curate page's review list (app/review_panel.py). React elements
 // only: every value is text or an attribute, never HTML, so a class named
 // "<img src=x onerror=...>" shows as those characters.
 var dagcomponentfuncs = (window.dashAgGridComponentFunctions =

@@ -146,7 +146,8 @@ def _filters(rows: list[dict]) -> list[dict]:
 
 
 def review_list(driver, steps: int) -> dict[str, list[float]]:
-    """Open the review list (every class's flags) and time sorts and filters."""
+    """Open the review list (every class's flags) and time sorts and filters; the keys
+    name the number of rows."""
     tab = wait_for(lambda: [t for t in driver.find_elements("css selector", ".nav-link")
                             if t.text.startswith("Review list")])
     tab[0].click()
@@ -154,14 +155,21 @@ def review_list(driver, steps: int) -> dict[str, list[float]]:
     rows = driver.execute_script("const out = []; dash_ag_grid.getApi('review-grid')"
                                  ".forEachNode(n => out.push(n.data)); return out;")
     filters = _filters(rows)
-    out: dict[str, list[float]] = {"review list: sort": [], "review list: filter": [],
-                                   "review list rows": [float(len(rows))]}
+    sort, filter_ = (f"review list, {len(rows)} rows: {what}" for what in ("sort", "filter"))
+    out: dict[str, list[float]] = {sort: [], filter_: []}
     for k in range(steps):
-        out["review list: sort"].append(
+        out[sort].append(
             driver.execute_async_script(GRID_STEP, "sort", SORTS[k % len(SORTS)])[0])
-        out["review list: filter"].append(
+        out[filter_].append(
             driver.execute_async_script(GRID_STEP, "filter", filters[k % len(filters)])[0])
     return out
+
+
+def report(results: dict[str, list[float]]) -> None:
+    """One line per action: n, p50 and p95 in ms."""
+    for name, values in results.items():
+        print(f"{name:<24} n={len(values):>3}  p50 {statistics.median(values):7.1f} ms  "
+              f"p95 {pct(values, 0.95):7.1f} ms")
 
 
 def _peak_rss_gb(pid: int) -> float:
@@ -213,14 +221,9 @@ def main() -> None:
         wait_for(lambda: trace_markers(driver), timeout=1200)
         first_load = time.perf_counter() - t_load
         time.sleep(1)
-        if args.review_only:
-            review = review_list(driver, args.review)
-            n_rows = int(review.pop("review list rows")[0])
-            print(f"# review list, {n_rows} rows across classes, {n_total} points · {machine()}")
-            for name, values in review.items():
-                print(f"{name:<24} n={len(values):>3}  p50 {statistics.median(values):7.1f} ms  "
-                      f"p95 {pct(values, 0.95):7.1f} ms  ({pct(values, 0.95) / 100:.2f} of "
-                      "the 100 ms target)")
+        if args.review_only:  # target: p95 ≤ 100 ms for both
+            print(f"# review list across classes, {n_total} points · {machine()}")
+            report(review_list(driver, args.review))
             return
         driver.execute_script(HOOKS)
         n_points = driver.execute_script(
@@ -292,15 +295,15 @@ def main() -> None:
             b = wait_for(lambda t=t0: (v := driver.execute_script("return window.bench"))
                          ["answered"] > t and v, timeout=1200, poll=0.05)
             results["apply to all classes"].append(b["answered"] - t0)
+        if args.review:
+            results.update(review_list(driver, args.review))
         server_rss = _peak_rss_gb(server.proc.pid)
     finally:
         driver.quit()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(f"# UI latency, {n_total} points, class of {n_points[1]} · {machine()}")
-    for name, values in results.items():
-        print(f"{name:<24} n={len(values):>3}  p50 {statistics.median(values):7.1f} ms  "
-              f"p95 {pct(values, 0.95):7.1f} ms")
+    report(results)
     print(f"browser DBSCAN of the class (inside the eps change): {dbscan_ms:.1f} ms median")
     print(f"first page load (every class clustered): {first_load:.1f} s")
     print(f"server peak RSS while serving: {server_rss:.2f} GB")

@@ -26,6 +26,8 @@ from .errors import InputError
 from .rundir import no_permission, now_iso
 
 DECISIONS = ("keep", "drop")
+# The per-sample tables a reviewer writes, and the column each holds.
+PER_SAMPLE = {"overrides": "decision", "relabels": "label"}
 
 def damaged(path: Path, exc: sqlite3.DatabaseError) -> InputError | None:
     """An :class:`InputError` for a store file that is not a usable database, or None for
@@ -222,28 +224,17 @@ class CurationStore:
         int
             How many samples actually changed (0 records no history entry).
         """
-        if decision is not None and decision not in DECISIONS:
-            raise InputError(f"override must be 'keep', 'drop' or cleared, got {decision!r}")
-        return self._set_per_sample("overrides", "decision", _checked(samples, n_samples),
-                                    decision, description or
-                                    f"{decision or 'clear'} {{n}} sample(s)")
+        return self.set_sample_values({"overrides": dict.fromkeys(samples, decision)},
+                                      description or f"{decision or 'clear'} {{n}} sample(s)",
+                                      n_samples=n_samples)
 
     def set_relabels(self, samples: Iterable[int], label: int | None, description: str = "",
                      n_samples: int | None = None, n_classes: int | None = None) -> int:
         """Give ``samples`` the class code ``label`` (a reviewer's correction), or clear
         their relabel with None. Returns how many samples changed (0 records no history)."""
-        if label is not None and not (0 <= int(label) < (n_classes or 2**63)):
-            raise InputError(f"class code {label} is out of range: this run has "
-                             f"{n_classes} classes")
-        return self._set_per_sample("relabels", "label", _checked(samples, n_samples),
-                                    None if label is None else int(label), description or
-                                    "relabel {n} sample(s)")
-
-    def _set_per_sample(self, table: str, column: str, samples: list[int], value: Any,
-                        description: str) -> int:
-        """Set ``table.column`` to ``value`` for ``samples`` (None deletes their rows), as
-        one undoable action; ``description`` may hold ``{n}``, the number changed."""
-        return self.set_sample_values({table: dict.fromkeys(samples, value)}, description)
+        return self.set_sample_values({"relabels": dict.fromkeys(samples, label)},
+                                      description or "relabel {n} sample(s)",
+                                      n_samples=n_samples, n_classes=n_classes)
 
     def set_sample_values(self, values: dict[str, dict[int, Any]], description: str,
                           n_samples: int | None = None, n_classes: int | None = None) -> int:
@@ -262,9 +253,8 @@ class CurationStore:
         int
             How many (table, sample) values actually changed (0 records no history).
         """
-        column = {"overrides": "decision", "relabels": "label"}
         for table, chosen in values.items():
-            if table not in column:
+            if table not in PER_SAMPLE:
                 raise InputError(f"no per-sample table {table!r}")
             _checked(chosen, n_samples)
             for value in chosen.values():
@@ -278,7 +268,7 @@ class CurationStore:
             changes = []
             for table, chosen in values.items():
                 for s in sorted(chosen):
-                    row = db.execute(f"SELECT {column[table]} FROM {table} WHERE sample=?",  # noqa: S608
+                    row = db.execute(f"SELECT {PER_SAMPLE[table]} FROM {table} WHERE sample=?",  # noqa: S608
                                      (int(s),)).fetchone()
                     before = row[0] if row else None
                     value = chosen[s]
