@@ -17,29 +17,27 @@ from worker.pipeline.dbscan import SMALL_N, check_params
 from worker.pipeline.errors import InputError
 from worker.pipeline.store import CurationStore
 
-from .data import RunData, RunState, current_state, run_data
+from .data import RunData, RunState, run_data
 from .figures import MARKER_STYLE, look_table, override_codes, typed_array
 
-GALLERY_PAGE_SIZE = 24
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
 STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} flagged · "
-                   "{overridden} overridden · rule {rule}")
-COUNT_KEYS = ("size", "flagged", "overridden", "kept")
+                   "{overridden} overridden · {relabelled} relabelled · rule {rule}")
+# The class list's and the summary's counts, in their order. "overridden": kept or dropped
+# by a reviewer with the label as it is; "relabelled": given another class.
+COUNT_KEYS = ("size", "flagged", "overridden", "relabelled", "kept")
 
 
 @dataclass(frozen=True)
 class PageView:
     """What the page shows now (app/pages/curate.py VIEW_IN, by name), so unchanged
-    outputs are skipped, and how the gallery is filtered."""
+    outputs are skipped."""
 
     show_background: bool | None = True
-    page: int | None = 1
     shown: int | str | None = None
-    tab: str | None = "gallery"
-    pages: int | None = None
+    tab: str | None = "review"
     undo_disabled: bool | None = None
     redo_disabled: bool | None = None
-    filter: str | None = "review"
     selection: tuple[int, ...] | None = None  # samples in the map's lasso/box selection
     class_search: str | None = None
     class_sort: str | None = "code"
@@ -133,42 +131,12 @@ def auto_eps_for(runs_root: Path, run_id: str, code: int, min_samples: int) -> i
     return set_params(runs_root, run_id, code, eps, min_samples)
 
 
-def toggle(runs_root: Path, run_id: str, sample: int) -> int:
-    """Flip one sample between kept and dropped (as an override); returns the revision."""
-    data = run_data(runs_root, run_id)
-    if not 0 <= sample < len(data.samples):
-        raise InputError(f"no sample {sample} in this run")
-    kept = bool(current_state(data).decisions.kept[sample])
-    return set_decision(runs_root, run_id, sample, "drop" if kept else "keep")
-
-
 def set_decision(runs_root: Path, run_id: str, sample: int, decision: str) -> int:
     """Keep or drop one sample (as an override); returns the revision."""
     data = run_data(runs_root, run_id)
     store = open_store(data.run)
     store.set_overrides([sample], decision, f"{decision} sample {sample}",
                         n_samples=len(data.samples))
-    return store.revision()
-
-
-def relabel(runs_root: Path, run_id: str, sample: int, label: str | None) -> int:
-    """Give one sample the class named ``label`` (None: the suggested one); returns the
-    revision. Relabelling to its given label clears the relabel."""
-    data = run_data(runs_root, run_id)
-    s = data.samples
-    if not 0 <= sample < len(s):
-        raise InputError(f"no sample {sample} in this run")
-    if label is None:
-        label = suggestion(data, current_state(data), sample)
-        if label is None:
-            raise InputError(f"sample {sample} has no suggested label: pick a class")
-    if label not in s.classes:
-        raise InputError(f"no class {label!r} in this run: use one of {', '.join(s.classes)}")
-    code = s.classes.index(label)
-    store = open_store(data.run)
-    store.set_relabels([sample], None if code == s.labels[sample] else code,
-                       f"relabel sample {sample} to {label}", n_samples=len(s),
-                       n_classes=len(s.classes))
     return store.revision()
 
 
@@ -268,87 +236,7 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),
             "rows": [{k: r[k] for k in COUNT_KEYS} for r in rows], "noise": noise,
-            "status": STATUS_TEMPLATE, "style": MARKER_STYLE}
-
-
-# The gallery's state filter: label -> which of a class's points it shows.
-GALLERY_FILTERS = {
-    "review": "flagged or decided by you",
-    "left": "left to review",
-    "decided": "decided by you",
-    "dropped": "dropped",
-    "kept": "kept",
-    "all": "every point",
-}
-
-
-def gallery_points(data: RunData, state: RunState, code: int, which: str = "review",
-                   selection: tuple[int, ...] | None = None) -> np.ndarray:
-    """The class's points the gallery lists, most likely wrong first (by mislabel score;
-    index order for runs without one).
-
-    Parameters
-    ----------
-    which : a key of GALLERY_FILTERS
-    selection : samples selected on the map (lasso or box); None: no selection
-
-    Returns
-    -------
-    ndarray of int64, shape (m,): sample indices
-    """
-    if which not in GALLERY_FILTERS:
-        raise InputError(f"no gallery filter {which!r}: use one of {', '.join(GALLERY_FILTERS)}")
-    idx = data.members[code]
-    d = state.decisions
-    decided = np.isin(idx, list(state.decided))
-    keep = {"review": d.flagged[idx] | decided, "left": d.flagged[idx] & ~decided,
-            "decided": decided, "dropped": ~d.kept[idx], "kept": d.kept[idx],
-            "all": np.ones(len(idx), bool)}[which]
-    if selection is not None:
-        keep &= np.isin(idx, np.asarray(selection, dtype=np.int64))
-    chosen = idx[keep]
-    if data.score is not None:
-        chosen = chosen[np.argsort(-data.score[chosen], kind="stable")]
-    return chosen
-
-
-def gallery_items(data: RunData, state: RunState, code: int, page: int, which: str = "review",
-                  selection: tuple[int, ...] | None = None) -> tuple[list[dict], int]:
-    """One page of :func:`gallery_points`.
-
-    Returns
-    -------
-    (items, pages): items have index, path, kept, reason, evidence (given → suggested
-    label and score), why, suggested; pages is the page count.
-    """
-    points = gallery_points(data, state, code, which, selection)
-    pages = max(1, -(-len(points) // GALLERY_PAGE_SIZE))
-    page = min(max(1, page or 1), pages)
-    chosen = points[(page - 1) * GALLERY_PAGE_SIZE: page * GALLERY_PAGE_SIZE]
-
-    def evidence(i: int) -> str:
-        given = data.samples.classes[data.samples.labels[i]]
-        shown = suggestion(data, state, i)
-        label = f" · {given} → {shown}" if shown else f" · {given}"
-        return label + ("" if data.score is None else f" · score {data.score[i]:.2f}")
-
-    return [{"index": int(i), "path": data.samples.paths[i], "kept": bool(state.decisions.kept[i]),
-             "reason": str(state.decisions.reason[i]), "evidence": evidence(i),
-             "why": why(data, state, i),
-             "suggested": None if int(i) in state.relabels else suggestion(data, state, i)}
-            for i in chosen], pages
-
-
-def gallery_action(runs_root: Path, run_id: str, click: dict) -> int:
-    """What a gallery button or key sent (assets/gallery.js, assets/triage.js):
-    ``{sample, action, label}`` with action keep, drop, toggle or relabel; returns the
-    revision."""
-    sample, action = int(click["sample"]), click.get("action")
-    if action == "relabel":
-        return relabel(runs_root, run_id, sample, click.get("label"))
-    if action in ("keep", "drop"):
-        return set_decision(runs_root, run_id, sample, action)
-    return toggle(runs_root, run_id, sample)
+            "status": STATUS_TEMPLATE, "keys": COUNT_KEYS, "style": MARKER_STYLE}
 
 
 # Why a sample flagged only as DBSCAN noise is flagged, by rule (clustering.flag_bits).
@@ -400,15 +288,6 @@ def suggestion(data: RunData, state: RunState, sample: int) -> str | None:
         return None
     code = int(data.suggested[sample])
     return None if code == data.samples.labels[sample] else data.samples.classes[code]
-
-
-def review_counts(data: RunData, state: RunState, code: int) -> dict[str, int]:
-    """For the gallery's header: the class's flagged points, how many of them a reviewer
-    has decided (overridden) and how many are left."""
-    idx = data.members[code]
-    flagged = idx[state.decisions.flagged[idx]]
-    decided = int(np.isin(flagged, list(state.decided)).sum())
-    return {"flagged": len(flagged), "decided": decided, "left": len(flagged) - decided}
 
 
 def tooltip_side(data: RunData, sample: int) -> str:

@@ -39,12 +39,6 @@ LEGEND = [
 ]
 
 
-# The map's mark for a reason (Decisions.reason), as the gallery shows it beside a card.
-REASON_MARKS = {"noise": ("✕", NOISE_COLOUR), "override_keep": ("◆", KEEP_COLOUR),
-                "relabel": ("◆", KEEP_COLOUR), "override_drop": ("✕", DROP_COLOUR),
-                "cluster": ("●", CLUSTER_COLOURS[0])}
-
-
 # Symbols travel as Plotly's symbol numbers and sizes as integers, which cut an eps
 # change's response on a 5,314-point class from 145 kB to about 90 kB. Colours stay hex
 # strings: integer codes through a colorscale were smaller still (52 kB) but Plotly's

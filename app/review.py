@@ -23,6 +23,7 @@ import numpy as np
 from worker.pipeline.curation import open_store
 from worker.pipeline.errors import InputError
 
+from .curate_logic import set_decision
 from .data import RunData, RunState, current_state, run_data
 
 STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
@@ -155,6 +156,22 @@ def bulk_apply(runs_root: Path, run_id: str, samples: list[int], action: str,
     return plan.changes
 
 
+def key_action(runs_root: Path, run_id: str, key: dict) -> int:
+    """What a key on the review list's focused row sent (assets/review.js):
+    ``{sample, action, label}``, action ``keep``, ``drop`` or ``relabel`` (to ``label``,
+    the row's suggestion). One undoable step."""
+    action = key.get("action")
+    try:
+        sample = int(key["sample"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError("no sample to act on: focus a row of the review list") from None
+    if action == "relabel":
+        return relabel_to(runs_root, run_id, [sample], key.get("label") or "")
+    if action in ("keep", "drop"):
+        return set_decision(runs_root, run_id, sample, action)
+    raise InputError(f"no action {action!r} for a key: use keep, drop or relabel")
+
+
 def relabel_to(runs_root: Path, run_id: str, samples: list[int], label: str) -> int:
     """Give ``samples`` the class named ``label`` and keep them, as one undoable step:
     relabelling means "this belongs, as ``label``", so a drop override is cleared.
@@ -165,9 +182,11 @@ def relabel_to(runs_root: Path, run_id: str, samples: list[int], label: str) -> 
         raise InputError(f"no class {label!r} in this run: pick one from the list")
     if not samples:
         raise InputError("select rows first, then pick the class to relabel them to")
+    chosen = sorted({int(i) for i in samples})
+    if not 0 <= chosen[0] <= chosen[-1] < len(s):
+        raise InputError(f"no sample {chosen[0] if chosen[0] < 0 else chosen[-1]} in this run")
     state = current_state(data)
     code = s.classes.index(label)
-    chosen = sorted({int(i) for i in samples})
     values = {"relabels": {i: None if code == s.labels[i] else code for i in chosen},
               "overrides": {i: None for i in chosen if state.overrides.get(i) == "drop"}}
     changed = open_store(data.run).set_sample_values(

@@ -2,7 +2,9 @@
 
 The grid sorts and filters in the browser (its client-side row model), so a sort or a
 filter of 17,000 rows never waits for the server. Rows come from ``app/review.py``; the
-callbacks that act on them live with the page's others in ``app/pages/curate.py``.
+callbacks that act on them live with the page's others in ``app/pages/curate.py``, and
+``assets/review.js`` links the grid with the map (lasso filters the list, a focused or
+hovered row rings its point, a clicked point scrolls to its row) and gives it its keys.
 """
 
 from __future__ import annotations
@@ -32,27 +34,36 @@ CANCEL = "review-cancel"
 CONFIRM_BOX = "review-confirm-box"
 COUNT = "review-count"
 CLEAR_FILTERS = "review-clear-filters"
+KEY = "review-key"  # a key's action on the focused row, written by assets/review.js
+FOCUS = "review-focus"  # the focused row's sample, written by assets/review.js
+DETAIL = "review-detail"  # why the focused row is flagged
+SELECTION = "review-selection"  # "only the N points selected on the map" (assets/review.js)
+KEYS = [("j / k", "next / previous row"), ("a", "keep"), ("d", "drop"),
+        ("r", "relabel to the suggestion"), ("l", "relabel to any class"), ("u", "undo")]
 
 COLUMNS = [
-    {"field": "thumb", "headerName": "", "cellRenderer": "ReviewThumb", "width": 64,
-     "sortable": False, "filter": False, "resizable": False},
-    {"field": "sample", "headerName": "#", "width": 90, "filter": "agNumberColumnFilter",
+    {"field": "thumb", "headerName": "", "cellRenderer": "ReviewThumb", "width": 48,
+     "sortable": False, "filter": False, "resizable": False, "suppressSizeToFit": True},
+    {"field": "sample", "headerName": "#", "width": 76, "suppressSizeToFit": True,
+     "filter": "agNumberColumnFilter",
      "headerTooltip": "The sample's index in the run (samples.csv row)"},
-    {"field": "given", "headerName": "given", "filter": "agTextColumnFilter",
+    {"field": "given", "headerName": "given", "flex": 1, "minWidth": 70,
+     "filter": "agTextColumnFilter",
      "headerTooltip": "The label the dataset gives it"},
-    {"field": "suggested", "headerName": "suggested", "filter": "agTextColumnFilter",
+    {"field": "suggested", "headerName": "suggested", "flex": 1, "minWidth": 80,
+     "filter": "agTextColumnFilter",
      "headerTooltip": "The class its neighbourhood and a cross-validated classifier agree "
                       "on, when that is not the given label"},
-    {"field": "score", "headerName": "score", "width": 100, "sort": "desc",
-     "filter": "agNumberColumnFilter",
+    {"field": "score", "headerName": "score", "width": 84, "suppressSizeToFit": True,
+     "sort": "desc", "filter": "agNumberColumnFilter",
      "headerTooltip": "How likely the given label is wrong, 0 to 1 (1 − its estimated "
                       "probability)"},
+    # A relabelled row's badge also names the class it trains with ("relabelled → dog").
     {"field": "state", "headerName": "state", "cellRenderer": "ReviewState",
-     "cellRendererParams": {"words": STATES}, "filter": "agTextColumnFilter", "width": 120,
+     "cellRendererParams": {"words": STATES}, "filter": "agTextColumnFilter", "flex": 1,
+     "minWidth": 110,
      "headerTooltip": "flagged: the rule drops it and nobody has looked yet; kept, dropped, "
                       "relabelled: what a reviewer decided"},
-    {"field": "now", "headerName": "trains as", "filter": "agTextColumnFilter",
-     "headerTooltip": "The class it trains with after curation; empty when it is dropped"},
 ]
 
 
@@ -70,7 +81,7 @@ def review_panel(classes: list[str]) -> html.Div:
         ]), width="auto"),
         dbc.Col(dcc.Dropdown(id=RELABEL_TO, options=classes, placeholder="relabel to… (l)",
                              searchable=True, clearable=True, className="review-class-pick"),
-                width=3),
+                width="auto"),
         dbc.Col(small_button("Relabel", RELABEL, "primary",
                              "Give the selected samples the chosen class and keep them"),
                 width="auto"),
@@ -105,13 +116,22 @@ def review_panel(classes: list[str]) -> html.Div:
         defaultColDef={"sortable": True, "resizable": True, "filter": True,
                        "floatingFilter": True, "suppressHeaderMenuButton": True},
         dashGridOptions={"rowSelection": {"mode": "multiRow", "enableClickSelection": True},
-                         "rowHeight": 44, "animateRows": False, "tooltipShowDelay": 300,
-                         "rowBuffer": 4},
-        columnSize="responsiveSizeToFit", className="ag-theme-alpine review-grid",
-        style={"height": "clamp(320px, calc(100vh - 330px), 640px)"})
+                         "rowHeight": 36, "headerHeight": 32, "floatingFiltersHeight": 30,
+                         "animateRows": False, "tooltipShowDelay": 300, "rowBuffer": 4,
+                         # The map's lasso or box selection (assets/dashAgGridFunctions.js).
+                         "isExternalFilterPresent": {"function": "mapSelectionPresent()"},
+                         "doesExternalFilterPass": {"function": "inMapSelection(params)"}},
+        className="ag-theme-alpine review-grid",
+        style={"height": "clamp(260px, calc(100vh - 390px), 900px)"})
+    keys = html.Div(["keys: ", *[html.Span([html.Kbd(k), f" {what}"], className="me-2")
+                                 for k, what in KEYS]],
+                    className="small text-muted review-keys")
     return html.Div([
         dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
-        html.Div(id=PAIRS, className="mb-1"), selected, listed, confirm, grid,
+        dcc.Store(id=KEY), dcc.Store(id=FOCUS),
+        html.Div(id=PAIRS, className="mb-1 review-pairs"), selected, listed, confirm,
+        html.Div(id=SELECTION, className="small text-muted review-selection"), grid,
+        html.Div(id=DETAIL, className="small mt-1 review-detail"), keys,
     ], className="mt-2")
 
 
@@ -120,7 +140,7 @@ def pair_buttons(pairs: list[dict]) -> list:
     pair (components, so class names stay text)."""
     if not pairs:
         return []
-    return [html.Span("Most common given → suggested:", className="small text-muted me-2"),
+    return [html.Span("given → suggested:", className="small text-muted me-2 text-nowrap"),
             *[dbc.Button(f"{p['given']} → {p['suggested']} · {p['count']}",
                          id={"type": PAIR_BTN, "index": i}, color="light", size="sm",
                          class_name="me-1 mb-1 review-pair")

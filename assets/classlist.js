@@ -3,7 +3,8 @@
 //
 // The server decides what the list holds and in which order (search, sort: app/
 // curate_logic.py class_list) and sends it as data into the curate-class-rows store:
-// {order: [code or "all", ...], counts: [[size, flagged, overridden, kept], ...] per code,
+// {order: [code or "all", ...], counts: [[size, flagged, overridden, relabelled, kept],
+// ...] per code (app/curate_logic.py COUNT_KEYS),
 // the total last}. Class names come once with the page (curate-class-names). Clicking a
 // row writes its code into curate-class, which the server's on_class callback reads.
 // Names are set as text, never as HTML: they come from the user's labels file.

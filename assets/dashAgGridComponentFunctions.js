@@ -17,5 +17,6 @@ dagcomponentfuncs.ReviewState = function (props) {
   return React.createElement("span", {
     className: "badge review-state review-state-" + props.value,
     title: words[props.value] || props.value,
-  }, props.value);
+  }, props.value === "relabelled" && props.data.now ? "relabelled → " + props.data.now
+    : props.value);
 };

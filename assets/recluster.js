@@ -157,16 +157,20 @@
     window.curateLastRecluster = {eps, ms, "class": model["class"], at: performance.now()};
     const code = model["class"], rows = model.rows.map((r) => Object.assign({}, r));
     const total = rows[rows.length - 1];
+    // The looks count a relabel as a keep override; the rows count relabels on their own
+    // (they do not depend on eps), so "overridden" leaves them out.
+    const counts = Object.assign({}, look.counts,
+                                 {overridden: look.counts.overridden - rows[code].relabelled});
     for (const k of ["flagged", "overridden", "kept"]) {
-      total[k] += look.counts[k] - rows[code][k];
-      rows[code][k] = look.counts[k];
+      total[k] += counts[k] - rows[code][k];
+      rows[code][k] = counts[k];
     }
     const noise = model.noise.reduce((x, y) => x + y, 0) - model.noise[code] + look.counts.noise;
     const status = fill(model.status, Object.assign({noise, rule: model.rule}, total));
     // The class list's counts for this class and the total (assets/classlist.js).
     const fresh = listRows && Object.assign({}, listRows, {counts: listRows.counts.slice()});
     if (fresh) {
-      const asRow = (r) => [r.size, r.flagged, r.overridden, r.kept];
+      const asRow = (r) => model.keys.map((k) => r[k]);
       fresh.counts[code] = asRow(rows[code]);
       fresh.counts[fresh.counts.length - 1] = asRow(total);
     }

@@ -8,10 +8,10 @@ the eps box, the mouse reaching a point, the click on a class) to the end of the
 re-cluster has arrived (the change is in the store). The eps change is timed twice:
 through the server alone (the baseline, ``window.curateServerOnly``) and as the page does
 it, re-clustered in the browser (assets/recluster.js). Prints p50/p95 per action, their
-ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a key press in the noise
-gallery (``j``, assets/triage.js) until the next card is shown focused and painted (two
-animation frames later). "apply to all classes" is a click on Apply to all until the
-server's answer arrives (every class stored and re-clustered); the server's peak
+ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a key press in the review
+list (``j``, assets/review.js) until the next row is focused, its point ringed on the map
+and painted (two animation frames later). "apply to all classes" is a click on Apply to
+all until the server's answer arrives (every class stored and re-clustered); the server's peak
 resident memory (VmHWM) is printed last but one.
 
     python -m bench.ui_latency [--run runs/cifar10n] [--eps-changes 30]
@@ -98,7 +98,7 @@ def repaint_ms(driver, counts: bool = True, timeout: float = 30.0) -> float:
     return max(b["plot"], b["status"] if counts else 0) - b["t0"]
 
 
-# One keyboard triage step: "j" until the focused card has moved and been painted.
+# One keyboard triage step: "j" until the focused row has moved and been painted.
 TRIAGE_STEP = """
 const done = arguments[arguments.length - 1];
 const t0 = performance.now();
@@ -146,11 +146,12 @@ def _filters(rows: list[dict]) -> list[dict]:
 
 
 def review_list(driver, steps: int) -> dict[str, list[float]]:
-    """Open the review list (every class's flags) and time sorts and filters; the keys
-    name the number of rows."""
-    tab = wait_for(lambda: [t for t in driver.find_elements("css selector", ".nav-link")
-                            if t.text.startswith("Review list")])
-    tab[0].click()
+    """List every class's flags ("All classes") and time sorts and filters of the review
+    list; the keys name the number of rows."""
+    pick_class(driver, "all")
+    wait_for(lambda: driver.execute_script(
+        "return !Object.keys(dash_ag_grid.getApi('review-grid').getFilterModel()).length"),
+        timeout=120)
     wait_for(lambda: driver.find_elements("css selector", "#review-grid .ag-row"), timeout=120)
     rows = driver.execute_script("const out = []; dash_ag_grid.getApi('review-grid')"
                                  ".forEachNode(n => out.push(n.data)); return out;")
@@ -277,7 +278,7 @@ def main() -> None:
             pick_class(driver, "all")
             results["overview (all classes)"].append(repaint_ms(driver, counts=False))
         pick_class(driver, 1)
-        wait_for(lambda: len(driver.find_elements("css selector", ".gallery-item")) > 2,
+        wait_for(lambda: len(driver.find_elements("css selector", "#review-grid .ag-row")) > 2,
                  timeout=30)
         for _ in range(args.triage):
             results["triage step"].append(driver.execute_async_script(TRIAGE_STEP))

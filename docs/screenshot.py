@@ -1,7 +1,8 @@
-"""Make docs/curate.png: the Curate page on the digits demo, in headless Chromium at 1366×1450
-(the map at its 720 px cap, the gallery's first cards below it).
+"""Make docs/curate.png: the Curate page on the digits demo, in headless Chromium at 1366×768
+(one screen: parameters and classes, the map, and the review list side by side), with a
+row of class 3's flagged samples focused and ringed on the map.
 
-    python docs/screenshot.py [--run runs/demo]
+    python docs/screenshot.py [--run runs/demo] [--size 1366x768]
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from selenium.webdriver.common.by import By  # noqa: E402
+
 from tests.integration.browser import (  # noqa: E402
     Server,
     chrome,
@@ -29,16 +32,22 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "demo")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "curate.png")
+    ap.add_argument("--size", default="1366x768", help="window width x height")
     args = ap.parse_args()
+    width, height = (int(v) for v in args.size.split("x"))
     work = Path(tempfile.mkdtemp(prefix="shot-"))
     shutil.copytree(args.run, work / "runs" / "demo", ignore=shutil.ignore_patterns("cache"))
     server = Server(work / "runs")
-    driver = chrome(1366, 1450)
+    driver = chrome(width, height)
     try:
         driver.get(f"{server.url}/curate/demo")
         wait_for(lambda: trace_markers(driver), timeout=60)
         pick_class(driver, 3)
-        time.sleep(2.5)
+        wait_for(lambda: driver.execute_script(
+            "return document.querySelectorAll('#review-grid .ag-row').length"), timeout=30)
+        time.sleep(1.5)
+        driver.find_element(By.TAG_NAME, "body").send_keys("j")
+        time.sleep(1.5)
         driver.save_screenshot(str(args.out))
     finally:
         driver.quit()

@@ -521,7 +521,7 @@ def cmd_override(a: argparse.Namespace) -> None:
 
 
 def cmd_relabel(a: argparse.Namespace) -> None:
-    from .pipeline.curation import open_store
+    from .pipeline.curation import current_decisions, open_store
 
     run = _rundir(a.run).require()
     samples = run.read_samples()
@@ -531,10 +531,14 @@ def cmd_relabel(a: argparse.Namespace) -> None:
     code = None if a.label == "clear" else samples.classes.index(a.label)
     n = open_store(run).set_relabels(a.samples, code, f"relabel {len(a.samples)} to {a.label}",
                                      n_samples=len(samples), n_classes=len(samples.classes))
+    flagged = current_decisions(run)[1].flagged
     for i in a.samples[:20]:  # what changed, so a wrong index shows at once
         given = samples.classes[samples.labels[i]]
         print(f"sample {i}: {given} → {given if code is None else a.label}"
               + (" (its label again)" if code is None else ""))
+        if code is not None and not flagged[i]:
+            print(f"warning: sample {i} was not flagged (its label {given} looked right): "
+                  f"check the index; `curator undo {a.run}` takes this back", file=sys.stderr)
     print(f"{n} sample(s) changed")
 
 
@@ -577,7 +581,7 @@ EXAMPLES = {
     "cancel": "curator cancel 3f2a9c1d0b7e --run runs/demo",
     "undo": "curator undo runs/demo",
     "params": "curator params runs/demo",
-    "relabel": "curator relabel runs/demo 7 1204 1530",
+    "relabel": "curator relabel runs/demo 3 13",
 }
 
 

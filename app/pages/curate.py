@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
-from urllib.parse import quote
 
 import dash
 import dash_bootstrap_components as dbc
@@ -29,7 +27,7 @@ from app import curate_logic as logic
 from app import review
 from app import review_panel as rp
 from app.data import cached_figure, current_state, run_data
-from app.figures import LEGEND, REASON_MARKS, class_figure, class_trace, overview_figure
+from app.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.layout import (
     GRAPH_CONFIG,
     LOCAL_ONLY,
@@ -64,10 +62,6 @@ CLEAR_BTN = "curate-clear"
 BG_SWITCH = "curate-background"
 STATUS = "curate-status"
 SUMMARY = "curate-summary"
-GALLERY = "curate-gallery"
-GALLERY_PAGES = "curate-gallery-pages"
-GALLERY_CLICK = "curate-gallery-click"  # written by assets/gallery.js
-GALLERY_FILTER = "curate-gallery-filter"
 CLASS_SEARCH = "curate-class-search"
 CLASS_SORT = "curate-class-sort"
 CLASS_MORE = "curate-class-more"  # "12 of 1,000 classes match"
@@ -109,13 +103,6 @@ def _controls() -> dbc.Card:
 
 
 def _toolbar() -> dbc.Row:
-    def marks(symbols: str, colours) -> list[html.Span]:  # noqa: ANN001 - str or list
-        colours = [colours] * len(symbols) if isinstance(colours, str) else colours
-        return [html.Span(s, style={"color": c}) for s, c in zip(symbols, colours, strict=True)]
-
-    legend = [html.Span([*marks(sym, col), html.Span(text, className="ms-1")],
-                        className="me-3 small text-nowrap legend-item")
-              for sym, col, text in LEGEND]
     return dbc.Row([
         dbc.Col(dbc.ButtonGroup([
             small_button("Keep", KEEP_BTN, "success"),
@@ -128,8 +115,19 @@ def _toolbar() -> dbc.Row:
         ]), width="auto"),
         dbc.Col(dbc.Switch(id=BG_SWITCH, label="other classes", value=True,
                            class_name="mb-0 small"), width="auto"),
-        dbc.Col(html.Div(legend, className="d-flex flex-wrap"), class_name="ms-auto"),
     ], class_name="g-2 align-items-center mb-2")
+
+
+def _legend() -> html.Div:
+    """What the map's marks mean, in the same symbols and colours."""
+    def marks(symbols: str, colours) -> list[html.Span]:  # noqa: ANN001 - str or list
+        colours = [colours] * len(symbols) if isinstance(colours, str) else colours
+        return [html.Span(s, style={"color": c}) for s, c in zip(symbols, colours, strict=True)]
+
+    return html.Div([html.Span([*marks(sym, col), html.Span(text, className="ms-1")],
+                               className="me-3 text-nowrap legend-item")
+                     for sym, col, text in LEGEND],
+                    className="d-flex flex-wrap curate-legend text-muted mt-1")
 
 
 def layout(run_id: str | None = None, **_query) -> html.Div:
@@ -140,7 +138,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         return html.Div([html.H4("Curate"), error_alert(str(exc)),
                          dcc.Link("← back to runs", href="/")])
     return html.Div([
-        dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN), dcc.Store(id=GALLERY_CLICK),
+        dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN),
         dcc.Store(id=MODEL), dcc.Store(id=PARAMS), dcc.Store(id=REVISION),
         # The shown class: a code, or "all". A store, written by the class list's rows.
         dcc.Store(id=CLASS_PICK, data=0), dcc.Store(id=CLASS_ROWS), dcc.Store(id=CLASS_DRAWN),
@@ -153,61 +151,49 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                  className="d-flex align-items-baseline mb-2"),
         feature_advice(data.run.read_meta()),
         html.Div(id=ALERT),
+        # One screen from 1200 px wide (1366×768 included): parameters and classes, the
+        # map, and the review list side by side, each scrolling on its own; Summary,
+        # Export and Retrain are tabs over the list. Narrower, they stack.
         dbc.Row([
-            # The parameters first: at 1366×768 they stay in view, and the class list
-            # scrolls inside its card however many classes there are.
-            dbc.Col([
-                _controls(),
-                dbc.Card(dbc.CardBody([
-                    html.H6("Classes", className="card-title"),
-                    dbc.Row([
-                        dbc.Col(dbc.Input(id=CLASS_SEARCH, type="search", size="sm",
-                                          placeholder="search classes", debounce=0.3)),
-                        dbc.Col(dbc.Select(
-                            id=CLASS_SORT, value="code", size="sm",
-                            options=[{"label": f"sort: {text}", "value": key}
-                                     for key, text in logic.CLASS_SORTS.items()]), width=6),
-                    ], class_name="g-1 mb-1"),
-                    html.Div("size · flagged · overridden · kept",
-                             className="text-muted small mb-1"),
-                    html.Div(id=CLASS_MORE, className="text-muted small mb-1"),
-                    # Drawn by assets/classlist.js from CLASS_ROWS: only the rows in view.
-                    html.Div(id=CLASS_LIST, className="class-list"),
-                ]), class_name="mb-3"),
-            ], md=3, lg=3),
+            dbc.Col([_controls(), _classes()], xl=3, class_name="curate-side"),
             dbc.Col([
                 _toolbar(),
-                # As tall as the window allows with the tabs' headers still in view below
-                # (at 1366×768 too), between 360 and 720 px: on a tall screen the gallery
-                # starts in view as well.
-                dcc.Graph(id=GRAPH, style={"height": "clamp(360px, calc(100vh - 250px), 720px)"},
+                dcc.Graph(id=GRAPH, style={"height": "clamp(340px, calc(100vh - 240px), 900px)"},
                           clear_on_unhover=True,
                           config={**GRAPH_CONFIG, "scrollZoom": True,
                                   "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]}),
+                _legend(),
                 dcc.Tooltip(id=TOOLTIP, direction="right"),
-                dbc.Tabs([
-                    dbc.Tab([dbc.Row([
-                        dbc.Col(dbc.Select(
-                            id=GALLERY_FILTER, value="review", size="sm",
-                            options=[{"label": f"show: {text}", "value": key}
-                                     for key, text in logic.GALLERY_FILTERS.items()]),
-                            width="auto"),
-                        dbc.Col(dbc.Pagination(id=GALLERY_PAGES, max_value=1, active_page=1,
-                                               size="sm", class_name="mb-0",
-                                               fully_expanded=False), width="auto"),
-                    ], class_name="g-2 align-items-center mt-2 mb-1"),
-                        dcc.Markdown(id=GALLERY, dangerously_allow_html=True)],
-                        label="Gallery", tab_id="gallery"),
-                    dbc.Tab(rp.review_panel(list(data.samples.classes)),
-                            label="Review list (all classes)", tab_id="review"),
-                    dbc.Tab(html.Div(id=SUMMARY, className="mt-2"), label="Summary",
-                            tab_id="summary"),
-                    dbc.Tab(export_panel(), label="Export", tab_id="export"),
-                    dbc.Tab(retrain_panel(), label="Retrain", tab_id="retrain"),
-                ], id=TABS, active_tab="gallery", class_name="mt-3"),
-            ], md=9, lg=9),
-        ]),
+            ], xl=4, class_name="curate-map"),
+            dbc.Col(dbc.Tabs([
+                dbc.Tab(rp.review_panel(list(data.samples.classes)), label="Review list",
+                        tab_id="review"),
+                dbc.Tab(html.Div(id=SUMMARY, className="mt-2 curate-summary"), label="Summary",
+                        tab_id="summary"),
+                dbc.Tab(export_panel(), label="Export", tab_id="export"),
+                dbc.Tab(retrain_panel(), label="Retrain", tab_id="retrain"),
+            ], id=TABS, active_tab="review"), xl=5, class_name="curate-review"),
+        ], class_name="g-3"),
     ])
+
+
+def _classes() -> dbc.Card:
+    """The class list: search, sort, and the virtually scrolled rows with their counts."""
+    return dbc.Card(dbc.CardBody([
+        html.H6("Classes", className="card-title"),
+        dbc.Row([
+            dbc.Col(dbc.Input(id=CLASS_SEARCH, type="search", size="sm",
+                              placeholder="search classes", debounce=0.3)),
+            dbc.Col(dbc.Select(
+                id=CLASS_SORT, value="code", size="sm",
+                options=[{"label": f"sort: {text}", "value": key}
+                         for key, text in logic.CLASS_SORTS.items()]), width=6),
+        ], class_name="g-1 mb-1"),
+        html.Div(" · ".join(logic.COUNT_KEYS), className="text-muted small mb-1"),
+        html.Div(id=CLASS_MORE, className="text-muted small mb-1"),
+        # Drawn by assets/classlist.js from CLASS_ROWS: only the rows in view.
+        html.Div(id=CLASS_LIST, className="class-list"),
+    ]), class_name="mb-3")
 
 
 # --------------------------------------------------------------------------- callbacks
@@ -220,7 +206,6 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 # on this page took more time than Plotly's repaint.
 VIEW_OUT = {"figure": (GRAPH, "figure"), "shown": (SHOWN, "data"),
             "rows": (CLASS_ROWS, "data"), "summary": (SUMMARY, "children"),
-            "gallery": (GALLERY, "children"), "pages": (GALLERY_PAGES, "max_value"),
             "undo_disabled": (UNDO_BTN, "disabled"), "redo_disabled": (REDO_BTN, "disabled"),
             "status": (STATUS, "children"), "model": (MODEL, "data"),
             "more": (CLASS_MORE, "children"), "revision": (REVISION, "data")}
@@ -228,10 +213,9 @@ CONTROLS_OUT = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
                 "eps_max": (EPS_SLIDER, "max"), "eps_step": (EPS_SLIDER, "step"),
                 "ms": (MS_SLIDER, "value"), "ms_box": (MS_INPUT, "value")}
 # PageView's fields and where they are read from.
-VIEW_IN = {"show_background": (BG_SWITCH, "value"), "page": (GALLERY_PAGES, "active_page"),
-           "shown": (SHOWN, "data"), "tab": (TABS, "active_tab"),
-           "pages": (GALLERY_PAGES, "max_value"), "undo_disabled": (UNDO_BTN, "disabled"),
-           "redo_disabled": (REDO_BTN, "disabled"), "filter": (GALLERY_FILTER, "value"),
+VIEW_IN = {"show_background": (BG_SWITCH, "value"), "shown": (SHOWN, "data"),
+           "tab": (TABS, "active_tab"), "undo_disabled": (UNDO_BTN, "disabled"),
+           "redo_disabled": (REDO_BTN, "disabled"),
            "selection": (GRAPH, "selectedData"), "class_search": (CLASS_SEARCH, "value"),
            "class_sort": (CLASS_SORT, "value"), "more": (CLASS_MORE, "children"),
            "revision": (REVISION, "data")}
@@ -329,7 +313,7 @@ def _respond(run_id: str, class_value, view: dict, action=None, *, controls: boo
             "view": _view_in()},
 )
 def on_class(class_value, run_id, view):
-    """A class picked (and the page's first paint): its plot, gallery and parameters."""
+    """A class picked (and the page's first paint): its plot, counts and parameters."""
     return _respond(run_id, class_value, view)
 
 
@@ -418,57 +402,50 @@ def on_undo_redo(_undo, _redo, class_value, run_id, view):
 
 @callback(
     output=_changing_outputs(controls=False),
-    inputs=_page_inputs(click=Input(GRAPH, "clickData"), _keep=Input(KEEP_BTN, "n_clicks"),
-                        _drop=Input(DROP_BTN, "n_clicks"), _clear=Input(CLEAR_BTN, "n_clicks"),
-                        gallery_click=Input(GALLERY_CLICK, "data")),
+    inputs=_page_inputs(_keep=Input(KEEP_BTN, "n_clicks"), _drop=Input(DROP_BTN, "n_clicks"),
+                        _clear=Input(CLEAR_BTN, "n_clicks")),
     prevent_initial_call=True,
 )
-def on_override(click, _keep, _drop, _clear, gallery_click, class_value, run_id, view):
-    """Overrides: a click on the map toggles, lasso/box + buttons act in bulk, the
-    gallery's buttons and keys keep, drop, toggle or relabel one sample."""
-    trigger = ctx.triggered_id
+def on_override(_keep, _drop, _clear, class_value, run_id, view):
+    """The toolbar's buttons: keep, drop or clear the points selected on the map (lasso or
+    box), in one step."""
     if not ctx.triggered or not ctx.triggered[0]["value"]:
         raise PreventUpdate
-    if trigger == GRAPH:
-        point = (click or {}).get("points", [{}])[0]
-        if point.get("curveNumber") != 1 or point.get("customdata") is None:
-            raise PreventUpdate
-
-        def action(root: Path) -> int:
-            return logic.toggle(root, run_id, int(point["customdata"]))
-    elif trigger == GALLERY_CLICK:
-        def action(root: Path) -> int:
-            return logic.gallery_action(root, run_id, gallery_click)
-    else:
-        samples = logic.selected_samples(view["selection"])
-        decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[trigger]
-
-        def action(root: Path) -> int:
-            return logic.bulk(root, run_id, samples, decision)
-    return _respond(run_id, class_value, view, action, controls=False)
+    samples = logic.selected_samples(view["selection"])
+    decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[ctx.triggered_id]
+    return _respond(run_id, class_value, view,
+                    lambda root: logic.bulk(root, run_id, samples, decision), controls=False)
 
 
 @callback(
     output={"view": _outputs(VIEW_OUT)},
     inputs={"class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
-            "view": _view_in("show_background", "page", "tab", "filter", "selection",
-                             "class_search", "class_sort")},
+            "view": _view_in("tab", "class_search", "class_sort")},
     prevent_initial_call=True,
 )
 def on_view(class_value, run_id, view):
-    """Background on/off, gallery paging, filters and selection, tab switches, the class
-    list's search and sort: nothing is written, and only the background switch touches
-    the plot."""
-    figure = "background" if ctx.triggered_id == BG_SWITCH else "keep"
-    return {"view": _respond(run_id, class_value, view, controls=False, figure=figure)["view"]}
+    """Tab switches, the class list's search and sort: nothing is written, and the plot
+    stays as it is."""
+    return {"view": _respond(run_id, class_value, view, controls=False, figure="keep")["view"]}
+
+
+@callback(
+    output={"view": _outputs(VIEW_OUT)},
+    inputs={"class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
+            "view": _view_in("show_background")},
+    prevent_initial_call=True,
+)
+def on_background(class_value, run_id, view):
+    """The other classes' background on or off: only its visibility changes."""
+    return {"view": _respond(run_id, class_value, view, controls=False,
+                             figure="background")["view"]}
 
 
 def _render(run_id, class_value, view: logic.PageView, state, figure: str = "draw") -> dict:
     """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch.
 
     ``figure``: ``draw`` (what changed), ``background`` (only its visibility), or ``keep``
-    (the plot is current). The summary and the gallery are only rendered while their tab
-    is open.
+    (the plot is current). The summary is only rendered while its tab is open.
     """
     root = settings().runs_root
     data = run_data(root, run_id)
@@ -503,17 +480,14 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
     rows = logic.class_counts(data, state)
     listed, matched = logic.class_list(rows, view.class_search, view.class_sort, code)
     list_rows = {"order": ["all", *listed],
-                 "counts": [[r["size"], r["flagged"], r["overridden"], r["kept"]] for r in rows]}
+                 "counts": [[r[k] for k in logic.COUNT_KEYS] for r in rows]}
     more = f"{matched} of {len(rows) - 1} classes match" if view.class_search else ""
     summary = _summary_table(rows) if view.tab == "summary" else no_update
-    gallery, pages = (_gallery(data, state, code, view, run_id)
-                      if view.tab == "gallery" else (no_update, no_update))
     store = logic.store_for(root, run_id)
     noise = logic.noise_per_class(data, state)
     model = None if code is None else logic.client_model(data, state, code, rows, noise)
     return {"figure": fig, "shown": _changed("all" if code is None else code, shown),
-            "rows": list_rows, "summary": summary, "gallery": gallery,
-            "pages": _changed(pages, view.pages),
+            "rows": list_rows, "summary": summary,
             "undo_disabled": _changed(not store.can_undo(), view.undo_disabled),
             "redo_disabled": _changed(not store.can_redo(), view.redo_disabled),
             "status": logic.status_text(rows, noise, state.rule), "model": model,
@@ -523,65 +497,12 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
 
 def _summary_table(rows: list[dict]) -> dbc.Table:
     head = html.Thead(html.Tr([html.Th(h) for h in
-                               ("class", "size", "flagged", "overridden", "kept", "reduction")]))
-    body = html.Tbody([html.Tr([html.Td(r["class"]), html.Td(r["size"]), html.Td(r["flagged"]),
-                                html.Td(r["overridden"]), html.Td(r["kept"]),
+                               ("class", *logic.COUNT_KEYS, "reduction")]))
+    body = html.Tbody([html.Tr([html.Td(r["class"]), *[html.Td(r[k]) for k in logic.COUNT_KEYS],
                                 html.Td(f"{r['reduction_pct']:.2f}%")],
                                className="fw-semibold" if r["class"] == "total" else None)
                        for r in rows])
     return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
-
-
-def _gallery(data, state, code, view: logic.PageView, run_id) -> tuple[str, int]:
-    """The gallery as one HTML string for a dcc.Markdown, and its page count.
-
-    Void tags must be self-closed (``<img/>``): Dash's Markdown drops the whole block
-    otherwise. One component instead of ~100: every Dash component on the page re-runs its store
-    selector on each of the renderer's dispatches, and as components the gallery cost the
-    eps change more than Plotly's repaint did. Its buttons are clicked through one
-    delegated listener (assets/gallery.js) that writes the sample into GALLERY_CLICK.
-    """
-    def note(text: str) -> str:
-        return f'<div class="text-muted small mt-2 gallery-note">{escape(text)}</div>'
-
-    if code is None:
-        return note("Pick a class to review its flagged points here, or open the Review "
-                    "list tab: it lists every class's."), 1
-    which = view.filter or "review"
-    items, pages = logic.gallery_items(data, state, code, view.page or 1, which, view.selection)
-    counts = logic.review_counts(data, state, code)
-    head = (f'<div class="small mb-1 gallery-counts">{counts["flagged"]} flagged · '
-            f'{counts["decided"]} decided by you · <b>{counts["left"]} left to review</b> · '
-            "most likely wrong first</div>")
-    if view.selection is not None:
-        head += ('<div class="small mb-1 gallery-selection">only the points selected on the '
-                 f'map ({len(view.selection)}): double-click the map to show all</div>')
-    if not items:
-        what = logic.GALLERY_FILTERS[which]
-        where = " among the selected points" if view.selection is not None else ""
-        return head + note(f"No points here: {what}{where}, at these parameters."), pages
-    head += ('<div class="small text-muted mb-1 gallery-keys">keys: <kbd>j</kbd>/<kbd>k</kbd> '
-             'next/previous · <kbd>a</kbd> keep · <kbd>d</kbd> drop · <kbd>r</kbd> relabel to '
-             'the suggestion · <kbd>u</kbd> undo</div>')
-    run = quote(run_id, safe="")
-    cards = "".join(
-        f'<div class="gallery-item"><img src="/thumb/{run}/{it["index"]}.png" class="thumb" '
-        f'title="{escape(it["path"])}" alt="sample {it["index"]}"/>'
-        f'<div class="small text-muted"><span style="color:{REASON_MARKS[it["reason"]][1]}">'
-        f'{REASON_MARKS[it["reason"]][0]}</span> #{it["index"]}{escape(it["evidence"])}</div>'
-        f'<div class="small gallery-why">{escape(it["why"])}</div>'
-        f'<button type="button" data-sample="{it["index"]}" '
-        f'class="btn btn-sm w-100 gallery-toggle btn-{"success" if it["kept"] else "danger"}" '
-        f'title="{escape(it["reason"])} · click to toggle">'
-        f'{"kept" if it["kept"] else "dropped"}</button>'
-        + (f'<button type="button" data-sample="{it["index"]}" '
-           f'data-label="{escape(it["suggested"])}" '
-           f'class="btn btn-sm btn-outline-primary w-100 mt-1 gallery-relabel" '
-           f'title="keep it, with the label {escape(it["suggested"])}">'
-           f'relabel → {escape(it["suggested"])}</button>' if it["suggested"] else "")
-        + '</div>'
-        for it in items)
-    return f'{head}<div class="gallery">{cards}</div>', pages
 
 
 @callback(
@@ -625,16 +546,28 @@ def on_hover(hover, run_id):
 # filters in the browser. Its rows follow the store revision the page shows.
 @callback(
     Output(rp.GRID, "rowData"), Output(rp.PAIRS, "children"), Output(rp.PAIR_DATA, "data"),
+    Output(rp.GRID, "filterModel", allow_duplicate=True),
     Input(REVISION, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
+    State(rp.PAIR_DATA, "data"), State(CLASS_PICK, "data"), State(CLASS_NAMES, "data"),
+    prevent_initial_call="initial_duplicate",
 )
-def on_queue(_revision, tab, run_id):
-    """The review list's rows and its confusion table, while its tab is open."""
+def on_queue(_revision, tab, run_id, filled, class_value, names):
+    """The review list's rows and its confusion table, while its tab is open. The first
+    rows come filtered to the class the map shows (a filter set before the grid has rows
+    did not always hold)."""
     if tab != "review":
         raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
     rows = review.queue_rows(data, current_state(data), run_id)
     pairs = review.confusion(rows)
-    return rows, rp.pair_buttons(pairs), pairs
+    first = no_update if filled is not None else _shown_class_filter(class_value, names)
+    return rows, rp.pair_buttons(pairs), pairs, first
+
+
+def _shown_class_filter(class_value, names: list[str]) -> dict:
+    """The review list's filter for the class the map shows: none for "all"."""
+    code = _code(class_value)
+    return {} if code is None else rp.class_filter(names[code])
 
 
 @callback(
@@ -644,18 +577,16 @@ def on_queue(_revision, tab, run_id):
     State(CLASS_NAMES, "data"), prevent_initial_call=True,
 )
 def on_grid_filter(class_value, _pairs, _clear, pairs, names):
-    """Filter the review list: to the class picked in the class list, to a confusion
-    table's pair, or back to every row. It opens on every class's rows."""
+    """Filter the review list: to the class the map shows, to a confusion table's pair, or
+    back to every row (Clear filters, or "All classes"). The first rows come with their
+    filter from on_queue."""
     trigger = ctx.triggered_id
     if isinstance(trigger, dict):  # a pair's button (pattern-matching id)
         if not ctx.triggered[0]["value"]:
             raise PreventUpdate  # the buttons were just drawn
         pair = (pairs or [])[trigger["index"]]
         return rp.class_filter(pair["given"], pair["suggested"])
-    code = _code(class_value)
-    if trigger == rp.CLEAR_FILTERS or code is None:
-        return {}
-    return rp.class_filter(names[code])
+    return {} if trigger == rp.CLEAR_FILTERS else _shown_class_filter(class_value, names)
 
 
 clientside_callback(
@@ -695,31 +626,21 @@ def on_bulk_preview(_clicks, _cancel, listed, min_score, run_id):
 
 
 @callback(
-    output={**_changing_outputs(controls=False),
-            "pending": Output(rp.PENDING, "data", allow_duplicate=True),
-            "confirm_open": Output(rp.CONFIRM_BOX, "is_open", allow_duplicate=True)},
+    output=_changing_outputs(controls=False),
     inputs=_page_inputs(_keep=Input(rp.KEEP, "n_clicks"), _drop=Input(rp.DROP, "n_clicks"),
                         _relabel=Input(rp.RELABEL, "n_clicks"),
-                        _confirm=Input(rp.CONFIRM, "n_clicks"),
                         selected=State(rp.GRID, "selectedRows"),
-                        label=State(rp.RELABEL_TO, "value"), pending=State(rp.PENDING, "data")),
+                        label=State(rp.RELABEL_TO, "value")),
     prevent_initial_call=True,
 )
-def on_review_edit(_keep, _drop, _relabel, _confirm, selected, label, pending, class_value,
-                   run_id, view):
-    """The review list's actions: keep, drop or relabel the selected rows; a confirmed
-    bulk action on the listed rows. Each is one undoable step."""
+def on_review_edit(_keep, _drop, _relabel, selected, label, class_value, run_id, view):
+    """The review list's buttons: keep, drop or relabel the selected rows, one step."""
     trigger = ctx.triggered_id
     if not ctx.triggered[0]["value"]:
         raise PreventUpdate
     samples = [int(r["sample"]) for r in selected or []]
 
     def action(root: Path) -> int:
-        if trigger == rp.CONFIRM:
-            if not pending:
-                raise InputError("nothing to confirm: choose a bulk action first")
-            return review.bulk_apply(root, run_id, pending["samples"], pending["action"],
-                                     pending.get("min_score"))
         if trigger == rp.RELABEL:
             if not label:
                 raise InputError("pick the class to relabel to first (press l)")
@@ -728,5 +649,70 @@ def on_review_edit(_keep, _drop, _relabel, _confirm, selected, label, pending, c
             raise InputError("select rows first (click, Shift/Ctrl-click), then Keep or Drop")
         return logic.bulk(root, run_id, samples, "keep" if trigger == rp.KEEP else "drop")
 
+    return _respond(run_id, class_value, view, action, controls=False)
+
+
+@callback(
+    output=_changing_outputs(controls=False),
+    inputs=_page_inputs(key=Input(rp.KEY, "data")),
+    prevent_initial_call=True,
+)
+def on_review_key(key, class_value, run_id, view):
+    """A key on the focused row (assets/review.js): keep, drop, or relabel to the
+    suggestion."""
+    if not key:
+        raise PreventUpdate
+    return _respond(run_id, class_value, view,
+                    lambda root: review.key_action(root, run_id, key), controls=False)
+
+
+@callback(
+    output={**_changing_outputs(controls=False),
+            "pending": Output(rp.PENDING, "data", allow_duplicate=True),
+            "confirm_open": Output(rp.CONFIRM_BOX, "is_open", allow_duplicate=True)},
+    inputs=_page_inputs(_confirm=Input(rp.CONFIRM, "n_clicks"),
+                        pending=State(rp.PENDING, "data")),
+    prevent_initial_call=True,
+)
+def on_bulk_confirm(_confirm, pending, class_value, run_id, view):
+    """Store the confirmed bulk action on the listed rows: one undoable step."""
+    if not ctx.triggered[0]["value"]:
+        raise PreventUpdate
+
+    def action(root: Path) -> int:
+        if not pending:
+            raise InputError("nothing to confirm: choose a bulk action first")
+        return review.bulk_apply(root, run_id, pending["samples"], pending["action"],
+                                 pending.get("min_score"))
+
     out = _respond(run_id, class_value, view, action, controls=False)
     return {**out, "pending": None, "confirm_open": False}
+
+
+# The map and the list, linked in the browser (assets/review.js): a lasso or box filters
+# the list, a clicked point scrolls to its row.
+clientside_callback(
+    ClientsideFunction(namespace="review", function_name="filterBySelection"),
+    Output(rp.SELECTION, "children"), Input(GRAPH, "selectedData"),
+)
+clientside_callback(
+    ClientsideFunction(namespace="review", function_name="goToPoint"),
+    Output(rp.SELECTION, "children", allow_duplicate=True), Input(GRAPH, "clickData"),
+    prevent_initial_call=True,
+)
+
+
+@callback(
+    Output(rp.DETAIL, "children"), Input(rp.FOCUS, "data"), State(RUN, "data"),
+    prevent_initial_call=True,
+)
+def on_focus(sample, run_id):
+    """Why the focused row is flagged or decided, in the reviewer's words."""
+    if sample is None:
+        raise PreventUpdate
+    data = run_data(settings().runs_root, run_id)
+    s, i = data.samples, int(sample)
+    if not 0 <= i < len(s):
+        raise PreventUpdate
+    why = logic.why(data, current_state(data), i)
+    return [html.B(f"#{i} · {s.classes[s.labels[i]]}"), html.Span(f" · {why}")]

@@ -179,3 +179,60 @@ def listed_classes(driver) -> list[str]:
         "return Array.from(document.querySelectorAll('#curate-class-list .class-row'))"
         ".sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))"
         ".map(r => r.querySelector('.fw-semibold').textContent);")
+
+
+def grid_rows(driver) -> list[dict]:
+    """The review list's rows as shown (filtered and sorted), read through its own API."""
+    return driver.execute_script("""
+        let api; try { api = dash_ag_grid.getApi('review-grid'); } catch (e) { return []; }
+        const out = []; api.forEachNodeAfterFilterAndSort(n => out.push(n.data)); return out;""")
+
+
+def focused_sample(driver) -> int | None:
+    """The sample of the review list's focused row, or None."""
+    return driver.execute_script("""
+        let api; try { api = dash_ag_grid.getApi('review-grid'); } catch (e) { return null; }
+        const cell = api.getFocusedCell(); if (!cell) return null;
+        const node = api.getDisplayedRowAtIndex(cell.rowIndex);
+        return node ? node.data.sample : null;""")
+
+
+def ringed_point(driver) -> tuple[int, float, float] | None:
+    """The map's ring (around the point of the hovered or focused review row): its sample
+    and its centre in window pixels, or None when it is hidden."""
+    return driver.execute_script("""
+        const el = document.querySelector('#curate-graph .map-ring');
+        if (!el || el.style.display === 'none' || !el.dataset.sample) return null;
+        const r = el.getBoundingClientRect();
+        return [Number(el.dataset.sample), r.left + r.width / 2, r.top + r.height / 2];""")
+
+
+def scroll_click(driver, element) -> None:
+    """Scroll ``element`` to the middle of the window, then click it as a user would."""
+    # Instant: Bootstrap makes scrolling smooth, and a click during the glide misses.
+    driver.execute_script(
+        "arguments[0].scrollIntoView({block: 'center', behavior: 'instant'})", element)
+    element.click()
+
+
+def lasso_middle(driver, half: int = 25) -> list[int]:
+    """Draw a lasso loop around the middle of the shown class; returns the samples it
+    selected, once Plotly has them."""
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+    ids = trace_markers(driver)["customdata"]
+    pts = [point_position(driver, s) for s in ids]
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    cx, cy = sorted(xs)[len(xs) // 2], sorted(ys)[len(ys) // 2]
+    loop = [(cx - half, cy - half), (cx + half, cy - half), (cx + half, cy + half),
+            (cx - half, cy + half), (cx - half, cy - half + 1)]
+    actions = ActionBuilder(driver)
+    actions.pointer_action.move_to_location(int(loop[0][0]), int(loop[0][1])).pointer_down()
+    for x, y in loop[1:]:
+        actions.pointer_action.move_to_location(int(x), int(y))
+    actions.pointer_action.pointer_up()
+    actions.perform()
+    chosen = wait_for(lambda: driver.execute_script(
+        "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+        "const sel = gd._fullData[1].selectedpoints; return sel && sel.length > 0 && sel"))
+    return [ids[k] for k in chosen]

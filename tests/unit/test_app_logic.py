@@ -42,33 +42,29 @@ def test_set_params_ignores_echoes_and_records_changes(root):
     assert set(store.class_params().values()) == {(1.1, 6)}  # the refusals stored nothing
 
 
-def test_toggle_bulk_undo(root):
+def test_decide_bulk_undo(root):
     data = run_data(root, "digits")
-    kept_before = current_state(data).decisions.kept.copy()
-    logic.toggle(root, "digits", 10)
+    decision = "drop" if current_state(data).decisions.kept[10] else "keep"
+    logic.set_decision(root, "digits", 10, decision)
     state = current_state(data)
-    assert state.decisions.kept[10] != kept_before[10]
-    assert state.overrides == {10: "drop" if kept_before[10] else "keep"}
+    assert state.decisions.kept[10] == (decision == "keep")
+    assert state.overrides == {10: decision}
     logic.bulk(root, "digits", [1, 2, 3], "drop")
     assert not current_state(data).decisions.kept[[1, 2, 3]].any()
     _, what = logic.undo_redo(root, "digits", redo=False)
     assert "drop 3 selected" in what and current_state(data).overrides == state.overrides
     with pytest.raises(InputError, match="select points first"):
         logic.bulk(root, "digits", [], "keep")
-    with pytest.raises(InputError, match="no sample"):
-        logic.toggle(root, "digits", 10**6)
+    with pytest.raises(InputError, match="sample"):
+        logic.set_decision(root, "digits", 10**6, "keep")
 
 
-def test_auto_eps_gallery_and_hover(root):
+def test_auto_eps_and_hover(root):
     data = run_data(root, "digits")
     logic.auto_eps_for(root, "digits", 3, 8)
     eps, ms = CurationStore(data.run.store).class_params()[3]
     assert ms == 8 and eps > 0
     state = current_state(data)
-    items, pages = logic.gallery_items(data, state, 3, 1)
-    flagged = int(state.decisions.flagged[data.members[3]].sum())
-    assert len(items) == min(flagged, logic.GALLERY_PAGE_SIZE) and pages >= 1
-    assert all(not it["kept"] for it in items)
     info = logic.hover_info(data, state, int(data.members[3][0]))
     assert info["label"] == "3" and len(info["neighbours"]) == 5
     rows = logic.class_counts(data, state)
@@ -111,7 +107,7 @@ def test_broker_down_is_an_alert_not_a_crash(root):
     text = str(alert.children if not isinstance(alert, html.Div) else alert)
     assert "cannot reach the broker" in text and poll_disabled is True
     # Curation still works without the broker.
-    assert logic.toggle(root, "digits", 4) > 0
+    assert logic.set_decision(root, "digits", 4, "drop") > 0
 
 
 def runs_page():
@@ -205,7 +201,7 @@ def test_client_model_carries_what_the_browser_needs(root):
 
     from app.figures import LOOKS, marker_style
 
-    logic.toggle(root, "digits", 0)
+    logic.set_decision(root, "digits", 0, "drop")
     data = run_data(root, "digits")
     state = current_state(data)
     rows = logic.class_counts(data, state)
@@ -280,7 +276,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         assert cached_figure(data, again, ("class", 0), lambda: build(again)) == \
             cached_figure(data, again, ("class", 0), lambda: build(again))
         assert built == [first.revision]  # built once for this revision
-        logic.toggle(root, "digits", 3)  # an override: a new revision, a new figure
+        logic.set_decision(root, "digits", 3, "drop")  # a new revision, a new figure
         later = current_state(data)
         cached_figure(data, later, ("class", 0), lambda: build(later))
         assert built == [first.revision, later.revision] and later.revision > first.revision
@@ -393,46 +389,34 @@ def test_why_a_point_is_flagged_names_the_evidence(root):
     assert logic.why(data, state, kept).startswith("kept by the rule")
     CurationStore(data.run.store).set_overrides([kept], "drop")
     assert logic.why(data, current_state(data), kept).startswith("dropped by a reviewer")
-    items, _ = logic.gallery_items(data, current_state(data), int(data.samples.labels[i]), 1)
-    assert all(it["why"] for it in items)
 
 
-def test_gallery_is_sorted_by_score_with_given_and_suggested_labels(root):
+def test_relabel_to_the_suggestion_with_a_key(root):
+    """The r key on a review row relabels it to its suggestion (review.key_action); the
+    why line says so; relabelling back to the given class clears it."""
+    from app import review
+
     data = run_data(root, "digits")
     state = current_state(data)
-    code = int(np.bincount(data.samples.labels[state.decisions.flagged]).argmax())
-    items, _ = logic.gallery_items(data, state, code, 1)
-    scores = [data.score[it["index"]] for it in items]
-    assert scores == sorted(scores, reverse=True) and len(items) > 1
-    name = data.samples.classes[code]
-    assert all(it["evidence"].startswith(f" · {name}") and "score " in it["evidence"]
-               for it in items)
-    counts = logic.review_counts(data, state, code)
-    assert counts["left"] == counts["flagged"] == int(state.decisions.flagged[
-        data.members[code]].sum()) and counts["decided"] == 0
-    CurationStore(data.run.store).set_overrides([items[0]["index"]], "keep")
-    assert logic.review_counts(data, current_state(data), code)["decided"] == 1
-
-
-def test_relabel_to_the_suggestion_from_the_gallery(root):
-    data = run_data(root, "digits")
-    state = current_state(data)
-    sample = next(i for i in np.flatnonzero(state.decisions.flagged)
-                  if logic.suggestion(data, state, int(i)))
-    sample = int(sample)
+    sample = int(next(i for i in np.flatnonzero(state.decisions.flagged)
+                      if logic.suggestion(data, state, int(i))))
     code = int(data.samples.labels[sample])
     suggested = logic.suggestion(data, state, sample)
-    for item in logic.gallery_items(data, state, code, 1)[0]:  # the cards offer it
-        assert item["suggested"] == logic.suggestion(data, state, item["index"])
-    logic.relabel(root, "digits", sample, None)  # None: to the suggestion
+    review.key_action(root, "digits", {"sample": sample, "action": "relabel",
+                                       "label": suggested})
     state = current_state(data)
     assert state.relabels == {sample: data.samples.classes.index(suggested)}
     assert state.decisions.kept[sample] and state.marks[sample] == "keep"
     assert logic.why(data, state, sample).startswith(f"relabelled to {suggested}")
-    logic.relabel(root, "digits", sample, data.samples.classes[code])  # back: cleared
+    review.relabel_to(root, "digits", [sample], data.samples.classes[code])  # back: cleared
     assert current_state(data).relabels == {}
     with pytest.raises(InputError, match="no class 'zebra'"):
-        logic.relabel(root, "digits", sample, "zebra")
+        review.key_action(root, "digits", {"sample": sample, "action": "relabel",
+                                           "label": "zebra"})
+    with pytest.raises(InputError, match="no action"):
+        review.key_action(root, "digits", {"sample": sample, "action": "toggle"})
+    with pytest.raises(InputError, match="focus a row"):
+        review.key_action(root, "digits", {"action": "keep"})
 
 
 def test_class_list_searches_and_sorts():

@@ -53,16 +53,24 @@ def test_cli_relabel_and_its_errors(fresh_run):
                               capture_output=True, text=True, timeout=120)
 
     names = fresh_run.read_samples().classes
+    flagged = current_snapshot(fresh_run).decisions.flagged
     r = run(names[3], "5", "6")
     assert r.returncode == 0 and "2 sample(s) changed" in r.stdout
     given = fresh_run.read_samples().labels
     assert f"sample 5: {names[given[5]]} → {names[3]}" in r.stdout  # from → to, per sample
     assert open_store(fresh_run).relabels() == {5: 3, 6: 3}
+    # A sample the rule did not flag gets a warning (a wrong index, most likely); a
+    # flagged one does not.
+    warned = {i for i in (5, 6) if f"warning: sample {i} was not flagged" in r.stderr}
+    assert warned == {i for i in (5, 6) if not flagged[i]}
     assert run("clear", "5").returncode == 0 and open_store(fresh_run).relabels() == {6: 3}
     for args, message in ((("zebra", "1"), "no class 'zebra'"),
                           ((names[0], "99999"), "sample index 99999 is out of range")):
         r = run(*args)
         assert r.returncode == 2 and message in r.stderr and len(r.stderr.splitlines()) == 1
+    hit = int(np.flatnonzero(flagged)[0])
+    r = run(names[(given[hit] + 1) % len(names)], str(hit))
+    assert r.returncode == 0 and "warning" not in r.stderr
 
 
 def test_corrected_takes_back_confident_issues_with_their_suggested_label(fresh_run):

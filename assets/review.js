@@ -1,0 +1,195 @@
+// The Curate page's review list (app/review_panel.py) linked with the map, and its keys.
+//
+// - A lasso or box selection on the map filters the list to the selected points (the
+//   grid's external filter, assets/dashAgGridFunctions.js); a double-click clears it.
+// - Hovering or focusing a row rings its point on the map (a layout shape: no trace is
+//   redrawn).
+// - Clicking a point scrolls the list to its row, focuses and selects it.
+// - Keys act on the focused row: j / k next / previous row, a keep, d drop, r relabel to
+//   the suggestion, u undo. An action writes {sample, action, label, at} into the
+//   review-key store (the server's on_review_edit stores it) and moves the focus on at
+//   once; the focused row's sample goes into review-focus (the server explains it).
+(function () {
+  "use strict";
+
+  const GRID = "review-grid", GRAPH = "curate-graph", KEY = "review-key",
+    FOCUS = "review-focus";
+  const FOCUS_COLUMN = "state";
+
+  function api() {
+    try {
+      return window.dash_ag_grid && window.dash_ag_grid.getApi(GRID);
+    } catch (e) {
+      return null;  // not drawn yet
+    }
+  }
+
+  function plot() {
+    return document.querySelector("#" + GRAPH + " .js-plotly-plot");
+  }
+
+  const setProps = (id, props) => window.dash_clientside && window.dash_clientside.set_props &&
+    window.dash_clientside.set_props(id, props);
+
+  // Where sample `sample` is drawn, in pixels from the plot's corner: [x, y], or null.
+  // From _fullData: its coordinates are decoded (gd.data may hold typed-array specs).
+  function position(gd, sample) {
+    const L = gd._fullLayout;
+    if (!L || !L.xaxis || !L.yaxis) return null;
+    for (const trace of gd._fullData || []) {
+      const ids = trace.customdata;
+      if (!ids || !ids.indexOf || !trace.x) continue;
+      const k = ids.indexOf(sample);
+      if (k >= 0) {
+        return [L._size.l + L.xaxis.l2p(Number(trace.x[k])),
+                L._size.t + L.yaxis.l2p(Number(trace.y[k]))];
+      }
+    }
+    return null;
+  }
+
+  // A ring around the point of `sample` (null: none): an element over the plot, not a
+  // Plotly shape, so drawing it never relayouts the plot (that would clear a lasso
+  // selection) and costs no WebGL redraw. It follows zooms and pans.
+  let ringed = null;
+  function ring(sample) {
+    const gd = plot();
+    if (!gd) return;
+    let el = gd.querySelector(".map-ring");
+    if (!el) {
+      el = document.createElement("div");
+      el.className = "map-ring";
+      gd.appendChild(el);
+    }
+    if (!gd.curateRingHooked && gd.on) {
+      gd.on("plotly_relayout", () => ring(ringed));  // zoom, pan: follow the point
+      gd.on("plotly_afterplot", () => ring(ringed));  // a repaint from the server
+      gd.curateRingHooked = true;
+    }
+    const at = sample === null ? null : position(gd, sample);
+    ringed = at ? sample : null;
+    el.style.display = at ? "block" : "none";
+    if (at) {
+      el.style.left = at[0] + "px";
+      el.style.top = at[1] + "px";
+      el.dataset.sample = String(sample);
+    } else delete el.dataset.sample;
+  }
+
+  // Focus the grid's row at display index `index` (clamped), scrolled into view.
+  function show(index) {
+    const grid = api();
+    if (!grid) return null;
+    const n = grid.getDisplayedRowCount();
+    if (!n) return null;
+    const at = Math.max(0, Math.min(index, n - 1));
+    grid.ensureIndexVisible(at);
+    grid.setFocusedCell(at, FOCUS_COLUMN);
+    window.__triageShownAt = performance.now();  // bench/ui_latency.py reads this
+    return grid.getDisplayedRowAtIndex(at);
+  }
+
+  function focusedIndex(grid) {
+    const cell = grid.getFocusedCell();
+    return cell ? cell.rowIndex : -1;
+  }
+
+  // The focused row's sample goes to the server (which explains it under the list) once
+  // the focus rests for a moment: j held down should not queue a request per row, and a
+  // Dash dispatch inside the key's handler would delay the row's repaint.
+  let focusTimer = null;
+  function tellFocus(sample) {
+    clearTimeout(focusTimer);
+    focusTimer = setTimeout(() => setProps(FOCUS, {data: sample}), 120);
+  }
+
+  // The grid's focus follows its own events: ring the point, tell the server.
+  let hooked = null;
+  function hook() {
+    const grid = api();
+    if (!grid || grid === hooked) return;
+    hooked = grid;
+    grid.addEventListener("cellFocused", function (event) {
+      const node = event.rowIndex === null ? null : grid.getDisplayedRowAtIndex(event.rowIndex);
+      if (!node || !node.data) return;
+      ring(node.data.sample);
+      tellFocus(node.data.sample);
+    });
+    grid.addEventListener("cellMouseOver", function (event) {
+      if (event.data) ring(event.data.sample);
+    });
+  }
+  setInterval(hook, 500);  // the grid is (re)created by Dash: hook each new one
+
+  function act(action) {
+    const grid = api();
+    if (!grid) return false;
+    const index = Math.max(0, focusedIndex(grid));
+    const node = grid.getDisplayedRowAtIndex(index);
+    if (!node || !node.data) return false;
+    const row = node.data;
+    if (action === "relabel" && !row.suggested) return false;
+    setProps(KEY, {data: {sample: row.sample, action,
+                          label: action === "relabel" ? row.suggested : null, at: Date.now()}});
+    show(index + 1);
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target || {};
+    const tag = target.tagName || "";
+    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+    const grid = api();
+    if (!grid || !document.getElementById(GRID).offsetParent) return;  // list not shown
+    const key = event.key;
+    if (key === "j") show(focusedIndex(grid) + 1);
+    else if (key === "k") show(Math.max(0, focusedIndex(grid) - 1));
+    else if (key === "a") act("keep");
+    else if (key === "d") act("drop");
+    else if (key === "r") act("relabel");
+    else if (key === "u") {
+      const undo = document.getElementById("curate-undo");
+      if (undo && !undo.disabled) undo.click();
+    } else return;
+    event.preventDefault();
+  });
+
+  // Clientside callbacks (app/pages/curate.py).
+  // The map's selection filters the list; returns the line that says so.
+  function filterBySelection(selected) {
+    const points = (selected && selected.points) || [];
+    const ids = points.map((p) => p.customdata).filter((c) => c !== undefined && c !== null);
+    window.curateMapSelection = ids.length ? new Set(ids.map(Number)) : null;
+    const grid = api();
+    if (grid) grid.onFilterChanged();
+    return ids.length ? "only the " + ids.length + " points selected on the map are listed: " +
+      "double-click the map to list all" : "";
+  }
+
+  // A clicked point: its row, scrolled to, focused and selected; or a line that says
+  // why it has none.
+  function goToPoint(click) {
+    const point = click && click.points && click.points[0];
+    const sample = point && point.customdata;
+    if (sample === undefined || sample === null) throw window.dash_clientside.PreventUpdate;
+    const grid = api();
+    const node = grid && grid.getRowNode(String(sample));
+    if (!node) {
+      return "#" + sample + " is kept by the rule, so it is not in the list: lasso it and " +
+        "press Drop to drop it";
+    }
+    if (!node.displayed) {
+      return "#" + sample + " is in the list, hidden by its filters: Clear filters to see it";
+    }
+    grid.ensureNodeVisible(node, "middle");
+    grid.setFocusedCell(node.rowIndex, FOCUS_COLUMN);
+    node.setSelected(true, true);
+    ring(Number(sample));
+    return "";
+  }
+
+  window.dash_clientside = Object.assign({}, window.dash_clientside,
+                                         {review: {filterBySelection, goToPoint}});
+  window.curateReview = {ring, show};  // for the browser tests
+})();
