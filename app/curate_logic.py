@@ -11,13 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from worker.pipeline.clustering import ALWAYS_FLAGGED, auto_eps, flag_bits
-from worker.pipeline.curation import open_store, summary_rows
-from worker.pipeline.dbscan import SMALL_N, check_params
+from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_eps, flag_bits
+from worker.pipeline.curation import open_store, set_cut, summary_rows
+from worker.pipeline.dbscan import SMALL_N, check_params, noise_until
 from worker.pipeline.errors import InputError
 from worker.pipeline.store import CurationStore
 
-from .data import RunData, RunState, run_data
+from .caching import memoized
+from .data import RunData, RunState, current_state, run_data
 from .figures import MARKER_STYLE, look_table, override_codes, typed_array
 
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
@@ -117,6 +118,117 @@ def set_params(runs_root: Path, run_id: str, code: int | None, eps: float | None
                             if not unchanged(c)},
                            f"eps={eps:g}, min_samples={min_samples} for {what}")
     return store.revision()
+
+
+@dataclass(frozen=True)
+class RuleFacts:
+    """What the rule makes of one class, for the panel under its parameters.
+
+    ``low``–``high``: the evidence's estimate of how many of its labels are wrong (the
+    rule's own issues and suspects; None without a score); ``flagged``: flagged now;
+    ``band``: samples whose flag DBSCAN decides; ``by_dbscan``: flagged ones among them;
+    ``cut``: how many highest scores a reviewer's cut flags (None: the rule decides);
+    ``step``: how far one "flag more / fewer" moves it (1% of the class); ``eps_from`` to
+    ``eps_to``: the eps range over which DBSCAN changes the band's flags
+    (dbscan.noise_until; inf: never at this min_samples)."""
+
+    rule: str
+    size: int
+    low: int | None
+    high: int | None
+    flagged: int
+    band: int
+    by_dbscan: int
+    cut: int | None
+    step: int
+    eps: float
+    min_samples: int
+    eps_from: float
+    eps_to: float
+
+    @property
+    def can_cut(self) -> bool:
+        return self.rule == "adaptive" and self.low is not None
+
+    def sentences(self) -> list[str]:
+        """The panel's lines, in words."""
+        out = []
+        if self.low is not None and self.size:
+            pct = f"{100 * self.low / self.size:.1f}–{100 * self.high / self.size:.1f}%"
+            out.append(f"Estimated wrong labels: {self.low}–{self.high} of {self.size} ({pct}).")
+        out.append(f"{self.flagged} flagged: {self.flagged - self.by_dbscan} whatever DBSCAN "
+                   f"says, {self.by_dbscan} because DBSCAN calls them noise (of {self.band} "
+                   "it decides).")
+        instead = " Flag more or fewer moves the cut instead." if self.can_cut else ""
+        if self.cut is not None:
+            out.append(f"Cut set by a reviewer: the {self.cut} highest scores are flagged, "
+                       "so eps and min_samples cannot change this class's flags. \"Rule's "
+                       "cut\" gives them back to the rule and DBSCAN.")
+        elif self.band == 0:
+            out.append(f"eps and min_samples cannot change this class's flags under rule "
+                       f"{self.rule}: none of its flags depends on DBSCAN here.{instead}")
+        elif not np.isfinite(self.eps_from):
+            out.append(f"At min_samples {self.min_samples} no sample of this class can join "
+                       f"a cluster: the {self.band} DBSCAN decides stay flagged whatever eps.")
+        else:
+            where = (f"from {self.eps_from:.3g} to {self.eps_to:.3g}"
+                     if self.eps_to > self.eps_from else f"at {self.eps_from:.3g}")
+            out.append(f"eps changes this class's flags only {where} (min_samples "
+                       f"{self.min_samples}): below {self.eps_from:.3g} all {self.band} "
+                       f"samples DBSCAN decides are flagged, from {self.eps_to:.3g} none is. "
+                       f"Now eps {self.eps:.3g}."
+                       + (instead if self.eps < self.eps_from else ""))
+        if not self.can_cut:
+            out.append(f"Rule {self.rule} has no score ranking to cut along: its flags "
+                       "follow eps and min_samples.")
+        return out
+
+
+def _step(size: int) -> int:
+    """How far one "flag more / fewer" moves a class's cut: 1% of it, at least 1."""
+    return max(1, round(size / 100))
+
+
+def rule_facts(data: RunData, state: RunState, code: int) -> RuleFacts:
+    idx = data.members[code]
+    bits = flag_bits(state.inputs.take(idx), state.rule, len(idx))
+    band = (bits & NOISE_FLAGGED > 0) & (bits & ALWAYS_FLAGGED == 0)
+    flagged = state.decisions.flagged[idx]
+    known = data.score is not None and data.inputs.issue is not None
+    low = int(data.inputs.issue[idx].sum()) if known else None
+    high = int(data.inputs.suspect[idx].sum()) if known else None
+    eps, ms = state.params[code]
+    cut = state.cuts.get(code)
+    # Per class, rule, cut and min_samples: keeps, drops and eps do not move it.
+    until = memoized(("noise_until", str(data.run.path), data.stamp, code, state.rule, cut,
+                      int(ms)),
+                     lambda: noise_until(data.embedding[idx], np.flatnonzero(band), int(ms)))
+    return RuleFacts(state.rule, len(idx), low, high, int(flagged.sum()), int(band.sum()),
+                     int((band & flagged).sum()), cut, _step(len(idx)), float(eps), int(ms),
+                     float(until.min(initial=np.inf)),
+                     float(until.max()) if len(until) else float("inf"))
+
+
+def move_cut(runs_root: Path, run_id: str, code: int | None, direction: int) -> int:
+    """Flag one step more (``direction`` 1) or fewer (-1) of class ``code``'s highest
+    scores, starting from what is flagged now, or give the class back to the rule (0);
+    one undoable step (:func:`~worker.pipeline.curation.set_cut`). Returns the revision."""
+    data = run_data(runs_root, run_id)
+    if not (isinstance(code, int) and 0 <= code < len(data.members)):
+        raise InputError("pick a class first: the cut is per class")
+    state = current_state(data)
+    size = len(data.members[code])
+    now = state.cuts.get(code)
+    base = int(state.decisions.flagged[data.members[code]].sum()) if now is None else now
+    cut = None if direction == 0 else min(max(base + direction * _step(size), 0), size)
+    name = data.samples.classes[code]
+    if direction and cut == base:
+        raise InputError(f"class {name}: {'all' if direction > 0 else 'none'} of its "
+                         f"{size} samples {'are' if direction > 0 else 'is'} flagged already")
+    what = f"flag {'more' if direction > 0 else 'fewer'}: top {cut}" if direction else \
+        "the rule's cut"
+    set_cut(data.run, code, cut, f"{what} in class {name}")
+    return open_store(data.run).revision()
 
 
 def auto_eps_for(runs_root: Path, run_id: str, code: int, min_samples: int) -> int:
@@ -230,7 +342,7 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
     """
     idx = data.members[code]
     eps, ms = state.params[code]
-    bits = flag_bits(data.inputs.take(idx), state.rule, len(idx))
+    bits = flag_bits(state.inputs.take(idx), state.rule, len(idx))
     looks = look_table(bits, override_codes(idx, state.marks))
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
@@ -262,7 +374,7 @@ def why(data: RunData, state: RunState, sample: int) -> str:
     elif reason == "override_keep":
         head = "kept by a reviewer"
     elif d.flagged[sample]:
-        bits = int(flag_bits(data.inputs.take(np.array([sample])), state.rule, 1)[0])
+        bits = int(flag_bits(state.inputs.take(np.array([sample])), state.rule, 1)[0])
         head = ("flagged: its label looks wrong" if bits & ALWAYS_FLAGGED
                 else NOISE_WHY[state.rule])
     else:

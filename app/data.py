@@ -30,6 +30,7 @@ from worker.pipeline.clustering import (
 )
 from worker.pipeline.curation import (
     agreement_path,
+    cut_rule_inputs,
     evidence_paths,
     load_agreement,
     load_evidence,
@@ -161,6 +162,10 @@ class RunState:
     revision: int
     rule: str
     relabels: dict[int, int] = field(default_factory=dict)
+    # What the rule read at this revision: the run's evidence with the per-class cuts
+    # (curation.cut_rule_inputs) applied.
+    inputs: RuleInputs = field(default_factory=RuleInputs)
+    cuts: dict[int, int] = field(default_factory=dict)  # class code → flagged by a cut
     # Per-class and total counts (curation.summary_rows), made once per revision: every
     # repaint shows them, and at 1.28M samples they took ~50 ms.
     rows: list[dict] = field(default_factory=list)
@@ -202,12 +207,13 @@ def current_state(data: RunData) -> RunState:
     for code, labels in class_labels(data, {c: stored.params[c] for c, idx
                                             in enumerate(data.members) if len(idx)}).items():
         clusters[data.members[code]] = labels
-    decisions = decide(clusters, data.inputs, stored.overrides, stored.rule, stored.relabels)
+    inputs = cut_rule_inputs(data.inputs, data.score, list(data.members), stored.cuts)
+    decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels)
     for array in vars(decisions).values():  # shared by every request: read-only
         array.flags.writeable = False
     state = RunState(decisions,
                      stored.params, stored.overrides, stored.revision, stored.rule,
-                     stored.relabels, summary_rows(data.samples, decisions))
+                     stored.relabels, inputs, stored.cuts, summary_rows(data.samples, decisions))
     with _STATES_LOCK:
         _STATES[key[:2] + (stored.revision,)] = state
         while len(_STATES) > STATES_KEPT:

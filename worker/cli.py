@@ -284,11 +284,17 @@ def cmd_embed(a: argparse.Namespace) -> None:
 
 
 def cmd_cluster(a: argparse.Namespace) -> None:
-    from .pipeline.curation import cluster_step
+    from .pipeline.curation import class_code, cluster_step, set_cut
 
     run = _rundir(a.run).require()
+    if a.cut is not None and not a.cls:
+        raise InputError("--cut is per class: name it with --class NAME")
     cluster_step(run, eps=a.eps, min_samples=a.min_samples, classes=a.cls, rule=a.rule,
                  auto=a.auto, mapper=_class_mapper(a, run))
+    if a.cut is not None:
+        samples = run.read_samples()
+        for name in a.cls:
+            set_cut(run, class_code(samples, name), None if a.cut == "rule" else a.cut)
     _print_summary(run)
 
 
@@ -632,6 +638,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--class", dest="cls", action="append", metavar="NAME",
                     help="apply --eps/--min-samples to this class only (repeatable)")
     sp.add_argument("--auto", action="store_true", help="recompute eps from the k-distance knee")
+    count = cli_type("cut")
+    sp.add_argument("--cut", type=lambda text: "rule" if text == "rule" else count(text),
+                    metavar="N|rule",
+                    help="flag the N highest mislabel scores of each --class and no others, "
+                         "whatever DBSCAN says (rule adaptive); 'rule' gives the class back "
+                         "to the rule (undo: curator undo)")
 
     sp = add("export", cmd_export, "write the kept subset to <run>/exports/NAME")
     sp.add_argument("run", type=Path)

@@ -73,6 +73,11 @@ TABS = "curate-tabs"
 MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
 PARAMS = "curate-params"  # an eps / min_samples change, written by assets/recluster.js
 REVISION = "curate-revision"  # the store revision the page shows (the review list follows)
+RULE_INFO = "curate-rule-info"  # what the rule makes of the shown class, in words
+CUT_ROW = "curate-cut"  # the per-class cut's buttons (hidden where the rule has no ranking)
+CUT_MORE = "curate-cut-more"
+CUT_FEWER = "curate-cut-fewer"
+CUT_RESET = "curate-cut-reset"
 
 
 def _controls() -> dbc.Card:
@@ -99,6 +104,19 @@ def _controls() -> dbc.Card:
             dbc.Button("Apply to all classes", id=APPLY_ALL_BTN, color="secondary",
                        outline=True, size="sm"),
         ], class_name="mt-3 w-100"),
+        html.H6("The rule in this class", className="card-title mt-3"),
+        html.Div(id=RULE_INFO, className="small rule-info"),
+        # The ranked rule's own control: where the class's cut lies along its score ranking.
+        html.Div(dbc.ButtonGroup([
+            small_button("Flag fewer", CUT_FEWER,
+                         title="Move the cut up the score ranking by 1% of the class: fewer "
+                               "samples are flagged whatever DBSCAN says. Undoable."),
+            small_button("Flag more", CUT_MORE,
+                         title="Move the cut down the score ranking by 1% of the class: more "
+                               "samples are flagged whatever DBSCAN says. Undoable."),
+            small_button("Rule's cut", CUT_RESET,
+                         title="Put the cut back where the rule put it. Undoable."),
+        ], class_name="w-100"), id=CUT_ROW, className="mt-1"),
     ]), class_name="mb-3")
 
 
@@ -208,7 +226,8 @@ VIEW_OUT = {"figure": (GRAPH, "figure"), "shown": (SHOWN, "data"),
             "rows": (CLASS_ROWS, "data"), "summary": (SUMMARY, "children"),
             "undo_disabled": (UNDO_BTN, "disabled"), "redo_disabled": (REDO_BTN, "disabled"),
             "status": (STATUS, "children"), "model": (MODEL, "data"),
-            "more": (CLASS_MORE, "children"), "revision": (REVISION, "data")}
+            "more": (CLASS_MORE, "children"), "revision": (REVISION, "data"),
+            "rule": (RULE_INFO, "children"), "cut_hidden": (CUT_ROW, "hidden")}
 CONTROLS_OUT = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
                 "eps_max": (EPS_SLIDER, "max"), "eps_step": (EPS_SLIDER, "step"),
                 "ms": (MS_SLIDER, "value"), "ms_box": (MS_INPUT, "value")}
@@ -418,6 +437,20 @@ def on_override(_keep, _drop, _clear, class_value, run_id, view):
 
 
 @callback(
+    output=_changing_outputs(controls=False),
+    inputs=_page_inputs(_more=Input(CUT_MORE, "n_clicks"), _fewer=Input(CUT_FEWER, "n_clicks"),
+                        _reset=Input(CUT_RESET, "n_clicks")),
+    prevent_initial_call=True,
+)
+def on_cut(_more, _fewer, _reset, class_value, run_id, view):
+    """Flag more or fewer in the shown class (its cut along the score ranking), or put the
+    cut back where the rule put it: one undoable step."""
+    direction = {CUT_MORE: 1, CUT_FEWER: -1, CUT_RESET: 0}[ctx.triggered_id]
+    return _respond(run_id, class_value, view, lambda root: logic.move_cut(
+        root, run_id, _code(class_value), direction), controls=False)
+
+
+@callback(
     output={"view": _outputs(VIEW_OUT)},
     inputs={"class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
             "view": _view_in("tab", "class_search", "class_sort")},
@@ -486,13 +519,17 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
     store = logic.store_for(root, run_id)
     noise = logic.noise_per_class(data, state)
     model = None if code is None else logic.client_model(data, state, code, rows, noise)
+    facts = None if code is None else logic.rule_facts(data, state, code)
+    rule = [html.P(line, className="mb-1") for line in facts.sentences()] if facts else \
+        html.P("Pick a class to see what the rule makes of it.", className="mb-1")
     return {"figure": fig, "shown": _changed("all" if code is None else code, shown),
             "rows": list_rows, "summary": summary,
             "undo_disabled": _changed(not store.can_undo(), view.undo_disabled),
             "redo_disabled": _changed(not store.can_redo(), view.redo_disabled),
             "status": logic.status_text(rows, noise, state.rule), "model": model,
             "more": _changed(more, view.more),
-            "revision": _changed(store.revision(), view.revision)}
+            "revision": _changed(store.revision(), view.revision),
+            "rule": rule, "cut_hidden": not (facts and facts.can_cut)}
 
 
 def _summary_table(rows: list[dict]) -> dbc.Table:

@@ -22,7 +22,7 @@ Rules for which points are *flagged* (proposed for removal):
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -271,6 +271,38 @@ class RuleInputs:
         """The same inputs for the samples ``idx`` only."""
         return RuleInputs(*(None if a is None else a[idx]
                             for a in (self.agreement, self.issue, self.suspect)))
+
+
+def cut_bands(inputs: RuleInputs, score: np.ndarray, members: Sequence[np.ndarray],
+              cuts: dict[int, int]) -> RuleInputs:
+    """The adaptive rule's bands with a reviewer's cut applied: in a class whose cut is
+    set to ``k``, its ``k`` highest scores are issues (flagged whatever DBSCAN says) and
+    no sample is left for DBSCAN to decide. That is the ranked rule's own control, "flag
+    more / fewer", stored per class like eps; the other classes keep the rule's bands.
+
+    Parameters
+    ----------
+    inputs : RuleInputs with ``issue`` and ``suspect`` (N,) bool
+    score : (N,) float mislabel score; ties rank by sample index
+    members : per class code, its sample indices (N_c,)
+    cuts : class code → how many of its highest scores are flagged
+
+    Returns
+    -------
+    RuleInputs, with new ``issue``/``suspect`` arrays when some class has a cut.
+    """
+    cut = {c: k for c, k in cuts.items() if 0 <= c < len(members)}
+    if not cut or inputs.issue is None or inputs.suspect is None:
+        return inputs
+    issue, suspect = inputs.issue.copy(), inputs.suspect.copy()
+    for c, k in cut.items():
+        idx = members[c]
+        top = idx[np.argsort(-score[idx], kind="stable")[:k]]
+        issue[idx] = False
+        suspect[idx] = False
+        issue[top] = True
+        suspect[top] = True
+    return RuleInputs(inputs.agreement, issue, suspect)
 
 
 # Bits of flag_bits(): a sample is flagged when it is DBSCAN noise and has NOISE_FLAGGED,

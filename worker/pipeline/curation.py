@@ -24,6 +24,7 @@ from .clustering import (
     class_members,
     cluster_all,
     cluster_classes,
+    cut_bands,
     decide,
     fallback_eps,
     feature_neighbours,
@@ -264,6 +265,7 @@ class StoredCuration:
     rule: str
     revision: int
     relabels: dict[int, int] = field(default_factory=dict)
+    cuts: dict[int, int] = field(default_factory=dict)  # class code → flagged by a cut
 
 
 def read_curation(run: RunDir, n_classes: int) -> StoredCuration:
@@ -276,7 +278,7 @@ def read_curation(run: RunDir, n_classes: int) -> StoredCuration:
     if any(c not in snap.params for c in range(n_classes)):
         raise InputError(f"{run.path} has no clustering yet: run 'curator cluster {run.path}'")
     return StoredCuration(snap.params, snap.overrides, snap.settings.get("rule") or DEFAULT_RULE,
-                          snap.revision, snap.relabels)
+                          snap.revision, snap.relabels, snap.cuts)
 
 
 def corrected_labels(labels: np.ndarray, relabels: dict[int, int]) -> np.ndarray:
@@ -317,6 +319,40 @@ def load_rule_inputs(run: RunDir) -> RuleInputs:
     return rule_inputs(load_agreement(run), load_evidence(run))
 
 
+def members_of(labels: np.ndarray, n_classes: int) -> list[np.ndarray]:
+    """Per class code, its sample indices, ascending (:func:`~.clustering.class_members`)."""
+    order, starts = class_members(labels, n_classes)
+    return [order[starts[c]:starts[c + 1]] for c in range(n_classes)]
+
+
+def cut_rule_inputs(inputs: RuleInputs, score: np.ndarray | None,
+                    members: list[np.ndarray], cuts: dict[int, int]) -> RuleInputs:
+    """``inputs`` with the store's per-class cuts applied (:func:`~.clustering.cut_bands`);
+    runs without a score (clustered before the adaptive rule) have no cut to move."""
+    return inputs if score is None or not cuts else cut_bands(inputs, score, members, cuts)
+
+
+def set_cut(run: RunDir, code: int, flagged: int | None, description: str = "") -> int:
+    """Flag class ``code``'s ``flagged`` highest scores and no others, or give the class
+    back to the rule with None (:func:`~.clustering.cut_bands`); one undoable step. Only
+    the ``adaptive`` rule ranks by score: under another rule, or in a run without scores,
+    it is an :class:`InputError`. Returns how many values changed (0 or 1)."""
+    store = open_store(run)
+    rule = store.setting("rule") or DEFAULT_RULE
+    if rule != "adaptive" or not evidence_paths(run)["score"].is_file():
+        raise InputError(f"rule {rule} has no score ranking to cut along: change eps or "
+                         f"min_samples instead (or 'curator cluster {run.path} --rule "
+                         "adaptive')")
+    samples = run.read_samples()
+    size = int((samples.labels == code).sum())
+    if flagged is not None and flagged > size:
+        raise InputError(f"--cut {flagged} is more than class {samples.classes[code]}'s "
+                         f"{size} samples")
+    what = "the rule's cut" if flagged is None else f"flag top {flagged}"
+    return store.set_class_cut(code, flagged,
+                               description or f"{what} in class {samples.classes[code]}")
+
+
 @dataclass(frozen=True)
 class CurationSnapshot:
     """The samples, what happens to each, and the one store read it all comes from."""
@@ -342,8 +378,12 @@ def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[fl
     stored = read_curation(run, len(samples.classes))
     clusters = cluster_all(run.load_embedding(), samples.labels, stored.params,
                            recorded if recorded is not None else recorded_clusters(run, samples))
-    decisions = decide(clusters, load_rule_inputs(run), stored.overrides,
-                       stored.rule, stored.relabels)
+    evidence = load_evidence(run)
+    inputs = rule_inputs(load_agreement(run), evidence)
+    if stored.cuts:
+        inputs = cut_rule_inputs(inputs, evidence and evidence["score"],
+                                 members_of(samples.labels, len(samples.classes)), stored.cuts)
+    decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels)
     return CurationSnapshot(samples, decisions, stored)
 
 

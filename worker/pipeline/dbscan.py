@@ -162,3 +162,42 @@ def _core_edges(pts: np.ndarray, core_idx: np.ndarray, eps2: float) -> np.ndarra
         ok = d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] <= eps2
         edges.append(np.stack([rep[a[ok]], rep[b[ok]]], axis=1))
     return np.concatenate(edges).astype(np.int64)
+
+
+def noise_until(points: np.ndarray, which: np.ndarray, min_samples: int,
+                chunk: int = 256) -> np.ndarray:
+    """The smallest eps at which each point of ``which`` stops being DBSCAN noise (at this
+    ``min_samples``); ``inf`` when it never can (fewer than ``min_samples`` points).
+
+    With min_samples fixed, noise only shrinks as eps grows (a core point stays core, a
+    neighbour within eps stays within it), so one number per point says at which eps its
+    flag can change: a point is not noise once it is core, or once a core point lies
+    within eps, so its threshold is ``min(kd(p), min_q max(d(p, q), kd(q)))`` with
+    ``kd`` the distance to the ``min_samples``-th nearest point, itself included. The
+    distances are the same float64 expression as :func:`dbscan_once`'s.
+
+    Parameters
+    ----------
+    points : ndarray, shape (n, 2)
+    which : ndarray of int, shape (m,), indices into ``points``
+    min_samples : int
+
+    Returns
+    -------
+    ndarray of float64, shape (m,)
+    """
+    pts = np.ascontiguousarray(points, dtype=np.float64)
+    n, k = len(pts), int(min_samples)
+    which = np.asarray(which, dtype=np.int64)
+    if k > n or len(which) == 0:
+        return np.full(len(which), np.inf)
+    _, nb = cKDTree(pts).query(pts, k=k)
+    diff = pts[nb.reshape(n, k)] - pts[:, None, :]
+    kd2 = (diff[..., 0] * diff[..., 0] + diff[..., 1] * diff[..., 1]).max(axis=1)
+    out = np.empty(len(which))
+    for a in range(0, len(which), chunk):  # (chunk, n) distances at a time
+        w = which[a:a + chunk]
+        d = pts[None, :, :] - pts[w][:, None, :]
+        d2 = d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]
+        out[a:a + chunk] = np.minimum(kd2[w], np.maximum(d2, kd2[None, :]).min(axis=1))
+    return np.sqrt(out)

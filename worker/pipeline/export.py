@@ -156,6 +156,8 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
             "rule": stored.rule, "store_revision": stored.revision,
             "params": {samples.classes[c]: {"eps": e, "min_samples": m}
                        for c, (e, m) in sorted(stored.params.items())},
+            # Classes whose cut a reviewer moved along the score ranking (absent: the rule's).
+            "cuts": {samples.classes[c]: k for c, k in sorted(stored.cuts.items())},
             "overrides": {str(k): v for k, v in sorted(stored.overrides.items())},
             "relabels": {str(k): samples.classes[v] for k, v in sorted(stored.relabels.items())},
             "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),

@@ -70,6 +70,8 @@ PARAMS: dict[str, Param] = {
     # the rule
     "eps": Param("--eps", False, 0.0, 1e6, above=True),
     "min_samples": Param("--min-samples", True, 1, 10_000_000),
+    # How many of a class's highest scores a reviewer's cut flags.
+    "cut": Param("--cut", True, 0, 10_000_000),
     "shards": Param("--shards", True, 0, 4096),
     # training
     "epochs": Param("--epochs", True, 1, 10_000),

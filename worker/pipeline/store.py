@@ -18,7 +18,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS class_params (
     label INTEGER PRIMARY KEY, eps REAL NOT NULL, min_samples INTEGER NOT NULL,
     updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS class_cuts (
+    label INTEGER PRIMARY KEY, flagged INTEGER NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS overrides (
     sample INTEGER PRIMARY KEY,
     decision TEXT NOT NULL CHECK (decision IN ('keep', 'drop')),
@@ -93,6 +95,8 @@ class StoreSnapshot:
     relabels : sample → corrected class code
     settings : key → value
     revision : int
+    cuts : class code → how many of its highest scores a reviewer has flagged (absent:
+        the rule decides)
     """
 
     params: dict[int, tuple[float, int]]
@@ -100,6 +104,7 @@ class StoreSnapshot:
     relabels: dict[int, int]
     settings: dict[str, str]
     revision: int
+    cuts: dict[int, int] = field(default_factory=dict)
 
 
 def _checked(samples: Iterable[int], n_samples: int | None) -> list[int]:
@@ -171,6 +176,12 @@ class CurationStore:
             return {lab: (eps, ms) for lab, eps, ms in
                     db.execute("SELECT label, eps, min_samples FROM class_params")}
 
+    def cuts(self) -> dict[int, int]:
+        """Class code → how many of its highest scores are flagged, for the classes whose
+        cut a reviewer set (the others: the rule decides)."""
+        with self._connect() as db:
+            return dict(db.execute("SELECT label, flagged FROM class_cuts"))
+
     def setting(self, key: str, default: str | None = None) -> str | None:
         with self._connect() as db:
             row = db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
@@ -188,9 +199,11 @@ class CurationStore:
                 overrides = dict(db.execute("SELECT sample, decision FROM overrides"))
                 relabels = dict(db.execute("SELECT sample, label FROM relabels"))
                 settings = dict(db.execute("SELECT key, value FROM settings"))
+                cuts = dict(db.execute("SELECT label, flagged FROM class_cuts"))
             finally:
                 db.execute("COMMIT")
-        return StoreSnapshot(params, overrides, relabels, settings, int(settings["revision"]))
+        return StoreSnapshot(params, overrides, relabels, settings, int(settings["revision"]),
+                             cuts)
 
     def history(self, limit: int = 50) -> list[dict[str, Any]]:
         """Newest first: id, description, undone, created_at, number of changes."""
@@ -300,6 +313,22 @@ class CurationStore:
             self._record(db, changes, description or f"set parameters of {len(changes)} class(es)")
         return len(changes)
 
+    def set_class_cut(self, label: int, flagged: int | None, description: str = "") -> int:
+        """Flag the ``flagged`` highest scores of class ``label`` and no others (a
+        reviewer's cut along the score ranking), or give the class back to the rule with
+        None; one undoable step. Returns how many values changed (0 or 1)."""
+        from .params import check
+
+        after = None if flagged is None else int(check("cut", flagged))
+        with self._write() as db:
+            row = db.execute("SELECT flagged FROM class_cuts WHERE label=?",
+                             (int(label),)).fetchone()
+            before = row[0] if row else None
+            changes = [] if before == after else [["class_cuts", int(label), before, after]]
+            self._apply(db, changes, after=True)
+            self._record(db, changes, description or f"cut class {label} at {after}")
+        return len(changes)
+
     def undo(self) -> str | None:
         """Revert the newest applied action; returns its description, or None if none."""
         return self._step(undone=0, after=False)
@@ -331,6 +360,12 @@ class CurationStore:
                     db.execute(f"DELETE FROM {table} WHERE sample=?", (key,))  # noqa: S608
                 else:
                     db.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)",  # noqa: S608
+                               (key, value, stamp))
+            elif table == "class_cuts":
+                if value is None:
+                    db.execute("DELETE FROM class_cuts WHERE label=?", (key,))
+                else:
+                    db.execute("INSERT OR REPLACE INTO class_cuts VALUES (?, ?, ?)",
                                (key, value, stamp))
             elif value is None:
                 db.execute("DELETE FROM class_params WHERE label=?", (key,))

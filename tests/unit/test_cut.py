@@ -1,0 +1,151 @@
+"""The per-class cut along the score ranking ("flag more / fewer"): stored and undoable
+like eps, applied the same way by the CLI, export and the app, and explained in words."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app import curate_logic as logic
+from app.data import current_state, run_data
+from worker.pipeline.clustering import RuleInputs, cut_bands
+from worker.pipeline.curation import current_decisions, load_evidence, open_store, set_cut
+from worker.pipeline.dbscan import noise_until, sklearn_dbscan
+from worker.pipeline.errors import InputError
+from worker.pipeline.export import export
+from worker.pipeline.store import CurationStore
+
+from .test_cli import curator
+
+
+def test_store_keeps_cuts_with_undo_and_redo(tmp_path):
+    store = CurationStore(tmp_path / "c.sqlite")
+    assert store.set_class_cut(3, 4) == 1 and store.cuts() == {3: 4}
+    assert store.set_class_cut(3, 4) == 0  # no change, no history entry
+    store.set_class_cut(3, 0, "flag none in class 3")
+    assert store.snapshot().cuts == {3: 0}
+    assert store.undo() == "flag none in class 3" and store.cuts() == {3: 4}
+    store.set_class_cut(3, None)  # back to the rule: no row
+    assert store.cuts() == {}
+    store.undo()
+    store.redo()
+    assert store.cuts() == {}
+    for bad in (0.5, -1):
+        with pytest.raises(InputError, match="--cut must be a whole number from 0"):
+            store.set_class_cut(1, bad)
+    assert store.cuts() == {}
+
+
+def test_a_cut_flags_the_class_s_top_scores_and_leaves_dbscan_nothing():
+    score = np.array([0.9, 0.1, 0.8, 0.7, 0.2, 0.6, 0.95, 0.3, 0.5, 0.4, 0.99, 0.0])
+    members = [np.arange(10), np.arange(10, 12)]
+    ranked = [6, 0, 2, 3, 5, 8, 9, 7, 4, 1]
+    issue = np.isin(np.arange(12), [6, 0, 10])
+    suspect = np.isin(np.arange(12), [6, 0, 2, 3, 10])
+    inputs = RuleInputs(None, issue, suspect)
+    assert cut_bands(inputs, score, members, {}) is inputs
+    for k in (0, 1, 5, 10, 20):
+        out = cut_bands(inputs, score, members, {0: k})
+        assert list(np.flatnonzero(out.issue[:10])) == sorted(ranked[:k]), k
+        assert np.array_equal(out.suspect[:10], out.issue[:10])  # no band left
+        # The other class keeps the rule's bands.
+        assert out.issue[10] and out.suspect[10] and not out.suspect[11]
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 120), ms=st.integers(1, 8), seed=st.integers(0, 2**16))
+def test_noise_until_is_where_sklearn_stops_calling_a_point_noise(n, ms, seed):
+    """The oracle: just below the threshold scikit-learn calls the point noise, at it
+    (within float rounding) not."""
+    rng = np.random.default_rng(seed)
+    pts = np.concatenate([rng.normal(0, 1, (n, 2)), rng.uniform(-5, 5, (3, 2))])
+    which = rng.choice(len(pts), min(6, len(pts)), replace=False)
+    until = noise_until(pts, which, ms)
+    for i, eps in zip(which, until, strict=True):
+        if not np.isfinite(eps):
+            assert ms > len(pts)
+            continue
+        if eps > 0:
+            assert sklearn_dbscan(pts, eps * (1 - 1e-9), ms)[i] == -1
+        # eps 0: the point is core at any eps (min_samples 1, or duplicates).
+        assert sklearn_dbscan(pts, max(eps * (1 + 1e-9), 1e-12), ms)[i] != -1
+
+
+def _flagged(run, code: int) -> np.ndarray:
+    samples, decisions, _ = current_decisions(run)
+    return decisions.flagged & (samples.labels == code)
+
+
+def test_cut_is_stored_applied_exported_and_undone(fresh_run):
+    run = fresh_run
+    ev = load_evidence(run)
+    in3 = run.read_samples().labels == 3
+    ranked = np.flatnonzero(in3)[np.argsort(-ev["score"][in3], kind="stable")]
+    before = _flagged(run, 3)
+    assert before.sum() == 14  # digits, 10% noise, seed 0: 11 issues + 3 noisy suspects
+    assert set_cut(run, 3, 20) == 1
+    assert set(np.flatnonzero(_flagged(run, 3))) == set(ranked[:20])
+    dest = export(run, "indices", "cut")
+    assert json.loads((dest / "params.json").read_text())["cuts"] == {"3": 20}
+    with pytest.raises(InputError, match="--cut 176 is more than class 3's 175 samples"):
+        set_cut(run, 3, 176)
+    open_store(run).undo()
+    assert np.array_equal(_flagged(run, 3), before)
+    open_store(run).set_setting("rule", "dbscan")
+    with pytest.raises(InputError, match="rule dbscan has no score ranking"):
+        set_cut(run, 3, 2)
+
+
+def test_flag_more_and_fewer_step_clamp_and_explain(fresh_run):
+    root = fresh_run.path.parent
+    data = run_data(root, "digits")
+    facts = logic.rule_facts(data, current_state(data), 3)
+    assert (facts.size, facts.low, facts.high, facts.flagged, facts.band, facts.by_dbscan,
+            facts.cut, facts.step) == (175, 11, 14, 14, 3, 3, None, 2)
+    lines = facts.sentences()
+    assert lines[0] == "Estimated wrong labels: 11–14 of 175 (6.3–8.0%)."
+    assert lines[1] == "14 flagged: 11 whatever DBSCAN says, 3 because DBSCAN calls them " \
+                       "noise (of 3 it decides)."
+    # Why eps 0.5 to 6 changed nothing on the demo: the 3 stay noise up to eps 6.35.
+    assert lines[2].startswith("eps changes this class's flags only from 6.35 to 19.6 "
+                               "(min_samples 5): below 6.35 all 3 samples DBSCAN decides "
+                               "are flagged, from 19.6 none is. Now eps ")
+    logic.move_cut(root, "digits", 3, 1)
+    more = logic.rule_facts(data, current_state(data), 3)
+    assert (more.flagged, more.band, more.cut) == (16, 0, 16)
+    assert "Cut set by a reviewer: the 16 highest scores are flagged" in more.sentences()[2]
+    logic.move_cut(root, "digits", 3, -1)
+    logic.move_cut(root, "digits", 3, -1)
+    assert logic.rule_facts(data, current_state(data), 3).flagged == 12
+    while logic.rule_facts(data, current_state(data), 3).flagged:
+        logic.move_cut(root, "digits", 3, -1)
+    with pytest.raises(InputError, match="class 3: none of its 175 samples is flagged already"):
+        logic.move_cut(root, "digits", 3, -1)
+    logic.move_cut(root, "digits", 3, 0)
+    assert logic.rule_facts(data, current_state(data), 3) == facts
+    store = open_store(data.run)
+    assert store.undo() == "the rule's cut in class 3"
+    assert [(h["description"], h["undone"]) for h in store.history(2)] == [
+        ("the rule's cut in class 3", True), ("flag fewer: top 0 in class 3", False)]
+    with pytest.raises(InputError, match="pick a class first"):
+        logic.move_cut(root, "digits", None, 1)
+
+
+def test_cli_cut_needs_a_class_and_is_undone_by_curator_undo(fresh_run):
+    run = str(fresh_run.path)
+    r = curator("cluster", run, "--cut", "3")
+    assert r.returncode == 2 and r.stderr.strip().endswith(
+        "--cut is per class: name it with --class NAME") and "Traceback" not in r.stderr
+    r = curator("cluster", run, "--cut", "-1", "--class", "3")
+    assert r.returncode == 2 and "--cut: must be a whole number from 0" in r.stderr
+    r = curator("cluster", run, "--class", "3", "--cut", "3")
+    assert r.returncode == 0, r.stderr
+    assert CurationStore(fresh_run.store).cuts() == {3: 3}
+    assert curator("cluster", run, "--class", "3", "--cut", "rule").returncode == 0
+    assert CurationStore(fresh_run.store).cuts() == {}
+    assert curator("undo", run).stdout.strip() == "undid: the rule's cut in class 3"
+    assert CurationStore(fresh_run.store).cuts() == {3: 3}
