@@ -34,7 +34,7 @@ pytestmark = browser_marks()
 @pytest.fixture(scope="module")
 def review_root(digits_run, tmp_path_factory):
     root = tmp_path_factory.mktemp("review") / "runs"
-    for name in ("queue", "bulk", "keys", "links"):
+    for name in ("queue", "bulk", "keys", "links", "cut"):
         shutil.copytree(digits_run.path, root / name)
     return root
 
@@ -251,3 +251,44 @@ def test_map_and_list_are_linked_both_ways(page):
     ActionChains(d).move_to_element_with_offset(graph, *corner).double_click().perform()
     wait_for(lambda: len(grid_rows(d)) == len(everything))
     assert d.find_element(By.ID, "review-selection").text == ""
+
+
+def _rule_lines(d) -> list[str]:
+    return [p.text for p in d.find_elements(By.CSS_SELECTOR, "#curate-rule-info p")]
+
+
+def _flagged(d) -> int:
+    return int(status_text(d).split(" flagged")[0].split(" · ")[-1])
+
+
+def test_rule_panel_explains_the_class_and_flag_more_fewer_are_undoable(page, review_root):
+    """Item 5: the rule's inputs for the shown class in words, why eps changes nothing
+    here, and the per-class cut along the score ranking, stored and undoable like eps."""
+    d = _open(page, "cut")
+    store = _store(review_root, "cut")
+    pick_class(d, 3)
+    lines = wait_for(lambda: (lambda ls: ls if ls and ls[0].startswith("Estimated") else None)(
+        _rule_lines(d)))
+    assert lines[:2] == ["Estimated wrong labels: 11–14 of 175 (6.3–8.0%).",
+                         "14 flagged: 11 whatever DBSCAN says, 3 because DBSCAN calls them "
+                         "noise (of 3 it decides)."]
+    assert lines[2].startswith("eps changes this class's flags only from 6.35 to 19.6")
+    total = _flagged(d)
+    scroll_click(d, d.find_element(By.ID, "curate-cut-more"))
+    wait_for(lambda: store.cuts() == {3: 16})
+    wait_for(lambda: _flagged(d) == total + 2)
+    lines = wait_for(lambda: (lambda ls: ls if "Cut set by a reviewer" in " ".join(ls)
+                              else None)(_rule_lines(d)))
+    assert lines[1].startswith("16 flagged: 16 whatever DBSCAN says")
+    scroll_click(d, d.find_element(By.ID, "curate-cut-fewer"))
+    wait_for(lambda: store.cuts() == {3: 14} and _flagged(d) == total)
+    scroll_click(d, d.find_element(By.ID, "curate-undo"))
+    wait_for(lambda: store.cuts() == {3: 16} and _flagged(d) == total + 2)
+    scroll_click(d, d.find_element(By.ID, "curate-cut-reset"))
+    wait_for(lambda: store.cuts() == {} and _flagged(d) == total)
+    wait_for(lambda: _rule_lines(d)[1] == "14 flagged: 11 whatever DBSCAN says, 3 because "
+                                           "DBSCAN calls them noise (of 3 it decides).")
+    # "All classes" has no cut: the buttons go, and the panel says to pick a class.
+    pick_class(d, "all")
+    wait_for(lambda: not d.find_element(By.ID, "curate-cut").is_displayed())
+    assert _rule_lines(d) == ["Pick a class to see what the rule makes of it."]
