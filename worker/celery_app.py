@@ -8,6 +8,7 @@ from __future__ import annotations
 from celery import Celery
 from kombu import Queue
 
+from .kinds import QUEUES
 from .settings import Settings, load_settings
 
 
@@ -21,12 +22,7 @@ def make_celery(settings: Settings) -> Celery:
         accept_content=["json"],
         task_queues=(Queue("gpu"), Queue("cpu")),
         task_default_queue="cpu",
-        task_routes={
-            "curator.extract": {"queue": "gpu"}, "curator.finetune": {"queue": "gpu"},
-            "curator.train": {"queue": "gpu"}, "curator.embed": {"queue": "cpu"},
-            "curator.export": {"queue": "cpu"}, "curator.pipeline": {"queue": "gpu"},
-            "curator.cluster-shard": {"queue": "cpu"},
-        },
+        task_routes={f"curator.{kind}": {"queue": queue} for kind, queue in QUEUES.items()},
         # A job is acknowledged only when it ends, and a worker that dies mid-job hands it
         # back; one message at a time, so a long job never holds others hostage.
         task_acks_late=True,

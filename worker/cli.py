@@ -299,10 +299,15 @@ def cmd_cluster(a: argparse.Namespace) -> None:
 
 
 def cmd_export(a: argparse.Namespace) -> None:
-    from .pipeline.export import export
+    from .jobs import run_here
 
-    dest = export(_rundir(a.run).require(), a.format, a.dest, progress=TqdmProgress())
-    print(f"export: {dest}")
+    run = _rundir(a.run).require()
+    bar = TqdmProgress()
+    try:  # a job of this process, in the run's job store: the Jobs page lists it
+        result = run_here(run, "export", {"format": a.format, "name": a.dest}, bar)
+    finally:
+        bar.close()
+    print(f"export: {run.path / result['export']}")
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
@@ -470,18 +475,28 @@ def _train_printer():
 
 
 def cmd_retrain(a: argparse.Namespace) -> None:
-    from .train.launch import launch
+    from dataclasses import asdict
+
+    from .jobs import run_here
+    from .train.launch import validate
 
     run = _rundir(a.run).require()
-    summary = launch(run, _train_config(a), _train_printer())  # prints any reuse
+    cfg = _train_config(a)
+    validate(cfg)  # settings that can never run are refused before a job is recorded
+    # A job of this process, in the run's job store: the Jobs page lists and can cancel it.
+    summary = run_here(run, "train", asdict(cfg), _train_printer())
     print(f"{summary['status']}: test acc {summary['final_test_acc']:.4f} "
           f"({summary['test_source']}, {summary['train_size']} training images, "
           f"{summary['images_per_s_per_process']:.0f} img/s per process) → "
-          f"{run.path / 'train' / summary['config']['name']}")
+          f"{run.path / summary['train_dir']}")
 
 
 def cmd_experiment(a: argparse.Namespace) -> None:
-    from .train.experiment import run_experiment, verdict_report
+    from dataclasses import asdict
+
+    from .jobs import run_here
+    from .train.experiment import verdict_report
+    from .train.launch import validate
 
     run = _rundir(a.run).require()
     subsets = [s for s in a.subsets.split(",") if s]
@@ -489,7 +504,12 @@ def cmd_experiment(a: argparse.Namespace) -> None:
                    for b in a.batch_sizes.split(",") if b.strip()]
     configs = [_train_config(a, subset=s, batch_size=b, seed=seed, name=None)
                for s in subsets for b in batch_sizes for seed in range(a.seeds)]
-    out = run_experiment(run, a.name or "comparison", configs, _train_printer())
+    for cfg in configs:  # refused before a job is recorded, as in cmd_retrain
+        validate(cfg)
+    result = run_here(run, "experiment", {"name": a.name or "comparison",
+                                          "configs": [asdict(c) for c in configs]},
+                      _train_printer())
+    out = run.path / result["experiment"]
     print((out / "results.csv").read_text())
     print(verdict_report(out))
     print(f"table: {out / 'summary.csv'}\nplot: {out / 'accuracy_vs_batch.png'}")

@@ -19,6 +19,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .kinds import QUEUES
 from .pipeline.embedding import EmbeddingOptions
 from .pipeline.errors import InputError
 from .pipeline.features import FeatureOptions
@@ -33,8 +34,6 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .train.launch import TrainConfig
 
-QUEUES = {"extract": "gpu", "finetune": "gpu", "train": "gpu", "embed": "cpu", "export": "cpu",
-          "pipeline": "gpu", "cluster-shard": "cpu"}
 # Kinds whoever is free may run (worker.shards): a worker only claims one still queued.
 CLAIMED_KINDS = ("cluster-shard",)
 HEARTBEAT_S = 10.0
@@ -145,6 +144,15 @@ def _do_train(run: RunDir, params: dict, progress: ProgressFn) -> dict:
         "train_dir": f"train/{summary['config']['name']}"}
 
 
+def _do_experiment(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    """Train every config of a comparison (worker.train.experiment) and write its tables."""
+    from .train.experiment import run_experiment
+
+    out = run_experiment(run.require(), params["name"],
+                         [train_config(c) for c in params["configs"]], progress)
+    return {"experiment": out.relative_to(run.path).as_posix()}
+
+
 def _do_cluster_shard(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .shards import run_shard
 
@@ -153,8 +161,8 @@ def _do_cluster_shard(run: RunDir, params: dict, progress: ProgressFn) -> dict:
 
 HANDLERS: dict[str, Callable[[RunDir, dict, ProgressFn], dict]] = {
     "extract": _do_extract, "finetune": _do_finetune, "embed": _do_embed,
-    "export": _do_export, "train": _do_train, "pipeline": _do_pipeline,
-    "cluster-shard": _do_cluster_shard,
+    "export": _do_export, "train": _do_train, "experiment": _do_experiment,
+    "pipeline": _do_pipeline, "cluster-shard": _do_cluster_shard,
 }
 
 
@@ -177,8 +185,9 @@ class _Progress:
     """Progress callback writing to the job record (at most every 0.5 s) and a heartbeat
     thread, so a job whose worker died can be told apart from a slow one."""
 
-    def __init__(self, jobs: JobStore, job_id: str, beat_s: float) -> None:
-        self.jobs, self.job_id, self.beat_s = jobs, job_id, beat_s
+    def __init__(self, jobs: JobStore, job_id: str, beat_s: float,
+                 echo: ProgressFn | None = None) -> None:
+        self.jobs, self.job_id, self.beat_s, self.echo = jobs, job_id, beat_s, echo
         self.last = 0.0
         self.cancel = False
         self.state = (0, 0, "starting")
@@ -188,6 +197,8 @@ class _Progress:
 
     def __call__(self, done: int, total: int, message: str) -> bool:
         self.state = (done, total, message)
+        if self.echo is not None and self.echo(done, total, message):
+            self.cancel = True
         now = time.monotonic()
         if now - self.last >= 0.5 or done >= total:
             self.last = now
@@ -206,8 +217,9 @@ class _Progress:
 
 
 def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
-            job_id: str) -> dict[str, Any] | None:
-    """Run one job and keep its record current.
+            job_id: str, echo: ProgressFn | None = None) -> dict[str, Any] | None:
+    """Run one job and keep its record current; ``echo`` also sees its progress (the CLI
+    prints it when it runs a job in its own process, :func:`run_here`).
 
     Returns the job's result (None when it was cancelled, or had already finished before a
     re-delivery). Exceptions propagate so that the caller's failure hook records them.
@@ -230,7 +242,7 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
         return None
     from .settings import load_settings
 
-    progress = _Progress(jobs, job_id, heartbeat_interval(load_settings()))
+    progress = _Progress(jobs, job_id, heartbeat_interval(load_settings()), echo)
     try:
         result = HANDLERS[kind](run, params, progress)
     except Cancelled:
@@ -239,6 +251,26 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
     finally:
         progress.close()
     jobs.finish(job_id, "succeeded", result=result)
+    return result
+
+
+def run_here(run: RunDir, kind: str, params: dict[str, Any], echo: ProgressFn) -> dict:
+    """Run a job in this process, in the foreground, recorded in the run's job store like
+    any other: the Jobs page lists a ``curator retrain``, ``experiment`` or ``export``
+    started from a shell, shows its progress, and can cancel it. Ctrl-C cancels it too.
+
+    Raises :class:`Cancelled` when it was cancelled; a failure is recorded, then raised."""
+    job_id = JobStore(run.store).create(kind, params)
+    try:
+        result = run_job(run.path.parent, run.path.name, kind, params, job_id, echo)
+    except KeyboardInterrupt:
+        JobStore(run.store).finish(job_id, "cancelled")
+        raise
+    except BaseException as exc:
+        record_failure(run.path.parent, run.path.name, job_id, exc)
+        raise
+    if result is None:
+        raise Cancelled(f"{kind} job {job_id} was cancelled")
     return result
 
 

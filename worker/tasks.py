@@ -12,6 +12,7 @@ from celery import Task
 
 from .celery_app import app
 from .jobs import is_transient, record_failure, run_job
+from .kinds import QUEUES
 
 
 class JobTask(Task):
@@ -43,10 +44,4 @@ def _register(kind: str) -> JobTask:
     return app.task(name=f"curator.{kind}", bind=True, base=JobTask)(run)
 
 
-extract = _register("extract")
-finetune = _register("finetune")
-embed = _register("embed")
-export = _register("export")
-train = _register("train")
-pipeline = _register("pipeline")
-cluster_shard = _register("cluster-shard")
+TASKS = {kind: _register(kind) for kind in QUEUES}

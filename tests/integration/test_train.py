@@ -10,6 +10,7 @@ import pytest
 
 from tests.integration.conftest import CURATOR
 from worker.pipeline.errors import InputError
+from worker.pipeline.jobstore import JobStore
 from worker.pipeline.progress import Cancelled
 from worker.pipeline.store import CurationStore
 from worker.train.launch import TrainConfig, launch, read_metrics, validate
@@ -80,6 +81,11 @@ def test_cli_errors_and_empty_subset(fresh_run):
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and r.stderr.startswith("error:") and message in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+    # Settings that can never run are refused before a job is recorded; the empty subset
+    # is found by the job itself, which the Jobs page lists as failed with the same line.
+    jobs = JobStore(fresh_run.store).list()
+    assert [(j["kind"], j["status"], j["error"]) for j in jobs] == [
+        ("train", "failed", "the filtered subset is empty: nothing would be trained on")]
 
 
 def test_experiment_table_and_plot(fresh_run):
@@ -101,6 +107,11 @@ def test_experiment_table_and_plot(fresh_run):
     assert "filtered − full" in line_128 and "filtered − random" in line_128
     # Batch 128 on ~1,400 images is 11 steps per epoch: warned on stderr, not refused.
     assert "warning: batch 128" in r.stderr and "fewer than 20" in r.stderr
+    # Started from a shell, it is a job like any other: the Jobs page lists it.
+    [job] = JobStore(fresh_run.store).list()
+    assert (job["kind"], job["status"], job["result"]) == (
+        "experiment", "succeeded", {"experiment": "experiments/tiny"})
+    assert job["done"] == job["total"] > 0 and len(job["params"]["configs"]) == 6
 
 
 def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -31,6 +32,7 @@ from tests.integration.browser import (
     trace_markers,
     wait_for,
 )
+from tests.unit.test_cli import CURATOR
 from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
 from worker.pipeline.store import CurationStore
 
@@ -462,6 +464,17 @@ def test_export_produces_the_manifest(driver, server, ui_root):
     assert len(rows) == 1797 and "reason" in rows[0]
     with urllib.request.urlopen(link.get_attribute("href")) as resp:
         assert resp.read().decode().startswith("index,path,label")
+    # An export from a shell is a job like the app's: the Jobs page lists both, done.
+    r = subprocess.run([CURATOR, "export", str(ui_root / "export"), "--dest", "from-shell"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    driver.get(f"{server.url}/jobs")
+    rows = wait_for(lambda: driver.execute_script(
+        "return Array.from(document.querySelectorAll('#jobs-table tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent))"
+        ".filter(c => c[1] === 'export' && c[2] === 'export');"))
+    assert len(rows) == 2 and all(": succeeded · took " in r[3] and r[3].endswith(" · done")
+                                  for r in rows), rows
 
 
 def _set(driver, element_id: str, value: str) -> None:
@@ -665,10 +678,8 @@ def test_class_list_scrolls_virtually_through_300_classes(driver, tmp_path_facto
     """A features: run with 300 classes: the list holds every class but draws only the
     rows in view; the last class can be scrolled to and shown, and search narrows it."""
     import os
-    import subprocess
 
     from bench.synth import SynthSpec, write_synthetic
-    from tests.unit.test_cli import CURATOR
 
     base = tmp_path_factory.mktemp("many")
     feats, labels = write_synthetic(base / "data", SynthSpec(n=3000, classes=300, dim=32,

@@ -131,3 +131,23 @@ def test_saved_clusters_are_reused_only_for_the_file_and_params_they_were_made_w
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1000))  # rewritten, run.json not
     assert recorded_clusters(fresh_run, samples) is None
+
+
+def test_cli_export_is_a_job_in_the_run_s_store(fresh_run):
+    """``curator export`` from a shell shows on the Jobs page like an export from the app:
+    one record, with its result, or with the one-line error the shell printed."""
+    from worker.pipeline.jobstore import JobStore
+
+    from .test_cli import curator
+
+    r = curator("export", str(fresh_run.path), "--format", "indices", "--dest", "v1")
+    assert r.returncode == 0 and r.stdout.strip() == f"export: {fresh_run.path / 'exports/v1'}"
+    r = curator("export", str(fresh_run.path), "--format", "indices", "--dest", "v1")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    error = r.stderr.strip().removeprefix("error: ")
+    jobs = JobStore(fresh_run.store).list()
+    assert [(j["kind"], j["status"], j["result"], j["error"]) for j in jobs] == [
+        ("export", "failed", None, error),
+        ("export", "succeeded", {"export": "exports/v1"}, None)]
+    assert error == f"export 'v1' already exists in {fresh_run.path / 'exports'}; pick " \
+                    "another --dest"
