@@ -13,17 +13,18 @@ import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
 from dash import dcc, html
 
+from app import ids
 from app.layout import small_button
 from app.review import BULK, STATES
 
-GRID = "review-grid"
+GRID = ids.REVIEW_GRID
 LISTED = "review-listed"  # sample ids of the rows the grid shows (filtered, sorted)
 PAIRS = "review-pairs"  # the confusion table of given → suggested pairs
 PAIR_DATA = "review-pair-data"  # the pairs behind PAIRS' buttons, by index
 PAIR_BTN = "review-pair"  # pattern-matching id type of a pair's button
 KEEP = "review-keep"
 DROP = "review-drop"
-RELABEL_TO = "review-relabel-to"
+RELABEL_TO = ids.RELABEL_TO
 RELABEL = "review-relabel"
 MIN_SCORE = "review-min-score"
 BULK_BTN = "review-bulk"  # pattern-matching id type: {"type": BULK_BTN, "action": ...}
@@ -34,8 +35,8 @@ CANCEL = "review-cancel"
 CONFIRM_BOX = "review-confirm-box"
 COUNT = "review-count"
 CLEAR_FILTERS = "review-clear-filters"
-KEY = "review-key"  # a key's action on the focused row, written by assets/review.js
-FOCUS = "review-focus"  # the focused row's sample, written by assets/review.js
+KEY = ids.REVIEW_KEY  # a key's action on the focused row, written by assets/review.js
+FOCUS = ids.REVIEW_FOCUS  # the focused row's sample, written by assets/review.js
 DETAIL = "review-detail"  # why the focused row is flagged
 SELECTION = "review-selection"  # "only the N points selected on the map" (assets/review.js)
 KEYS = [("j / k", "next / previous row"), ("a", "keep"), ("d", "drop"),

@@ -302,6 +302,12 @@ def _register_routes(server: Flask) -> None:
     def healthz() -> Response:
         return Response("ok\n", mimetype="text/plain")
 
+    @server.get("/ids.js")
+    def client_ids() -> Response:  # the ids assets/*.js use (app/ids.py)
+        from .ids import script
+
+        return Response(script(), mimetype="text/javascript")
+
     # Each route owns its whole subtree, so a malformed path is a 404 here rather than
     # falling through to the Dash page shell.
     @server.get("/thumb/<path:subpath>")
@@ -376,6 +382,8 @@ def create_app(config: Settings | None = None) -> dash.Dash:
         pages_folder=str(Path(__file__).parent / "pages"), assets_folder=str(ASSETS),
         suppress_callback_exceptions=True,
         title="tsne-curator", update_title=None,
+        # Before the assets' scripts, which read window.CURATOR_IDS (app/ids.py).
+        external_scripts=["/ids.js"],
     )
     from .layout import shell
 

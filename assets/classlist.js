@@ -11,7 +11,7 @@
 (function () {
   "use strict";
 
-  const LIST = "curate-class-list", PICK = "curate-class";
+  const LIST = window.CURATOR_IDS.classList, PICK = window.CURATOR_IDS.classPick;
   const ROW = 28, OVERSCAN = 6;
   let rows = null, names = [], selected = null;
 

@@ -3,7 +3,8 @@ document.addEventListener("keydown", function (event) {
   if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== "z") return;
   const tag = (event.target && event.target.tagName) || "";
   if (tag === "INPUT" || tag === "TEXTAREA") return;  // leave text fields their own undo
-  const button = document.getElementById(event.shiftKey ? "curate-redo" : "curate-undo");
+  const button = document.getElementById(
+    event.shiftKey ? window.CURATOR_IDS.redo : window.CURATOR_IDS.undo)  // app/ids.py;
   if (button && !button.disabled) {
     event.preventDefault();
     button.click();
@@ -15,7 +16,7 @@ document.addEventListener("keydown", function (event) {
   const tag = (event.target && event.target.tagName) || "";
   if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
   // Dash's Dropdown is a button that opens a searchable list (its search box focused).
-  const picker = document.getElementById("review-relabel-to");
+  const picker = document.getElementById(window.CURATOR_IDS.relabelTo);
   if (!picker || !picker.offsetParent) return;  // the review list is not open
   event.preventDefault();
   picker.click();

@@ -15,7 +15,8 @@
 (function () {
   "use strict";
 
-  const GRAPH = "curate-graph";
+  const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
+  const GRAPH = IDS.graph;
   const TYPES = {f4: Float32Array, f8: Float64Array, u1: Uint8Array, i4: Int32Array};
   const decoded = new WeakMap();
 
@@ -189,15 +190,15 @@
     const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
     const commit = fired.some((id) => !id.endsWith(".drag_value"));
     if (!commit) {
-      const eps = fired.includes("curate-eps-slider.drag_value") ? Number(epsDrag) : shown.eps;
-      const ms = fired.includes("curate-ms-slider.drag_value") ? Number(msDrag) : shown.ms;
+      const eps = fired.includes(IDS.epsSlider + ".drag_value") ? Number(epsDrag) : shown.eps;
+      const ms = fired.includes(IDS.msSlider + ".drag_value") ? Number(msDrag) : shown.ms;
       if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms)) throw dc.PreventUpdate;
       const view = redraw(model, listRows, eps, ms);
       if (!view) throw dc.PreventUpdate;
       return [skip, ...view];
     }
-    const typed = fired.includes("curate-eps-input.value") ||
-      fired.includes("curate-ms-input.value");
+    const typed = fired.includes(IDS.epsInput + ".value") ||
+      fired.includes(IDS.msInput + ".value");
     if (typed && (epsInput === null || epsInput === undefined || msInput === null ||
                   msInput === undefined)) throw dc.PreventUpdate;  // a field being edited
     // Typed values win over the slider when both fire. A slider that only snapped to its

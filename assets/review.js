@@ -12,8 +12,8 @@
 (function () {
   "use strict";
 
-  const GRID = "review-grid", GRAPH = "curate-graph", KEY = "review-key",
-    FOCUS = "review-focus";
+  const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
+  const GRID = IDS.reviewGrid, GRAPH = IDS.graph, KEY = IDS.reviewKey, FOCUS = IDS.reviewFocus;
   const FOCUS_COLUMN = "state";
 
   function api() {
@@ -149,7 +149,7 @@
     else if (key === "d") act("drop");
     else if (key === "r") act("relabel");
     else if (key === "u") {
-      const undo = document.getElementById("curate-undo");
+      const undo = document.getElementById(IDS.undo);
       if (undo && !undo.disabled) undo.click();
     } else return;
     event.preventDefault();

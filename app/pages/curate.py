@@ -24,7 +24,7 @@ from dash import (
 from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
-from app import review
+from app import ids, review
 from app import review_panel as rp
 from app.data import cached_figure, current_state, run_data
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
@@ -45,17 +45,17 @@ dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · 
 RUN = "curate-run"
 SHOWN = "curate-shown"
 ALERT = "curate-alert"
-CLASS_PICK = "curate-class"
-GRAPH = "curate-graph"
+CLASS_PICK = ids.CLASS_PICK
+GRAPH = ids.GRAPH
 TOOLTIP = "curate-tooltip"
-EPS_SLIDER = "curate-eps-slider"
-EPS_INPUT = "curate-eps-input"
-MS_SLIDER = "curate-ms-slider"
-MS_INPUT = "curate-ms-input"
+EPS_SLIDER = ids.EPS_SLIDER
+EPS_INPUT = ids.EPS_INPUT
+MS_SLIDER = ids.MS_SLIDER
+MS_INPUT = ids.MS_INPUT
 AUTO_BTN = "curate-auto"
 APPLY_ALL_BTN = "curate-apply-all"
-UNDO_BTN = "curate-undo"
-REDO_BTN = "curate-redo"
+UNDO_BTN = ids.UNDO
+REDO_BTN = ids.REDO
 KEEP_BTN = "curate-keep"
 DROP_BTN = "curate-drop"
 CLEAR_BTN = "curate-clear"
@@ -67,7 +67,7 @@ CLASS_SORT = "curate-class-sort"
 CLASS_MORE = "curate-class-more"  # "12 of 1,000 classes match"
 CLASS_ROWS = "curate-class-rows"  # the class list's order and counts (assets/classlist.js)
 CLASS_NAMES = "curate-class-names"  # class names, once per page
-CLASS_LIST = "curate-class-list"  # the virtually scrolled list itself
+CLASS_LIST = ids.CLASS_LIST  # the virtually scrolled list itself
 CLASS_DRAWN = "curate-class-drawn"  # the list's drawing callback has no real output
 TABS = "curate-tabs"
 MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class

@@ -139,3 +139,22 @@ def test_the_servers_edges_answer_4xx_and_log_no_traceback(client, caplog):
     for url in ("/thumb/" + "x" * 5000 + "/1.png", "/background/" + "y" * 5000 + ".png"):
         assert client.get(url, headers={"Host": "127.0.0.1"}).status_code == 404
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+def test_ids_js_names_the_ids_the_scripts_use_and_no_script_spells_one(client):
+    """Ids are named once (app/ids.py): /ids.js hands them to assets/*.js, which load
+    after it, and no script holds one as a literal that could drift from the page's."""
+    import json
+    import re
+    from pathlib import Path
+
+    from app import ids
+
+    page = client.get("/curate/digits").get_data(as_text=True)
+    assert page.index('src="/ids.js"') < page.index("/assets/review.js")
+    body = client.get("/ids.js").get_data(as_text=True)
+    assert json.loads(re.search(r"Object\.freeze\((.*)\);", body).group(1)) == ids.SHARED
+    for script in (Path(__file__).parents[2] / "assets").glob("*.js"):
+        text = script.read_text()
+        for value in ids.SHARED.values():
+            assert f'"{value}' not in text and f"'{value}" not in text, (script.name, value)

@@ -1,0 +1,36 @@
+"""Component ids the browser's scripts (assets/*.js) use, named once.
+
+The pages build their components with these constants, and ``/ids.js`` (app/server.py)
+hands the same values to the scripts as ``window.CURATOR_IDS`` before they load, so an
+id changed here changes everywhere; ``tests/unit/test_server_guard.py`` checks that no
+script spells one out.
+"""
+
+from __future__ import annotations
+
+import json
+
+GRAPH = "curate-graph"  # the Curate page's map
+UNDO = "curate-undo"
+REDO = "curate-redo"
+CLASS_PICK = "curate-class"  # the shown class (a store the class list writes)
+CLASS_LIST = "curate-class-list"  # the class list's virtually scrolled box
+EPS_SLIDER = "curate-eps-slider"  # the parameter controls recluster.js reads
+EPS_INPUT = "curate-eps-input"
+MS_SLIDER = "curate-ms-slider"
+MS_INPUT = "curate-ms-input"
+REVIEW_GRID = "review-grid"  # the review list (dash-ag-grid)
+REVIEW_KEY = "review-key"  # a key's action on the focused row (a store)
+REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
+RELABEL_TO = "review-relabel-to"  # the review list's class picker
+
+# The names the scripts read them by: window.CURATOR_IDS.graph, ….
+SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
+          "classList": CLASS_LIST, "epsSlider": EPS_SLIDER, "epsInput": EPS_INPUT,
+          "msSlider": MS_SLIDER, "msInput": MS_INPUT, "reviewGrid": REVIEW_GRID, "reviewKey": REVIEW_KEY,
+          "reviewFocus": REVIEW_FOCUS, "relabelTo": RELABEL_TO}
+
+
+def script() -> str:
+    """``/ids.js``: the ids as ``window.CURATOR_IDS`` (frozen)."""
+    return f"window.CURATOR_IDS = Object.freeze({json.dumps(SHARED, sort_keys=True)});\n"
