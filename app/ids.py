@@ -27,8 +27,8 @@ RELABEL_TO = "review-relabel-to"  # the review list's class picker
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….
 SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
           "classList": CLASS_LIST, "epsSlider": EPS_SLIDER, "epsInput": EPS_INPUT,
-          "msSlider": MS_SLIDER, "msInput": MS_INPUT, "reviewGrid": REVIEW_GRID, "reviewKey": REVIEW_KEY,
-          "reviewFocus": REVIEW_FOCUS, "relabelTo": RELABEL_TO}
+          "msSlider": MS_SLIDER, "msInput": MS_INPUT, "reviewGrid": REVIEW_GRID,
+          "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "relabelTo": RELABEL_TO}
 
 
 def script() -> str:
