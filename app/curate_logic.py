@@ -145,6 +145,7 @@ class RuleFacts:
     min_samples: int
     eps_from: float
     eps_to: float
+    eps_half: float  # from this eps, half of the band is no longer noise
 
     @property
     def can_cut(self) -> bool:
@@ -173,10 +174,12 @@ class RuleFacts:
         else:
             where = (f"from {self.eps_from:.3g} to {self.eps_to:.3g}"
                      if self.eps_to > self.eps_from else f"at {self.eps_from:.3g}")
+            half = (f", from {self.eps_half:.3g} half of them"
+                    if self.eps_from < self.eps_half < self.eps_to else "")
             out.append(f"eps changes this class's flags only {where} (min_samples "
                        f"{self.min_samples}): below {self.eps_from:.3g} all {self.band} "
-                       f"samples DBSCAN decides are flagged, from {self.eps_to:.3g} none is. "
-                       f"Now eps {self.eps:.3g}."
+                       f"samples DBSCAN decides are flagged{half}, from {self.eps_to:.3g} "
+                       f"none. Now eps {self.eps:.3g}."
                        + (instead if self.eps < self.eps_from else ""))
         if not self.can_cut:
             out.append(f"Rule {self.rule} has no score ranking to cut along: its flags "
@@ -205,8 +208,8 @@ def rule_facts(data: RunData, state: RunState, code: int) -> RuleFacts:
                      lambda: noise_until(data.embedding[idx], np.flatnonzero(band), int(ms)))
     return RuleFacts(state.rule, len(idx), low, high, int(flagged.sum()), int(band.sum()),
                      int((band & flagged).sum()), cut, _step(len(idx)), float(eps), int(ms),
-                     float(until.min(initial=np.inf)),
-                     float(until.max()) if len(until) else float("inf"))
+                     *(map(float, np.percentile(until, [0, 100, 50])) if len(until)
+                       else (np.inf,) * 3))
 
 
 def move_cut(runs_root: Path, run_id: str, code: int | None, direction: int) -> int:

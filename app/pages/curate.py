@@ -226,8 +226,7 @@ VIEW_OUT = {"figure": (GRAPH, "figure"), "shown": (SHOWN, "data"),
             "rows": (CLASS_ROWS, "data"), "summary": (SUMMARY, "children"),
             "undo_disabled": (UNDO_BTN, "disabled"), "redo_disabled": (REDO_BTN, "disabled"),
             "status": (STATUS, "children"), "model": (MODEL, "data"),
-            "more": (CLASS_MORE, "children"), "revision": (REVISION, "data"),
-            "rule": (RULE_INFO, "children"), "cut_hidden": (CUT_ROW, "hidden")}
+            "more": (CLASS_MORE, "children"), "revision": (REVISION, "data")}
 CONTROLS_OUT = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
                 "eps_max": (EPS_SLIDER, "max"), "eps_step": (EPS_SLIDER, "step"),
                 "ms": (MS_SLIDER, "value"), "ms_box": (MS_INPUT, "value")}
@@ -519,17 +518,28 @@ def _render(run_id, class_value, view: logic.PageView, state, figure: str = "dra
     store = logic.store_for(root, run_id)
     noise = logic.noise_per_class(data, state)
     model = None if code is None else logic.client_model(data, state, code, rows, noise)
-    facts = None if code is None else logic.rule_facts(data, state, code)
-    rule = [html.P(line, className="mb-1") for line in facts.sentences()] if facts else \
-        html.P("Pick a class to see what the rule makes of it.", className="mb-1")
     return {"figure": fig, "shown": _changed("all" if code is None else code, shown),
             "rows": list_rows, "summary": summary,
             "undo_disabled": _changed(not store.can_undo(), view.undo_disabled),
             "redo_disabled": _changed(not store.can_redo(), view.redo_disabled),
             "status": logic.status_text(rows, noise, state.rule), "model": model,
             "more": _changed(more, view.more),
-            "revision": _changed(store.revision(), view.revision),
-            "rule": rule, "cut_hidden": not (facts and facts.can_cut)}
+            "revision": _changed(store.revision(), view.revision)}
+
+
+@callback(
+    Output(RULE_INFO, "children"), Output(CUT_ROW, "hidden"),
+    Input(CLASS_PICK, "data"), Input(REVISION, "data"), State(RUN, "data"),
+)
+def on_rule_facts(class_value, _revision, run_id):
+    """What the rule makes of the shown class, in words, whenever the class or the store
+    changes: its own request, so a class switch repaints the map without waiting for it."""
+    code = _code(class_value)
+    if code is None:
+        return html.P("Pick a class to see what the rule makes of it.", className="mb-1"), True
+    data = run_data(settings().runs_root, run_id)
+    facts = logic.rule_facts(data, current_state(data), code)
+    return [html.P(line, className="mb-1") for line in facts.sentences()], not facts.can_cut
 
 
 def _summary_table(rows: list[dict]) -> dbc.Table:

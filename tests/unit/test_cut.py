@@ -113,7 +113,7 @@ def test_flag_more_and_fewer_step_clamp_and_explain(fresh_run):
     # Why eps 0.5 to 6 changed nothing on the demo: the 3 stay noise up to eps 6.35.
     assert lines[2].startswith("eps changes this class's flags only from 6.35 to 19.6 "
                                "(min_samples 5): below 6.35 all 3 samples DBSCAN decides "
-                               "are flagged, from 19.6 none is. Now eps ")
+                               "are flagged, from 6.55 half of them, from 19.6 none. Now eps ")
     logic.move_cut(root, "digits", 3, 1)
     more = logic.rule_facts(data, current_state(data), 3)
     assert (more.flagged, more.band, more.cut) == (16, 0, 16)

@@ -195,9 +195,11 @@ def noise_until(points: np.ndarray, which: np.ndarray, min_samples: int,
     diff = pts[nb.reshape(n, k)] - pts[:, None, :]
     kd2 = (diff[..., 0] * diff[..., 0] + diff[..., 1] * diff[..., 1]).max(axis=1)
     out = np.empty(len(which))
+    x, y = pts[:, 0], pts[:, 1]
     for a in range(0, len(which), chunk):  # (chunk, n) distances at a time
         w = which[a:a + chunk]
-        d = pts[None, :, :] - pts[w][:, None, :]
-        d2 = d[..., 0] * d[..., 0] + d[..., 1] * d[..., 1]
+        dx = x[w][:, None] - x[None, :]
+        dy = y[w][:, None] - y[None, :]
+        d2 = dx * dx + dy * dy
         out[a:a + chunk] = np.minimum(kd2[w], np.maximum(d2, kd2[None, :]).min(axis=1))
     return np.sqrt(out)
