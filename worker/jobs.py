@@ -254,13 +254,22 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
     return result
 
 
+def new_job(run: RunDir, kind: str, params: dict[str, Any]) -> str:
+    """Record a queued job in the run's store and return its id; a clustered run whose
+    store has gone is refused (curation.check_store), not given a fresh, empty one."""
+    from .pipeline.curation import check_store
+
+    check_store(run)
+    return JobStore(run.store).create(kind, params)
+
+
 def run_here(run: RunDir, kind: str, params: dict[str, Any], echo: ProgressFn) -> dict:
     """Run a job in this process, in the foreground, recorded in the run's job store like
     any other: the Jobs page lists a ``curator retrain``, ``experiment`` or ``export``
     started from a shell, shows its progress, and can cancel it. Ctrl-C cancels it too.
 
     Raises :class:`Cancelled` when it was cancelled; a failure is recorded, then raised."""
-    job_id = JobStore(run.store).create(kind, params)
+    job_id = new_job(run, kind, params)
     try:
         result = run_job(run.path.parent, run.path.name, kind, params, job_id, echo)
     except KeyboardInterrupt:
@@ -299,7 +308,7 @@ class EmbeddedDispatcher:
 
     def submit(self, run_id: str, kind: str, params: dict[str, Any]) -> str:
         run = resolve_run(self.settings.runs_root, run_id)
-        job_id = JobStore(run.store).create(kind, params)
+        job_id = new_job(run, kind, params)
         self.pools[QUEUES[kind]].submit(self._run, run_id, kind, params, job_id)
         return job_id
 
@@ -338,8 +347,8 @@ class CeleryDispatcher:
     def submit(self, run_id: str, kind: str, params: dict[str, Any]) -> str:
         self.check_broker()
         run = resolve_run(self.settings.runs_root, run_id)
+        job_id = new_job(run, kind, params)
         jobs = JobStore(run.store)
-        job_id = jobs.create(kind, params)
         try:
             self.app.send_task(f"curator.{kind}", args=[run_id, params, job_id],
                                task_id=job_id, queue=QUEUES[kind])

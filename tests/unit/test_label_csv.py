@@ -114,7 +114,9 @@ def test_a_deleted_store_is_an_error_not_a_silent_fresh_one(fresh_run):
     from tests.unit.test_cli import curator
 
     fresh_run.store.unlink()
-    for args in (["evaluate", str(fresh_run.path)], ["export", str(fresh_run.path), "--dest", "x"]):
+    # Exports and trainings are recorded as jobs in that store: refused before it is made.
+    for args in (["evaluate", str(fresh_run.path)], ["export", str(fresh_run.path), "--dest", "x"],
+                 ["retrain", str(fresh_run.path), "--epochs", "1"]):
         r = curator(*args)
         assert r.returncode == 2 and "is missing" in r.stderr, r.stderr
     assert not fresh_run.store.exists()

@@ -40,14 +40,21 @@ from .rundir import RunDir, save_npy
 from .store import CurationStore
 
 
-def open_store(run: RunDir, create: bool = False) -> CurationStore:
-    """The run's curation store. A clustered run whose store has gone is an error, not a
-    silent fresh store: its parameters and overrides would be lost without a word.
-    ``create`` (the cluster step) starts a new one."""
-    run.require()
-    if not create and not run.store.is_file() and run.step_done("cluster"):
+def check_store(run: RunDir) -> None:
+    """A clustered run whose store has gone is an error, not a silent fresh store: its
+    parameters and overrides would be lost without a word. Anything that would create the
+    store file (a job record too) checks this first. A run not made yet passes."""
+    if not run.store.is_file() and run.step_done("cluster"):
         raise InputError(f"{run.store} is missing: the run's curation is lost; restore it, or "
                          f"run 'curator cluster {run.path}' to start a new one")
+
+
+def open_store(run: RunDir, create: bool = False) -> CurationStore:
+    """The run's curation store (:func:`check_store`); ``create`` (the cluster step)
+    starts a new one."""
+    run.require()
+    if not create:
+        check_store(run)
     return CurationStore(run.store)
 
 
