@@ -230,7 +230,7 @@ def move_cut(runs_root: Path, run_id: str, code: int | None, direction: int) -> 
                          f"{size} samples {'are' if direction > 0 else 'is'} flagged already")
     what = f"flag {'more' if direction > 0 else 'fewer'}: top {cut}" if direction else \
         "the rule's cut"
-    set_cut(data.run, code, cut, f"{what} in class {name}")
+    set_cut(data.run, code, cut, f"{what} in class {name}", data.samples)
     return open_store(data.run).revision()
 
 

@@ -34,6 +34,7 @@ from worker.pipeline.curation import (
     evidence_paths,
     load_agreement,
     load_evidence,
+    members_of,
     neighbours_path,
     open_store,
     read_curation,
@@ -87,7 +88,7 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     evidence = load_evidence(run)
     inputs = rule_inputs(load_agreement(run), evidence)
     order, starts = class_members(samples.labels, len(samples.classes))  # one sort, not C masks
-    members = tuple(order[starts[c]:starts[c + 1]] for c in range(len(samples.classes)))
+    members = tuple(members_of(order, starts))
     return RunData(run, samples, emb, inputs, evidence and evidence["score"],
                    evidence and evidence["suggested"], nn[:, :10], members, (order, starts),
                    stamp,
@@ -207,7 +208,7 @@ def current_state(data: RunData) -> RunState:
     for code, labels in class_labels(data, {c: stored.params[c] for c, idx
                                             in enumerate(data.members) if len(idx)}).items():
         clusters[data.members[code]] = labels
-    inputs = cut_rule_inputs(data.inputs, data.score, list(data.members), stored.cuts)
+    inputs = cut_rule_inputs(data.inputs, data.score, data.members, stored.cuts)
     decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels)
     for array in vars(decisions).values():  # shared by every request: read-only
         array.flags.writeable = False

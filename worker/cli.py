@@ -294,7 +294,8 @@ def cmd_cluster(a: argparse.Namespace) -> None:
     if a.cut is not None:
         samples = run.read_samples()
         for name in a.cls:
-            set_cut(run, class_code(samples, name), None if a.cut == "rule" else a.cut)
+            set_cut(run, class_code(samples, name), None if a.cut == "rule" else a.cut,
+                    samples=samples)
     _print_summary(run)
 
 

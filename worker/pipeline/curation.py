@@ -8,7 +8,7 @@ store through :func:`read_curation` and keeps what it derives per store revision
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -326,31 +326,33 @@ def load_rule_inputs(run: RunDir) -> RuleInputs:
     return rule_inputs(load_agreement(run), load_evidence(run))
 
 
-def members_of(labels: np.ndarray, n_classes: int) -> list[np.ndarray]:
-    """Per class code, its sample indices, ascending (:func:`~.clustering.class_members`)."""
-    order, starts = class_members(labels, n_classes)
-    return [order[starts[c]:starts[c + 1]] for c in range(n_classes)]
+def members_of(order: np.ndarray, starts: np.ndarray) -> list[np.ndarray]:
+    """Per class code, its sample indices, ascending, from
+    :func:`~.clustering.class_members`'s ``(order, starts)``."""
+    return [order[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)]
 
 
 def cut_rule_inputs(inputs: RuleInputs, score: np.ndarray | None,
-                    members: list[np.ndarray], cuts: dict[int, int]) -> RuleInputs:
+                    members: Sequence[np.ndarray], cuts: dict[int, int]) -> RuleInputs:
     """``inputs`` with the store's per-class cuts applied (:func:`~.clustering.cut_bands`);
     runs without a score (clustered before the adaptive rule) have no cut to move."""
-    return inputs if score is None or not cuts else cut_bands(inputs, score, members, cuts)
+    return inputs if score is None else cut_bands(inputs, score, members, cuts)
 
 
-def set_cut(run: RunDir, code: int, flagged: int | None, description: str = "") -> int:
+def set_cut(run: RunDir, code: int, flagged: int | None, description: str = "",
+            samples: SampleTable | None = None) -> int:
     """Flag class ``code``'s ``flagged`` highest scores and no others, or give the class
     back to the rule with None (:func:`~.clustering.cut_bands`); one undoable step. Only
     the ``adaptive`` rule ranks by score: under another rule, or in a run without scores,
-    it is an :class:`InputError`. Returns how many values changed (0 or 1)."""
+    it is an :class:`InputError`. ``samples``: the run's, when the caller has them
+    loaded (the app), else read here. Returns how many values changed (0 or 1)."""
     store = open_store(run)
     rule = store.setting("rule") or DEFAULT_RULE
     if rule != "adaptive" or not evidence_paths(run)["score"].is_file():
         raise InputError(f"rule {rule} has no score ranking to cut along: change eps or "
                          f"min_samples instead (or 'curator cluster {run.path} --rule "
                          "adaptive')")
-    samples = run.read_samples()
+    samples = samples if samples is not None else run.read_samples()
     size = int((samples.labels == code).sum())
     if flagged is not None and flagged > size:
         raise InputError(f"--cut {flagged} is more than class {samples.classes[code]}'s "
@@ -389,7 +391,8 @@ def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[fl
     inputs = rule_inputs(load_agreement(run), evidence)
     if stored.cuts:
         inputs = cut_rule_inputs(inputs, evidence and evidence["score"],
-                                 members_of(samples.labels, len(samples.classes)), stored.cuts)
+                                 members_of(*class_members(samples.labels, len(samples.classes))),
+                                 stored.cuts)
     decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels)
     return CurationSnapshot(samples, decisions, stored)
 
