@@ -29,30 +29,6 @@ STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} f
 COUNT_KEYS = ("size", "flagged", "overridden", "relabelled", "kept")
 
 
-@dataclass(frozen=True)
-class PageView:
-    """What the page shows now (app/pages/curate.py VIEW_IN, by name), so unchanged
-    outputs are skipped."""
-
-    show_background: bool | None = True
-    shown: int | str | None = None
-    tab: str | None = "review"
-    undo_disabled: bool | None = None
-    redo_disabled: bool | None = None
-    selection: tuple[int, ...] | None = None  # samples in the map's lasso/box selection
-    class_search: str | None = None
-    class_sort: str | None = "code"
-    more: str | None = None  # the class list's "showing 60 of …" line
-    revision: int | None = None  # the store revision the page last showed
-
-    @classmethod
-    def read(cls, values: dict) -> PageView:
-        """From the callback's dict of States; ``selection`` is Plotly's selectedData."""
-        points = values.get("selection")
-        selection = None if not points else tuple(selected_samples(points))
-        return cls(**{**values, "selection": selection})
-
-
 def selected_samples(selected: dict | None) -> list[int]:
     """The sample indices in Plotly's ``selectedData`` (points of the class trace)."""
     return [int(p["customdata"]) for p in (selected or {}).get("points", [])
@@ -75,6 +51,43 @@ class ControlValues:
 def control_values(data: RunData, state: RunState, code: int) -> ControlValues:
     eps, ms = state.params[code]
     return ControlValues(round(float(eps), 4), int(ms), slider_max(eps))
+
+
+def control_updates(values: ControlValues, shows: dict, rescale: bool) -> dict:
+    """The parameter controls that must change to show ``values``.
+
+    Parameters
+    ----------
+    values : the class's stored parameters
+    shows : what the controls show now: ``eps`` (slider), ``eps_box``, ``eps_max``, ``ms``
+        (slider), ``ms_box``; None or text where a box is empty or being edited
+    rescale : give the eps slider its range for ``values`` (a class switch). Otherwise the
+        range moves only when the stored eps lies past it: a slider does not rescale
+        under the user's hand.
+
+    Returns
+    -------
+    dict of control name → new value, only for controls that show something else (eps to
+    within 1e-4, the boxes' precision); ``eps_step`` goes with ``eps_max``
+    """
+    def differs(now, new: float, tol: float) -> bool:
+        try:
+            return abs(float(now) - new) > tol
+        except (TypeError, ValueError):
+            return True
+
+    out: dict = {}
+    for key, new, tol in (("eps", values.eps, 1e-4), ("eps_box", values.eps, 1e-4),
+                          ("ms", values.min_samples, 0), ("ms_box", values.min_samples, 0)):
+        if differs(shows.get(key), new, tol):
+            out[key] = new
+    try:
+        past = values.eps > float(shows.get("eps_max"))
+    except (TypeError, ValueError):
+        past = True
+    if rescale or past:
+        out["eps_max"], out["eps_step"] = values.eps_max, values.eps_max / 200
+    return out
 
 
 def slider_max(eps: float) -> float:
@@ -278,41 +291,6 @@ def class_counts(data: RunData, state: RunState) -> list[dict]:
     return state.rows or summary_rows(data.samples, state.decisions)
 
 
-# The class list shows at most this many classes (plus the selected one): at 1,000
-# classes every repaint would otherwise send and render 1,000 labels. A search box and a
-# sort order reach the rest.
-CLASS_SORTS = {"code": "dataset order", "flagged": "flagged share, highest first",
-               "size": "size, largest first", "name": "name"}
-
-
-def class_list(rows: list[dict], search: str | None = None, sort: str | None = "code",
-               selected: int | None = None) -> tuple[list[int], int]:
-    """Which classes the class list shows, in order: those whose name contains ``search``
-    (case-insensitive), sorted by ``sort`` (a key of CLASS_SORTS), and the ``selected``
-    class first whatever the search. The list scrolls virtually (assets/classlist.js),
-    so all of them go.
-
-    Parameters
-    ----------
-    rows : per-class count rows from :func:`class_counts` (the total row last)
-
-    Returns
-    -------
-    (codes, matched): the class codes to show, and how many classes matched the search
-    """
-    if sort not in CLASS_SORTS:
-        sort = "code"
-    needle = (search or "").strip().lower()
-    codes = [c for c, r in enumerate(rows[:-1]) if needle in str(r["class"]).lower()]
-    key = {"code": lambda c: c, "name": lambda c: str(rows[c]["class"]),
-           "size": lambda c: (-rows[c]["size"], c),
-           "flagged": lambda c: (-rows[c]["flagged"] / max(rows[c]["size"], 1), c)}[sort]
-    codes.sort(key=key)
-    if selected is not None and selected not in codes:
-        return [selected, *codes], len(codes)
-    return codes, len(codes)
-
-
 def noise_per_class(data: RunData, state: RunState) -> list[int]:
     """DBSCAN noise points in each class (before the rule and overrides)."""
     noise = state.decisions.clusters == -1
@@ -325,8 +303,7 @@ def status_text(rows: list[dict], noise: list[int], rule: str) -> str:
                                   **{k: rows[-1][k] for k in COUNT_KEYS})
 
 
-def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
-                 noise: list[int]) -> dict:
+def client_model(data: RunData, state: RunState, code: int, noise: list[int]) -> dict:
     """What the browser needs to re-cluster class ``code`` itself (assets/recluster.js).
 
     The coordinates are not repeated: the browser reads them from the plotted trace. The
@@ -338,10 +315,11 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
     -------
     dict with the stored ``eps`` and ``ms``, the store ``revision`` it reflects, ``looks``
     (:func:`~app.figures.look_table` flattened: a uint8 typed array of shape (2 n_c,),
-    point i's look in a cluster at 2i, as noise at 2i + 1), the count ``rows`` and
-    per-class ``noise`` the page shows, the text templates and the look table itself
-    (``style``). ``exact`` is False for classes small enough that the server hands them
-    to scikit-learn, whose brute-force distances could differ in the last bit.
+    point i's look in a cluster at 2i, as noise at 2i + 1), the per-class ``noise`` the
+    page shows, the status template and the look table itself (``style``). The counts
+    come from the class list's rows in the browser (assets/classlist.js). ``exact`` is
+    False for classes small enough that the server hands them to scikit-learn, whose
+    brute-force distances could differ in the last bit.
     """
     idx = data.members[code]
     eps, ms = state.params[code]
@@ -350,8 +328,7 @@ def client_model(data: RunData, state: RunState, code: int, rows: list[dict],
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),
-            "rows": [{k: r[k] for k in COUNT_KEYS} for r in rows], "noise": noise,
-            "status": STATUS_TEMPLATE, "keys": COUNT_KEYS, "style": MARKER_STYLE}
+            "noise": noise, "status": STATUS_TEMPLATE, "style": MARKER_STYLE}
 
 
 # Why a sample flagged only as DBSCAN noise is flagged, by rule (clustering.flag_bits).

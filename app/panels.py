@@ -6,7 +6,7 @@ import time
 from datetime import UTC, datetime
 
 import dash_bootstrap_components as dbc
-from dash import Input, Output, State, callback, ctx, dcc, html, no_update
+from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 
 from app.layout import error_alert
 from app.server import dispatcher, settings
@@ -22,11 +22,10 @@ EXPORT_BTN = "export-go"
 EXPORT_JOB = "export-job"
 EXPORT_STATUS = "export-status"
 EXPORT_POLL = "export-poll"
-TRAIN_SUBSET = "train-subset"
-TRAIN_MODEL = "train-model"
-TRAIN_BATCH = "train-batch"
-TRAIN_EPOCHS = "train-epochs"
-TRAIN_NPROC = "train-nproc"
+# The Retrain form's fields share one pattern-matching id type, {"type": TRAIN_FIELD,
+# "name": <a train job's param>}, so a callback reads or follows all of them as one.
+TRAIN_FIELD = "train-field"
+TRAIN_FIELDS = ("subset", "model", "batch_size", "epochs", "nproc")
 TRAIN_PLAN = "train-plan"
 TRAIN_BTN = "train-go"
 TRAIN_JOB = "train-job"
@@ -113,24 +112,31 @@ def export_panel() -> html.Div:
     ])
 
 
+def train_field(name: str) -> dict:
+    """The id of the Retrain form's field for the train job's param ``name``."""
+    return {"type": TRAIN_FIELD, "name": name}
+
+
 def retrain_panel() -> html.Div:
     def field(label: str, component) -> dbc.Col:
         return dbc.Col([dbc.Label(label, class_name="small mb-0"), component], width=2)
 
     return html.Div([
         dbc.Row([
-            field("subset", dbc.Select(id=TRAIN_SUBSET, value="filtered", size="sm", options=[
-                {"label": s, "value": s} for s in SUBSETS])),
-            field("model", dbc.Select(id=TRAIN_MODEL, value="resnet18", size="sm", options=[
-                {"label": m, "value": m}
-                for m in ("resnet18", "resnet34", "resnet50", "cifar-resnet20")])),
+            field("subset", dbc.Select(
+                id=train_field("subset"), value="filtered", size="sm",
+                options=[{"label": s, "value": s} for s in SUBSETS])),
+            field("model", dbc.Select(
+                id=train_field("model"), value="resnet18", size="sm",
+                options=[{"label": m, "value": m}
+                         for m in ("resnet18", "resnet34", "resnet50", "cifar-resnet20")])),
             # Empty batch size and epochs: chosen from the subset's size (worker.train.plan).
-            field("batch size", dbc.Input(id=TRAIN_BATCH, type="number", min=1, size="sm",
-                                          placeholder="auto")),
-            field("epochs", dbc.Input(id=TRAIN_EPOCHS, type="number", min=1, size="sm",
-                                      placeholder="auto")),
-            field("processes", dbc.Input(id=TRAIN_NPROC, type="number", value=1, min=1,
-                                         size="sm")),
+            field("batch size", dbc.Input(id=train_field("batch_size"), type="number", min=1,
+                                          size="sm", placeholder="auto")),
+            field("epochs", dbc.Input(id=train_field("epochs"), type="number", min=1,
+                                      size="sm", placeholder="auto")),
+            field("processes", dbc.Input(id=train_field("nproc"), type="number", value=1,
+                                         min=1, size="sm")),
             dbc.Col(dbc.Button("Retrain", id=TRAIN_BTN, color="primary", size="sm",
                                class_name="mt-3"), width="auto"),
         ], class_name="g-2 mt-2 align-items-end"),
@@ -197,31 +203,32 @@ def poll_export(_n, job_id, run_id):
     return _poll(run_id, job_id, _export_result(run_id))
 
 
+ALL_FIELDS = {"type": TRAIN_FIELD, "name": ALL}
+
+
 @callback(
     Output(TRAIN_JOB, "data"), Output(TRAIN_STATUS, "children"), Output(TRAIN_POLL, "disabled"),
-    Input(TRAIN_BTN, "n_clicks"), State(TRAIN_SUBSET, "value"), State(TRAIN_MODEL, "value"),
-    State(TRAIN_BATCH, "value"), State(TRAIN_EPOCHS, "value"), State(TRAIN_NPROC, "value"),
-    State(RUN, "data"), prevent_initial_call=True,
+    Input(TRAIN_BTN, "n_clicks"), State(ALL_FIELDS, "value"), State(RUN, "data"),
+    prevent_initial_call=True,
 )
-def on_retrain(_n, subset, model, batch, epochs, nproc, run_id):
+def on_retrain(_n, _fields, run_id):
     if ctx.triggered_id != TRAIN_BTN:
         return no_update, no_update, no_update
-    return _submit(run_id, "train", _train_params(subset, model, batch, epochs, nproc))
+    return _submit(run_id, "train", _train_params(ctx.states_list[0]))
 
 
-def _train_params(subset, model, batch, epochs, nproc) -> dict:  # noqa: ANN001
-    """The panel's fields as a train job's params; an empty field is left to the rule."""
-    return {"subset": subset, "model": model, "batch_size": batch, "epochs": epochs,
-            "nproc": nproc}
+def _train_params(fields: list[dict]) -> dict:
+    """The form's fields (Dash's list of ``{"id": …, "value": …}`` for ALL_FIELDS) as a
+    train job's params; an empty field is left to the rule."""
+    params = {f["id"]["name"]: f.get("value") for f in fields}
+    return {name: params.get(name) for name in TRAIN_FIELDS}
 
 
 @callback(
     Output(TRAIN_PLAN, "children"),
-    Input(TRAIN_SUBSET, "value"), Input(TRAIN_MODEL, "value"), Input(TRAIN_BATCH, "value"),
-    Input(TRAIN_EPOCHS, "value"), Input(TRAIN_NPROC, "value"), Input(TRAIN_JOB, "data"),
-    State(RUN, "data"),
+    Input(ALL_FIELDS, "value"), Input(TRAIN_JOB, "data"), State(RUN, "data"),
 )
-def show_plan(subset, model, batch, epochs, nproc, _job, run_id):
+def show_plan(_fields, _job, run_id):
     """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
     warning when that is too few optimizer steps to train."""
     from app.data import current_state, run_data
@@ -230,7 +237,8 @@ def show_plan(subset, model, batch, epochs, nproc, _job, run_id):
 
     try:
         # plan_for checks every number (worker.pipeline.params), as the job will.
-        cfg = train_config(_train_params(subset, model, batch, epochs, nproc or 1))
+        params = _train_params(ctx.inputs_list[0])
+        cfg = train_config({**params, "nproc": params["nproc"] or 1})
         # The page's cached state: no second clustering of every class for a preview.
         data = run_data(settings().runs_root, run_id)
         plan = plan_for(data.run, cfg, data.samples.labels,

@@ -1,99 +1,75 @@
-// The Curate page's class list, virtually scrolled: only the rows in view (and a few
-// either side) exist in the DOM, so 1,000 classes cost what 30 do.
+// The Curate page's class list (app/class_panel.py, a dash-ag-grid): which row is the
+// shown class, picking a class by clicking its row, and the "N of M classes" line.
 //
-// The server decides what the list holds and in which order (search, sort: app/
-// curate_logic.py class_list) and sends it as data into the curate-class-rows store:
-// {order: [code or "all", ...], counts: [[size, flagged, overridden, relabelled, kept],
-// ...] per code (app/curate_logic.py COUNT_KEYS),
-// the total last}. Class names come once with the page (curate-class-names). Clicking a
-// row writes its code into curate-class, which the server's on_class callback reads.
-// Names are set as text, never as HTML: they come from the user's labels file.
+// The grid itself scrolls, sorts and filters; these functions only connect it with the
+// page's CLASS_PICK store (the shown class: a code, or "all"), which the server's render
+// callback reads.
 (function () {
   "use strict";
 
-  const LIST = window.CURATOR_IDS.classList, PICK = window.CURATOR_IDS.classPick;
-  const ROW = 28, OVERSCAN = 6;
-  let rows = null, names = [], selected = null;
+  const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
+  let picked = null;
 
-  function rowCounts(code) {
-    const counts = rows.counts[code === "all" ? rows.counts.length - 1 : code];
-    return counts ? counts.join(" · ") : "";
+  const api = () => {
+    try { return window.dash_ag_grid.getApi(IDS.classList); } catch (e) { return null; }
+  };
+
+  // The row rule the grid names (rowClassRules "class-picked").
+  const dagfuncs = (window.dashAgGridFunctions = window.dashAgGridFunctions || {});
+  dagfuncs.classPicked = (params) =>
+    params.data !== undefined && String(params.data.code) === String(picked);
+
+  // A row's node: a class by its code, or the pinned "All classes" row.
+  function nodeOf(grid, code) {
+    if (String(code) === "all") return grid.getPinnedTopRowCount() ? grid.getPinnedTopRow(0) : null;
+    return grid.getRowNode(String(code)) || null;
   }
 
-  function draw() {
-    const box = document.getElementById(LIST);
-    if (!box || !rows) return;
-    let space = box.firstElementChild;
-    if (!space) {
-      space = document.createElement("div");
-      space.className = "class-space";
-      box.appendChild(space);
-    }
-    const order = rows.order;
-    space.style.height = order.length * ROW + "px";
-    const first = Math.max(0, Math.floor(box.scrollTop / ROW) - OVERSCAN);
-    const last = Math.min(order.length, Math.ceil((box.scrollTop + box.clientHeight) / ROW) +
-                          OVERSCAN);
-    const buttons = [];
-    for (let i = first; i < last; i++) {
-      const code = order[i];
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "btn btn-outline-primary btn-sm text-start class-row" +
-        (String(code) === String(selected) ? " active" : "");
-      button.dataset.code = String(code);
-      button.style.top = i * ROW + "px";
-      const name = document.createElement("span");
-      name.className = "fw-semibold me-1";
-      name.textContent = code === "all" ? "All classes" : names[code];
-      const counts = document.createElement("span");
-      counts.className = "float-end small counts";
-      counts.textContent = rowCounts(code);
-      button.append(name, counts);
-      buttons.push(button);
-    }
-    space.replaceChildren(...buttons);
+  // Clientside callback: a clicked cell → the class to show (unchanged: no update).
+  function pick(cell) {
+    const dc = window.dash_clientside;
+    if (!cell) throw dc.PreventUpdate;
+    // Rows are identified by their code as text; the pinned row's is "all".
+    const code = cell.rowId === "all" ? "all" : Number(cell.rowId);
+    if (String(code) === String(picked)) throw dc.PreventUpdate;
+    return code;
   }
 
-  // Bring a row into view (the selected one by default: a pick from outside the view,
-  // such as a search or the first load) and draw it at once.
-  function reveal(code = selected) {
-    const box = document.getElementById(LIST);
-    if (!box || !rows) return;
-    const i = rows.order.findIndex((c) => String(c) === String(code));
-    if (i < 0) return;
-    if (i * ROW < box.scrollTop) box.scrollTop = i * ROW;
-    else if ((i + 1) * ROW > box.scrollTop + box.clientHeight) {
-      box.scrollTop = (i + 1) * ROW - box.clientHeight;
+  // Clientside callback: the shown class changed (or the rows came): mark its row and
+  // scroll it into view. Returns nothing (the store it writes is a placeholder).
+  function show(code, rows) {
+    const grid = api();
+    const before = picked;
+    picked = code;
+    if (grid) {
+      const nodes = [nodeOf(grid, before), nodeOf(grid, code)].filter((n) => n);
+      if (nodes.length) grid.redrawRows({rowNodes: nodes});
+      const node = nodeOf(grid, code);
+      if (node && !node.rowPinned && String(before) !== String(code)) grid.ensureNodeVisible(node);
     }
-    draw();
-  }
-
-  let pending = false;
-  document.addEventListener("scroll", (event) => {
-    if (event.target.id !== LIST || pending) return;
-    pending = true;
-    requestAnimationFrame(() => { pending = false; draw(); });
-  }, true);
-
-  document.addEventListener("click", (event) => {
-    const row = event.target.closest && event.target.closest("#" + LIST + " .class-row");
-    if (!row || !window.dash_clientside || !window.dash_clientside.set_props) return;
-    const code = row.dataset.code === "all" ? "all" : Number(row.dataset.code);
-    if (String(code) === String(selected)) return;  // already shown: nothing to ask for
-    selected = code;
-    draw();
-    window.dash_clientside.set_props(PICK, {data: code});
-  });
-
-  // The clientside callback: new rows, names or pick; it draws and returns nothing.
-  function show(newRows, pick, newNames) {
-    const moved = String(pick) !== String(selected);
-    rows = newRows; names = newNames || []; selected = pick;
-    if (moved) reveal(); else draw();
     return window.dash_clientside.no_update;
   }
 
-  window.curateClassList = {reveal};  // for browser tests and bench/ui_latency.py
-  window.dash_clientside = Object.assign({}, window.dash_clientside, {classlist: {show}});
+  // Clientside callback: "12 of 1,000 classes" while the name filter hides some.
+  function matched(shown, rows) {
+    const n = (shown || []).length, of = (rows || []).length;
+    return n === of ? "" : n.toLocaleString("en") + " of " + of.toLocaleString("en") + " classes";
+  }
+
+  // The counts of one class and of the total, changed in the browser (assets/recluster.js
+  // previews an eps change before the server stores it): the grid's rows as they are now,
+  // and a function that writes new counts into both.
+  function counts(code) {
+    const grid = api();
+    const node = grid && nodeOf(grid, code), total = grid && nodeOf(grid, "all");
+    if (!node || !total) return null;
+    return {row: node.data, total: total.data, write(row, all) {
+      grid.applyTransaction({update: [row]});
+      grid.setGridOption("pinnedTopRowData", [all]);
+    }};
+  }
+
+  window.curateClassList = {nodeOf, counts, api};  // for recluster.js and browser tests
+  window.dash_clientside = Object.assign({}, window.dash_clientside,
+                                         {classlist: {pick, show, matched}});
 })();

@@ -138,10 +138,11 @@
   const modelKey = (m) => [m["class"], m.revision, m.eps, m.ms].join("|");
   const shownParams = (m) => (drawn && drawn.key === modelKey(m) ? drawn : m);
 
-  // Re-cluster and repaint the class at (eps, ms); returns [status, class-list rows],
-  // or null where the server has to draw it (tiny classes, no plot yet, or the baseline
-  // switch window.curateServerOnly that bench/ui_latency.py sets).
-  function redraw(model, listRows, eps, ms) {
+  // Re-cluster and repaint the class at (eps, ms); returns the status line, or null where
+  // the server has to draw it (tiny classes, no plot yet, or the baseline switch
+  // window.curateServerOnly that bench/ui_latency.py sets). The class list's counts for
+  // the class and the total follow in the grid itself (assets/classlist.js).
+  function redraw(model, eps, ms) {
     const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
     if (!model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
         window.curateServerOnly) return null;
@@ -156,75 +157,79 @@
                                "marker.size": [look.size]}, [1]);
     drawn = {key: modelKey(model), eps, ms};
     window.curateLastRecluster = {eps, ms, "class": model["class"], at: performance.now()};
-    const code = model["class"], rows = model.rows.map((r) => Object.assign({}, r));
-    const total = rows[rows.length - 1];
+    const list = window.curateClassList && window.curateClassList.counts(model["class"]);
+    if (!list) return null;
+    const row = Object.assign({}, list.row), total = Object.assign({}, list.total);
     // The looks count a relabel as a keep override; the rows count relabels on their own
     // (they do not depend on eps), so "overridden" leaves them out.
     const counts = Object.assign({}, look.counts,
-                                 {overridden: look.counts.overridden - rows[code].relabelled});
+                                 {overridden: look.counts.overridden - row.relabelled});
     for (const k of ["flagged", "overridden", "kept"]) {
-      total[k] += counts[k] - rows[code][k];
-      rows[code][k] = counts[k];
+      total[k] += counts[k] - row[k];
+      row[k] = counts[k];
     }
-    const noise = model.noise.reduce((x, y) => x + y, 0) - model.noise[code] + look.counts.noise;
-    const status = fill(model.status, Object.assign({noise, rule: model.rule}, total));
-    // The class list's counts for this class and the total (assets/classlist.js).
-    const fresh = listRows && Object.assign({}, listRows, {counts: listRows.counts.slice()});
-    if (fresh) {
-      const asRow = (r) => model.keys.map((k) => r[k]);
-      fresh.counts[code] = asRow(rows[code]);
-      fresh.counts[fresh.counts.length - 1] = asRow(total);
-    }
-    return [status, fresh || window.dash_clientside.no_update];
+    for (const r of [row, total]) r.share = r.size ? Math.round(1000 * r.flagged / r.size) / 10 : 0;
+    list.write(row, total);
+    const noise = model.noise.reduce((x, y) => x + y, 0) - model.noise[model["class"]] +
+      look.counts.noise;
+    return fill(model.status, Object.assign({noise, rule: model.rule}, total));
   }
 
-  // The clientside callback: (params request for the server, status text, class rows).
-  // A slider being dragged (its drag_value) is previewed only; its release, or a typed
-  // value, is stored: the request goes to the server's on_controls.
-  function recluster(epsSlider, epsInput, msSlider, msInput, epsDrag, msDrag, model, listRows,
-                     epsStep) {
-    const dc = window.dash_clientside, skip = dc.no_update;
-    const fired = dc.callback_context.triggered.map((t) => t.prop_id);
+  const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
+  const fired = () => window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
+
+  // Clientside callback: a slider being dragged (its drag_value) is previewed only.
+  function preview(epsDrag, msDrag, model) {
+    const dc = window.dash_clientside;
     if (!model) throw dc.PreventUpdate;  // the all-classes overview has no parameters
+    const shown = shownParams(model), ids = fired();
+    const eps = ids.includes(IDS.epsSlider + ".drag_value") ? Number(epsDrag) : shown.eps;
+    const ms = ids.includes(IDS.msSlider + ".drag_value") ? Number(msDrag) : shown.ms;
+    if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms)) throw dc.PreventUpdate;
+    const status = redraw(model, eps, ms);
+    if (status === null) throw dc.PreventUpdate;
+    return status;
+  }
+
+  // A released slider or a typed value: repaint (unless the preview already did) and
+  // return [the request for the server's on_params to store, the status line]. A control
+  // that only echoes the stored value (or a slider that snapped to its step) is not a
+  // change, but a preview left on the plot goes back to the stored value.
+  function commit(eps, ms, typed, model, tolerance) {
+    const dc = window.dash_clientside, skip = dc.no_update;
+    if (!model) throw dc.PreventUpdate;
     const shown = shownParams(model);
-    const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
-    const commit = fired.some((id) => !id.endsWith(".drag_value"));
-    if (!commit) {
-      const eps = fired.includes(IDS.epsSlider + ".drag_value") ? Number(epsDrag) : shown.eps;
-      const ms = fired.includes(IDS.msSlider + ".drag_value") ? Number(msDrag) : shown.ms;
-      if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms)) throw dc.PreventUpdate;
-      const view = redraw(model, listRows, eps, ms);
-      if (!view) throw dc.PreventUpdate;
-      return [skip, ...view];
-    }
-    const typed = fired.includes(IDS.epsInput + ".value") ||
-      fired.includes(IDS.msInput + ".value");
-    if (typed && (epsInput === null || epsInput === undefined || msInput === null ||
-                  msInput === undefined)) throw dc.PreventUpdate;  // a field being edited
-    // Typed values win over the slider when both fire. A slider that only snapped to its
-    // step, or a control that echoes the stored value, is not a change (but a preview
-    // left on the plot goes back to the stored value).
-    const eps = Number(typed ? epsInput : epsSlider), ms = Number(typed ? msInput : msSlider);
-    const tolerance = typed ? 1e-4 : (epsStep || 0) * 0.51;
-    const drawnAlready = eps === shown.eps && ms === shown.ms;
     if (ms === model.ms && Math.abs(eps - model.eps) <= tolerance) {
       const moved = shown.eps !== model.eps || shown.ms !== model.ms;
-      const back = moved && redraw(model, listRows, model.eps, model.ms);
+      const back = moved && redraw(model, model.eps, model.ms);
       if (!back) throw dc.PreventUpdate;
-      return [skip, ...back];
+      return [skip, back];
     }
     const request = {eps, ms, typed, painted: false, base: model.revision,
                      "class": model["class"], at: Date.now()};
-    if (!valid(eps, ms)) return [request, skip, skip];  // the server explains the refusal
-    if (drawnAlready && !window.curateServerOnly) {
+    if (!valid(eps, ms)) return [request, skip];  // the server explains the refusal
+    if (eps === shown.eps && ms === shown.ms && !window.curateServerOnly) {
       request.painted = true;  // the drag preview drew it, counts included
-      return [request, skip, skip];
+      return [request, skip];
     }
-    const view = redraw(model, listRows, eps, ms);
-    request.painted = view !== null;
-    return view ? [request, ...view] : [request, skip, skip];
+    const status = redraw(model, eps, ms);
+    request.painted = status !== null;
+    return [request, status === null ? skip : status];
+  }
+
+  // Clientside callbacks: the sliders released, or a value typed into a box.
+  function slid(eps, ms, model, epsStep) {
+    return commit(Number(eps), Number(ms), false, model, (epsStep || 0) * 0.51);
+  }
+
+  function typed(eps, ms, model) {
+    const dc = window.dash_clientside;
+    if (eps === null || eps === undefined || ms === null || ms === undefined) {
+      throw dc.PreventUpdate;  // a field being edited
+    }
+    return commit(Number(eps), Number(ms), true, model, 1e-4);
   }
 
   window.curateDbscan = dbscan;  // for the browser test that compares it with scikit-learn
-  window.dash_clientside = Object.assign({}, window.dash_clientside, {curate: {recluster}});
+  window.dash_clientside = Object.assign({}, window.dash_clientside, {curate: {preview, slid, typed}});
 })();

@@ -23,6 +23,7 @@ from dash import (
 )
 from dash.exceptions import PreventUpdate
 
+from app import class_panel as cp
 from app import curate_logic as logic
 from app import ids, review
 from app import review_panel as rp
@@ -62,13 +63,8 @@ CLEAR_BTN = "curate-clear"
 BG_SWITCH = "curate-background"
 STATUS = "curate-status"
 SUMMARY = "curate-summary"
-CLASS_SEARCH = "curate-class-search"
-CLASS_SORT = "curate-class-sort"
-CLASS_MORE = "curate-class-more"  # "12 of 1,000 classes match"
-CLASS_ROWS = "curate-class-rows"  # the class list's order and counts (assets/classlist.js)
 CLASS_NAMES = "curate-class-names"  # class names, once per page
-CLASS_LIST = ids.CLASS_LIST  # the virtually scrolled list itself
-CLASS_DRAWN = "curate-class-drawn"  # the list's drawing callback has no real output
+CLASS_DRAWN = "curate-class-drawn"  # the class list's marking callback has no real output
 TABS = "curate-tabs"
 MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
 PARAMS = "curate-params"  # an eps / min_samples change, written by assets/recluster.js
@@ -159,7 +155,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN),
         dcc.Store(id=MODEL), dcc.Store(id=PARAMS), dcc.Store(id=REVISION),
         # The shown class: a code, or "all". A store, written by the class list's rows.
-        dcc.Store(id=CLASS_PICK, data=0), dcc.Store(id=CLASS_ROWS), dcc.Store(id=CLASS_DRAWN),
+        dcc.Store(id=CLASS_PICK, data=0), dcc.Store(id=CLASS_DRAWN),
         dcc.Store(id=CLASS_NAMES, data=list(data.samples.classes)),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(feature_badges(data.run.read_meta()), id="feature-badges",
@@ -196,71 +192,26 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 
 
 def _classes() -> dbc.Card:
-    """The class list: search, sort, and the virtually scrolled rows with their counts."""
-    return dbc.Card(dbc.CardBody([
-        html.H6("Classes", className="card-title"),
-        dbc.Row([
-            dbc.Col(dbc.Input(id=CLASS_SEARCH, type="search", size="sm",
-                              placeholder="search classes", debounce=0.3)),
-            dbc.Col(dbc.Select(
-                id=CLASS_SORT, value="code", size="sm",
-                options=[{"label": f"sort: {text}", "value": key}
-                         for key, text in logic.CLASS_SORTS.items()]), width=6),
-        ], class_name="g-1 mb-1"),
-        html.Div(" · ".join(logic.COUNT_KEYS), className="text-muted small mb-1"),
-        html.Div(id=CLASS_MORE, className="text-muted small mb-1"),
-        # Drawn by assets/classlist.js from CLASS_ROWS: only the rows in view.
-        html.Div(id=CLASS_LIST, className="class-list"),
-    ]), class_name="mb-3")
+    """The class list (app/class_panel.py): click a row to show its class."""
+    return dbc.Card(dbc.CardBody([html.H6("Classes", className="card-title"),
+                                  cp.class_panel()]), class_name="mb-3")
 
 
 # --------------------------------------------------------------------------- callbacks
-# One callback per intent. Every callback that changes something also repaints, in the
-# same round trip, through the shared view outputs (the first owner is on_class, which
-# also runs on load). Values pass by name: the view outputs are a dict returned by
-# _render, and what the page shows now arrives as a dict of States, read into a PageView.
-# Outputs whose value the page already shows go back as no_update: each updated component
-# costs the Dash renderer a store update that re-runs every component's selector, which
-# on this page took more time than Plotly's repaint.
-VIEW_OUT = {"figure": (GRAPH, "figure"), "shown": (SHOWN, "data"),
-            "rows": (CLASS_ROWS, "data"), "summary": (SUMMARY, "children"),
-            "undo_disabled": (UNDO_BTN, "disabled"), "redo_disabled": (REDO_BTN, "disabled"),
-            "status": (STATUS, "children"), "model": (MODEL, "data"),
-            "more": (CLASS_MORE, "children"), "revision": (REVISION, "data")}
-CONTROLS_OUT = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
-                "eps_max": (EPS_SLIDER, "max"), "eps_step": (EPS_SLIDER, "step"),
-                "ms": (MS_SLIDER, "value"), "ms_box": (MS_INPUT, "value")}
-# PageView's fields and where they are read from.
-VIEW_IN = {"show_background": (BG_SWITCH, "value"), "shown": (SHOWN, "data"),
-           "tab": (TABS, "active_tab"), "undo_disabled": (UNDO_BTN, "disabled"),
-           "redo_disabled": (REDO_BTN, "disabled"),
-           "selection": (GRAPH, "selectedData"), "class_search": (CLASS_SEARCH, "value"),
-           "class_sort": (CLASS_SORT, "value"), "more": (CLASS_MORE, "children"),
-           "revision": (REVISION, "data")}
-
-
-def _outputs(spec: dict, duplicate: bool = True) -> dict[str, Output]:
-    return {name: Output(c, p, allow_duplicate=duplicate) for name, (c, p) in spec.items()}
-
-
-def _changing_outputs(controls: bool = True) -> dict:
-    """The outputs of a callback that changes the store: the alert and the view, and the
-    parameter controls (``controls``)."""
-    out = {"alert": Output(ALERT, "children", allow_duplicate=True), "view": _outputs(VIEW_OUT)}
-    return {"controls": _outputs(CONTROLS_OUT), **out} if controls else out
-
-
-def _page_inputs(**triggers) -> dict:
-    """A callback's inputs: its own ``triggers`` (and States), then the shown class, the
-    run and what the page shows (VIEW_IN), all by name."""
-    return {**triggers, "class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
-            "view": _view_in()}
-
-
-def _view_in(*triggers: str) -> dict:
-    """VIEW_IN as States, except the fields named in ``triggers``, which are Inputs."""
-    return {name: (Input if name in triggers else State)(c, p)
-            for name, (c, p) in VIEW_IN.items()}
+# One view model. The page's state is two values: the shown class (CLASS_PICK, written by
+# the class list) and the store revision it shows (REVISION). A callback that changes
+# something writes the store, then only the new revision and its alert (CHANGE_OUT).
+# One render path, on_render, derives the map, counts, class list and controls from the
+# store's snapshot whenever either value changes; the review list, the rule panel and the
+# summary follow the same two values in their own callbacks. Outputs whose value the page
+# already shows go back as no_update: each updated component costs the Dash renderer a
+# store update that re-runs every component's selector, which on this page took more
+# time than Plotly's repaint.
+CHANGE_OUT = {"alert": Output(ALERT, "children", allow_duplicate=True),
+              "revision": Output(REVISION, "data", allow_duplicate=True)}
+CONTROLS = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
+            "eps_max": (EPS_SLIDER, "max"), "ms": (MS_SLIDER, "value"),
+            "ms_box": (MS_INPUT, "value")}
 
 
 def _code(value) -> int | None:
@@ -271,143 +222,213 @@ def _changed(new, old):
     return no_update if new == old else new
 
 
+def _change(run_id: str, action, painted: int | None = None) -> dict:
+    """Run ``action(root)`` (a store change); answer with the alert (the InputError's
+    line, or none) and the store revision, which every view follows.
+
+    ``painted``: the class the browser already repainted for this change (an eps change
+    it re-clustered itself), so the render path leaves its plot as it is.
+    """
+    root = settings().runs_root
+    try:
+        action(root)
+        alert = None
+    except InputError as exc:
+        alert, painted = error_alert(str(exc)), None
+    # Written even when nothing changed: a refused value puts the controls back.
+    return {"alert": alert, "revision": {"rev": logic.store_for(root, run_id).revision(),
+                                         "painted": painted}}
+
+
 # eps / min_samples changes: assets/recluster.js re-clusters the shown class in the browser
 # and repaints it at once (live while a slider is dragged), then, for a typed value or a
 # released slider, writes the change into PARAMS for on_params to store.
 clientside_callback(
-    ClientsideFunction(namespace="curate", function_name="recluster"),
-    Output(PARAMS, "data"), Output(STATUS, "children", allow_duplicate=True),
-    Output(CLASS_ROWS, "data", allow_duplicate=True),
-    Input(EPS_SLIDER, "value"), Input(EPS_INPUT, "value"), Input(MS_SLIDER, "value"),
-    Input(MS_INPUT, "value"), Input(EPS_SLIDER, "drag_value"), Input(MS_SLIDER, "drag_value"),
-    State(MODEL, "data"), State(CLASS_ROWS, "data"),
-    State(EPS_SLIDER, "step"),
+    ClientsideFunction(namespace="curate", function_name="preview"),
+    Output(STATUS, "children", allow_duplicate=True),
+    Input(EPS_SLIDER, "drag_value"), Input(MS_SLIDER, "drag_value"), State(MODEL, "data"),
+    prevent_initial_call=True,
+)
+clientside_callback(
+    ClientsideFunction(namespace="curate", function_name="slid"),
+    Output(PARAMS, "data", allow_duplicate=True), Output(STATUS, "children", allow_duplicate=True),
+    Input(EPS_SLIDER, "value"), Input(MS_SLIDER, "value"), State(MODEL, "data"),
+    State(EPS_SLIDER, "step"), prevent_initial_call=True,
+)
+clientside_callback(
+    ClientsideFunction(namespace="curate", function_name="typed"),
+    Output(PARAMS, "data", allow_duplicate=True), Output(STATUS, "children", allow_duplicate=True),
+    Input(EPS_INPUT, "value"), Input(MS_INPUT, "value"), State(MODEL, "data"),
     prevent_initial_call=True,
 )
 
-# The class list: assets/classlist.js draws the rows in view whenever the rows, or the
-# shown class, change.
+# The class list (assets/classlist.js): a clicked row picks its class; the shown class's
+# row is marked and scrolled into view; "N of M classes" while its name filter is set.
+clientside_callback(
+    ClientsideFunction(namespace="classlist", function_name="pick"),
+    Output(CLASS_PICK, "data"), Input(cp.GRID, "cellClicked"), prevent_initial_call=True,
+)
 clientside_callback(
     ClientsideFunction(namespace="classlist", function_name="show"),
-    Output(CLASS_DRAWN, "data"),
-    Input(CLASS_ROWS, "data"), Input(CLASS_PICK, "data"), State(CLASS_NAMES, "data"),
+    Output(CLASS_DRAWN, "data"), Input(CLASS_PICK, "data"), Input(cp.GRID, "rowData"),
+)
+clientside_callback(
+    ClientsideFunction(namespace="classlist", function_name="matched"),
+    Output(cp.MATCHED, "children"), Input(cp.GRID, "virtualRowData"), State(cp.GRID, "rowData"),
 )
 
 
-def _respond(run_id: str, class_value, view: dict, action=None, *, controls: bool = True,
-             figure: str = "draw") -> dict:
-    """Run ``action()`` (a store change), then answer with the alert, the view and (if
-    ``controls``) the class's parameter controls.
-
-    An InputError from the action becomes the alert; the page is repainted either way.
-    """
+@callback(
+    output={"figure": Output(GRAPH, "figure"), "shown": Output(SHOWN, "data"),
+            "rows": Output(cp.GRID, "rowData"), "pinned": Output(cp.GRID, "dashGridOptions"),
+            "status": Output(STATUS, "children"), "model": Output(MODEL, "data"),
+            "undo_disabled": Output(UNDO_BTN, "disabled"),
+            "redo_disabled": Output(REDO_BTN, "disabled"),
+            "controls": {**{k: Output(c, p) for k, (c, p) in CONTROLS.items()},
+                         "eps_step": Output(EPS_SLIDER, "step")}},
+    inputs={"class_value": Input(CLASS_PICK, "data"), "revision": Input(REVISION, "data"),
+            "run_id": State(RUN, "data"), "shown": State(SHOWN, "data"),
+            "background": State(BG_SWITCH, "value"),
+            "undo_disabled": State(UNDO_BTN, "disabled"),
+            "redo_disabled": State(REDO_BTN, "disabled"),
+            "controls": {k: State(c, p) for k, (c, p) in CONTROLS.items()}},
+)
+def on_render(class_value, revision, run_id, shown, background, undo_disabled, redo_disabled,
+              controls):
+    """The one render path: the shown class and the store's snapshot → what the page
+    shows. A class switch alone leaves the run-wide counts and the class list as they
+    are; a new revision whose change the browser already painted leaves the plot."""
     root = settings().runs_root
-    alert = None
-    if action is not None:
-        try:
-            action(root)
-        except InputError as exc:
-            alert = error_alert(str(exc))
     data = run_data(root, run_id)
     state = current_state(data)
-    out = {"alert": alert if action is not None else no_update,
-           "view": _render(run_id, class_value, logic.PageView.read(view), state, figure)}
-    if controls:
-        code = _code(class_value)
-        if code is None:
-            out["controls"] = dict.fromkeys(CONTROLS_OUT, no_update)
-        else:
-            v = logic.control_values(data, state, code)
-            out["controls"] = {"eps": v.eps, "eps_box": v.eps, "eps_max": v.eps_max,
-                               "eps_step": v.eps_max / 200, "ms": v.min_samples,
-                               "ms_box": v.min_samples}
-    return out
+    code = _code(class_value)
+    fired = set(ctx.triggered_prop_ids.values())  # none on the first paint
+    switched = shown != ("all" if code is None else code)
+    stored = not fired or REVISION in fired or shown is None
+    painted = (not switched and fired == {REVISION} and code is not None
+               and (revision or {}).get("painted") == code)
+    out = {"figure": no_update if painted else _figure(run_id, data, state, code, shown,
+                                                       background),
+           "shown": _changed("all" if code is None else code, shown),
+           "controls": _controls_for(data, state, code, switched, controls)}
+    noise = logic.noise_per_class(data, state)
+    out["model"] = None if code is None else logic.client_model(data, state, code, noise)
+    if not stored:  # a class switch: the counts and the history are as they were
+        return {**out, **dict.fromkeys(("rows", "pinned", "status", "undo_disabled",
+                                        "redo_disabled"), no_update)}
+    rows = logic.class_counts(data, state)
+    grid_rows, total = cp.grid_rows(rows)
+    pinned = Patch()
+    pinned["pinnedTopRowData"] = [total]
+    store = logic.store_for(root, run_id)
+    return {**out, "rows": grid_rows, "pinned": pinned,
+            "status": logic.status_text(rows, noise, state.rule),
+            "undo_disabled": _changed(not store.can_undo(), undo_disabled),
+            "redo_disabled": _changed(not store.can_redo(), redo_disabled)}
+
+
+def _figure(run_id: str, data, state, code: int | None, shown, background: bool):
+    """The map for class ``code`` (None: every class), as a new figure or as a Patch of
+    what the page shows (``shown``): the class trace on a switch, colours and symbols on
+    an edit."""
+    d = state.decisions
+
+    def trace() -> dict:
+        return cached_figure(data, state, ("class", code), lambda: class_trace(
+            data.embedding, data.members[code], d, state.marks))
+
+    if code is None:
+        return cached_figure(data, state, ("overview",), lambda: overview_figure(
+            data.embedding, data.samples.labels, data.samples.classes, d,
+            f"/background/{run_id}.png"))
+    if shown in (None, "all"):
+        return class_figure(data.embedding, trace(), f"/background/{run_id}.png",
+                            bool(background), data.bounds)
+    fig = Patch()
+    if shown != code:
+        fig["data"][1] = trace()
+    else:
+        marker = trace()["marker"]
+        for key in ("color", "symbol", "size"):
+            fig["data"][1]["marker"][key] = marker[key]
+    return fig
+
+
+def _controls_for(data, state, code: int | None, switched: bool, shows: dict) -> dict:
+    """The parameter controls for class ``code`` at its stored values: only those that
+    show something else (``shows``) change, and the slider's range only on a class
+    switch or when the stored eps lies past it (not under the user's hand)."""
+    keys = (*CONTROLS, "eps_step")
+    if code is None:
+        return dict.fromkeys(keys, no_update)
+    v = logic.control_values(data, state, code)
+    update = logic.control_updates(v, shows, rescale=switched)
+    return {k: update.get(k, no_update) for k in keys}
 
 
 @callback(
-    output={"controls": _outputs(CONTROLS_OUT, False), "alert": Output(ALERT, "children"),
-            "view": _outputs(VIEW_OUT, False)},
-    inputs={"class_value": Input(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
-            "view": _view_in()},
-)
-def on_class(class_value, run_id, view):
-    """A class picked (and the page's first paint): its plot, counts and parameters."""
-    return _respond(run_id, class_value, view)
-
-
-@callback(
-    output=_changing_outputs(),
-    inputs=_page_inputs(request=Input(PARAMS, "data"), eps_max=State(EPS_SLIDER, "max")),
+    output=CHANGE_OUT,
+    inputs={"request": Input(PARAMS, "data"), "class_value": State(CLASS_PICK, "data"),
+            "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_params(request, class_value, run_id, eps_max, view):
+def on_params(request, class_value, run_id):
     """Store an eps / min_samples change that assets/recluster.js sent.
 
     ``request``: the new eps and min_samples, whether they were typed (else slid), the
     class, and whether the browser already repainted it from the store revision ``base``.
-    If so, and nothing else was stored since, the plot is left as it is.
+    If so, and nothing else was stored since, the render path leaves the plot as it is.
     """
     code = _code(class_value)
     if not request or code is None:
         raise PreventUpdate
-    typed = bool(request.get("typed"))
     target = request.get("class", code)  # the class the browser tuned, even if another
     root = settings().runs_root           # was picked since
     painted = (bool(request.get("painted")) and target == code
                and logic.store_for(root, run_id).revision() == request.get("base"))
-    out = _respond(run_id, class_value, view, lambda root: logic.set_params(
+    return _change(run_id, lambda root: logic.set_params(
         root, run_id, target, request.get("eps"), request.get("ms"),
-        tolerance=1e-4 if typed else 0.0))
-    if out["alert"] is None:
-        out["view"]["figure"] = no_update if painted else out["view"]["figure"]
-        c = out["controls"]
-        if c["eps"] <= (eps_max or 0):
-            # The control the user moved already shows its value: only its twin follows.
-            # After a refused value (an alert) both go back to the stored one.
-            out["controls"] = {**dict.fromkeys(CONTROLS_OUT, no_update),
-                               "eps": c["eps"] if typed else no_update,
-                               "eps_box": no_update if typed else c["eps"],
-                               "ms": c["ms"] if typed else no_update,
-                               "ms_box": no_update if typed else c["ms"]}
-    return out
+        tolerance=1e-4 if request.get("typed") else 0.0), painted=code if painted else None)
 
 
 @callback(
-    output=_changing_outputs(),
-    inputs=_page_inputs(_clicks=Input(AUTO_BTN, "n_clicks"), ms=State(MS_INPUT, "value")),
+    output=CHANGE_OUT,
+    inputs={"_clicks": Input(AUTO_BTN, "n_clicks"), "class_value": State(CLASS_PICK, "data"),
+            "ms": State(MS_INPUT, "value"), "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_auto_eps(_clicks, class_value, ms, run_id, view):
+def on_auto_eps(_clicks, class_value, ms, run_id):
     """Set the class's eps from its k-distance knee at the shown min_samples."""
     code = _code(class_value)
     if code is None:
         raise PreventUpdate
-    return _respond(run_id, class_value, view,
-                    lambda root: logic.auto_eps_for(root, run_id, code, ms))
+    return _change(run_id, lambda root: logic.auto_eps_for(root, run_id, code, ms))
 
 
 @callback(
-    output=_changing_outputs(),
-    inputs=_page_inputs(_clicks=Input(APPLY_ALL_BTN, "n_clicks"), eps=State(EPS_INPUT, "value"),
-                        ms=State(MS_INPUT, "value")),
+    output=CHANGE_OUT,
+    inputs={"_clicks": Input(APPLY_ALL_BTN, "n_clicks"),
+            "class_value": State(CLASS_PICK, "data"), "eps": State(EPS_INPUT, "value"),
+            "ms": State(MS_INPUT, "value"), "run_id": State(RUN, "data")},
     # Re-clustering 1,000 classes takes seconds: say so on the button meanwhile.
     running=[(Output(APPLY_ALL_BTN, "disabled"), True, False),
              (Output(APPLY_ALL_BTN, "children"), "Re-clustering every class…",
               "Apply to all classes")],
     prevent_initial_call=True,
 )
-def on_apply_all(_clicks, class_value, eps, ms, run_id, view):
+def on_apply_all(_clicks, class_value, eps, ms, run_id):
     """Store the shown eps and min_samples for every class."""
-    return _respond(run_id, class_value, view, lambda root: logic.set_params(
+    return _change(run_id, lambda root: logic.set_params(
         root, run_id, _code(class_value), eps, ms, all_classes=True))
 
 
 @callback(
-    output=_changing_outputs(),
-    inputs=_page_inputs(_undo=Input(UNDO_BTN, "n_clicks"), _redo=Input(REDO_BTN, "n_clicks")),
+    output=CHANGE_OUT,
+    inputs={"_undo": Input(UNDO_BTN, "n_clicks"), "_redo": Input(REDO_BTN, "n_clicks"),
+            "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_undo_redo(_undo, _redo, class_value, run_id, view):
+def on_undo_redo(_undo, _redo, run_id):
     """Undo or redo the last stored change, whatever it was (parameters or overrides)."""
     redo = ctx.triggered_id == REDO_BTN
 
@@ -415,116 +436,65 @@ def on_undo_redo(_undo, _redo, class_value, run_id, view):
         if logic.undo_redo(root, run_id, redo=redo)[1] is None:
             raise InputError(f"nothing to {'redo' if redo else 'undo'}")
 
-    return _respond(run_id, class_value, view, step)
+    return _change(run_id, step)
 
 
 @callback(
-    output=_changing_outputs(controls=False),
-    inputs=_page_inputs(_keep=Input(KEEP_BTN, "n_clicks"), _drop=Input(DROP_BTN, "n_clicks"),
-                        _clear=Input(CLEAR_BTN, "n_clicks")),
+    output=CHANGE_OUT,
+    inputs={"_keep": Input(KEEP_BTN, "n_clicks"), "_drop": Input(DROP_BTN, "n_clicks"),
+            "_clear": Input(CLEAR_BTN, "n_clicks"), "selection": State(GRAPH, "selectedData"),
+            "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_override(_keep, _drop, _clear, class_value, run_id, view):
+def on_override(_keep, _drop, _clear, selection, run_id):
     """The toolbar's buttons: keep, drop or clear the points selected on the map (lasso or
     box), in one step."""
     if not ctx.triggered or not ctx.triggered[0]["value"]:
         raise PreventUpdate
-    samples = logic.selected_samples(view["selection"])
+    samples = logic.selected_samples(selection)
     decision = {KEEP_BTN: "keep", DROP_BTN: "drop", CLEAR_BTN: None}[ctx.triggered_id]
-    return _respond(run_id, class_value, view,
-                    lambda root: logic.bulk(root, run_id, samples, decision), controls=False)
+    return _change(run_id, lambda root: logic.bulk(root, run_id, samples, decision))
 
 
 @callback(
-    output=_changing_outputs(controls=False),
-    inputs=_page_inputs(_more=Input(CUT_MORE, "n_clicks"), _fewer=Input(CUT_FEWER, "n_clicks"),
-                        _reset=Input(CUT_RESET, "n_clicks")),
+    output=CHANGE_OUT,
+    inputs={"_more": Input(CUT_MORE, "n_clicks"), "_fewer": Input(CUT_FEWER, "n_clicks"),
+            "_reset": Input(CUT_RESET, "n_clicks"), "class_value": State(CLASS_PICK, "data"),
+            "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_cut(_more, _fewer, _reset, class_value, run_id, view):
+def on_cut(_more, _fewer, _reset, class_value, run_id):
     """Flag more or fewer in the shown class (its cut along the score ranking), or put the
     cut back where the rule put it: one undoable step."""
     direction = {CUT_MORE: 1, CUT_FEWER: -1, CUT_RESET: 0}[ctx.triggered_id]
-    return _respond(run_id, class_value, view, lambda root: logic.move_cut(
-        root, run_id, _code(class_value), direction), controls=False)
+    return _change(run_id, lambda root: logic.move_cut(
+        root, run_id, _code(class_value), direction))
 
 
 @callback(
-    output={"view": _outputs(VIEW_OUT)},
-    inputs={"class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
-            "view": _view_in("tab", "class_search", "class_sort")},
-    prevent_initial_call=True,
+    Output(GRAPH, "figure", allow_duplicate=True),
+    Input(BG_SWITCH, "value"), State(SHOWN, "data"), prevent_initial_call=True,
 )
-def on_view(class_value, run_id, view):
-    """Tab switches, the class list's search and sort: nothing is written, and the plot
-    stays as it is."""
-    return {"view": _respond(run_id, class_value, view, controls=False, figure="keep")["view"]}
+def on_background(show, shown):
+    """The other classes' background on or off: only its visibility changes (a layout
+    change costs a full relayout, so only when asked)."""
+    if shown in (None, "all"):
+        raise PreventUpdate
+    fig = Patch()
+    fig["layout"]["images"][0]["visible"] = bool(show)
+    return fig
 
 
 @callback(
-    output={"view": _outputs(VIEW_OUT)},
-    inputs={"class_value": State(CLASS_PICK, "data"), "run_id": State(RUN, "data"),
-            "view": _view_in("show_background")},
-    prevent_initial_call=True,
+    Output(SUMMARY, "children"),
+    Input(REVISION, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
 )
-def on_background(class_value, run_id, view):
-    """The other classes' background on or off: only its visibility changes."""
-    return {"view": _respond(run_id, class_value, view, controls=False,
-                             figure="background")["view"]}
-
-
-def _render(run_id, class_value, view: logic.PageView, state, figure: str = "draw") -> dict:
-    """Repaint what changed: Patch colours/symbols on edits; trace 1 on class switch.
-
-    ``figure``: ``draw`` (what changed), ``background`` (only its visibility), or ``keep``
-    (the plot is current). The summary is only rendered while its tab is open.
-    """
-    root = settings().runs_root
-    data = run_data(root, run_id)
-    code = _code(class_value)
-    d = state.decisions
-    shown = view.shown
-
-    def trace() -> dict:
-        return cached_figure(data, state, ("class", code), lambda: class_trace(
-            data.embedding, data.members[code], d, state.marks))
-
-    if figure == "keep" or (figure == "background" and shown != code):
-        fig = no_update
-    elif code is None:
-        fig = cached_figure(data, state, ("overview",), lambda: overview_figure(
-            data.embedding, data.samples.labels, data.samples.classes, d,
-            f"/background/{run_id}.png"))
-    elif shown in (None, "all"):
-        fig = class_figure(data.embedding, trace(), f"/background/{run_id}.png",
-                           bool(view.show_background), data.bounds)
-    elif figure == "background":  # a layout change costs a full relayout: only when asked
-        fig = Patch()
-        fig["layout"]["images"][0]["visible"] = bool(view.show_background)
-    else:
-        fig = Patch()
-        if shown != code:
-            fig["data"][1] = trace()
-        else:
-            marker = trace()["marker"]
-            for key in ("color", "symbol", "size"):
-                fig["data"][1]["marker"][key] = marker[key]
-    rows = logic.class_counts(data, state)
-    listed, matched = logic.class_list(rows, view.class_search, view.class_sort, code)
-    list_rows = {"order": ["all", *listed],
-                 "counts": [[r[k] for k in logic.COUNT_KEYS] for r in rows]}
-    more = f"{matched} of {len(rows) - 1} classes match" if view.class_search else ""
-    summary = _summary_table(rows) if view.tab == "summary" else no_update
-    store = logic.store_for(root, run_id)
-    noise = logic.noise_per_class(data, state)
-    model = None if code is None else logic.client_model(data, state, code, rows, noise)
-    return {"figure": fig, "shown": _changed("all" if code is None else code, shown),
-            "rows": list_rows, "summary": summary,
-            "undo_disabled": _changed(not store.can_undo(), view.undo_disabled),
-            "redo_disabled": _changed(not store.can_redo(), view.redo_disabled),
-            "status": logic.status_text(rows, noise, state.rule), "model": model,
-            "more": _changed(more, view.more),
-            "revision": _changed(store.revision(), view.revision)}
+def on_summary(_revision, tab, run_id):
+    """The Summary tab's table, while it is open."""
+    if tab != "summary":
+        raise PreventUpdate
+    data = run_data(settings().runs_root, run_id)
+    return _summary_table(logic.class_counts(data, current_state(data)))
 
 
 @callback(
@@ -673,14 +643,13 @@ def on_bulk_preview(_clicks, _cancel, listed, min_score, run_id):
 
 
 @callback(
-    output=_changing_outputs(controls=False),
-    inputs=_page_inputs(_keep=Input(rp.KEEP, "n_clicks"), _drop=Input(rp.DROP, "n_clicks"),
-                        _relabel=Input(rp.RELABEL, "n_clicks"),
-                        selected=State(rp.GRID, "selectedRows"),
-                        label=State(rp.RELABEL_TO, "value")),
+    output=CHANGE_OUT,
+    inputs={"_keep": Input(rp.KEEP, "n_clicks"), "_drop": Input(rp.DROP, "n_clicks"),
+            "_relabel": Input(rp.RELABEL, "n_clicks"), "selected": State(rp.GRID, "selectedRows"),
+            "label": State(rp.RELABEL_TO, "value"), "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_review_edit(_keep, _drop, _relabel, selected, label, class_value, run_id, view):
+def on_review_edit(_keep, _drop, _relabel, selected, label, run_id):
     """The review list's buttons: keep, drop or relabel the selected rows, one step."""
     trigger = ctx.triggered_id
     if not ctx.triggered[0]["value"]:
@@ -696,32 +665,30 @@ def on_review_edit(_keep, _drop, _relabel, selected, label, class_value, run_id,
             raise InputError("select rows first (click, Shift/Ctrl-click), then Keep or Drop")
         return logic.bulk(root, run_id, samples, "keep" if trigger == rp.KEEP else "drop")
 
-    return _respond(run_id, class_value, view, action, controls=False)
+    return _change(run_id, action)
 
 
 @callback(
-    output=_changing_outputs(controls=False),
-    inputs=_page_inputs(key=Input(rp.KEY, "data")),
+    output=CHANGE_OUT,
+    inputs={"key": Input(rp.KEY, "data"), "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_review_key(key, class_value, run_id, view):
+def on_review_key(key, run_id):
     """A key on the focused row (assets/review.js): keep, drop, or relabel to the
     suggestion."""
     if not key:
         raise PreventUpdate
-    return _respond(run_id, class_value, view,
-                    lambda root: review.key_action(root, run_id, key), controls=False)
+    return _change(run_id, lambda root: review.key_action(root, run_id, key))
 
 
 @callback(
-    output={**_changing_outputs(controls=False),
-            "pending": Output(rp.PENDING, "data", allow_duplicate=True),
+    output={**CHANGE_OUT, "pending": Output(rp.PENDING, "data", allow_duplicate=True),
             "confirm_open": Output(rp.CONFIRM_BOX, "is_open", allow_duplicate=True)},
-    inputs=_page_inputs(_confirm=Input(rp.CONFIRM, "n_clicks"),
-                        pending=State(rp.PENDING, "data")),
+    inputs={"_confirm": Input(rp.CONFIRM, "n_clicks"), "pending": State(rp.PENDING, "data"),
+            "run_id": State(RUN, "data")},
     prevent_initial_call=True,
 )
-def on_bulk_confirm(_confirm, pending, class_value, run_id, view):
+def on_bulk_confirm(_confirm, pending, run_id):
     """Store the confirmed bulk action on the listed rows: one undoable step."""
     if not ctx.triggered[0]["value"]:
         raise PreventUpdate
@@ -732,8 +699,7 @@ def on_bulk_confirm(_confirm, pending, class_value, run_id, view):
         return review.bulk_apply(root, run_id, pending["samples"], pending["action"],
                                  pending.get("min_score"))
 
-    out = _respond(run_id, class_value, view, action, controls=False)
-    return {**out, "pending": None, "confirm_open": False}
+    return {**_change(run_id, action), "pending": None, "confirm_open": False}
 
 
 # The map and the list, linked in the browser (assets/review.js): a lasso or box filters

@@ -158,27 +158,42 @@ def status_text(driver) -> str:
 
 
 PICK_CLASS = """
-if (!window.curateClassList) return false;
-window.curateClassList.reveal(arguments[0]);  // scrolls the row into view and draws it
-const row = document.querySelector(`#curate-class-list .class-row[data-code="${arguments[0]}"]`);
+if (!window.curateClassList || !window.curateClassList.api()) return false;
+const api = window.curateClassList.api(), node = window.curateClassList.nodeOf(api, arguments[0]);
+if (!node) return false;
+if (!node.rowPinned) api.ensureNodeVisible(node);
+const row = document.querySelector(`#curate-class-list .ag-row[row-id="${arguments[0]}"] .ag-cell`);
 if (!row) return false;
-row.click();
+row.click();  // AG Grid's own click handling, as a user's click (wherever the page scrolls)
 return true;
 """
 
 
 def pick_class(driver, code: int | str) -> None:
-    """Click class ``code`` (or "all") in the Curate page's virtually scrolled class list.
-    In the page's own script: the list redraws its rows, so a found element can go stale."""
+    """Click class ``code`` (or "all") in the Curate page's class list (a dash-ag-grid),
+    scrolling its row into view first."""
     wait_for(lambda: driver.execute_script(PICK_CLASS, str(code)))
 
 
+def class_rows(driver) -> list[dict]:
+    """The class list's rows as shown (filtered and sorted), "All classes" first."""
+    return driver.execute_script("""
+        const list = window.curateClassList, api = list && list.api();
+        if (!api) return [];
+        const out = []; const top = list.nodeOf(api, "all"); if (top) out.push(top.data);
+        api.forEachNodeAfterFilterAndSort(n => out.push(n.data)); return out;""")
+
+
 def listed_classes(driver) -> list[str]:
-    """The class list's row names, in order, as drawn now."""
+    """The class list's row names, in order, "All classes" first."""
+    return [r["class"] for r in class_rows(driver)]
+
+
+def picked_class(driver) -> str | None:
+    """The row id ("3", "all") of the class list's marked row, as drawn."""
     return driver.execute_script(
-        "return Array.from(document.querySelectorAll('#curate-class-list .class-row'))"
-        ".sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))"
-        ".map(r => r.querySelector('.fw-semibold').textContent);")
+        "const r = document.querySelector('#curate-class-list .ag-row.class-picked');"
+        "return r && r.getAttribute('row-id');")
 
 
 def grid_rows(driver) -> list[dict]:

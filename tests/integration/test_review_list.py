@@ -14,6 +14,7 @@ from selenium.webdriver.common.keys import Keys
 
 from tests.integration.browser import (
     browser_marks,
+    class_rows,
     focused_sample,
     grid_rows,
     lasso_middle,
@@ -123,10 +124,8 @@ def test_relabel_to_any_class_then_undo(page, review_root):
         badge.get_attribute("title")
     # Relabels have their own count: in the header and in the class list.
     assert "· 0 overridden · 1 relabelled ·" in status_text(d)
-    counts = d.execute_script(
-        "return document.querySelector('#curate-class-list .class-row[data-code=\"all\"] "
-        ".counts').textContent")
-    assert counts.split(" · ")[2:4] == ["0", "1"], counts
+    total = class_rows(d)[0]
+    assert (total["class"], total["overridden"], total["relabelled"]) == ("All classes", 0, 1)
     scroll_click(d, d.find_element(By.ID, "curate-undo"))
     wait_for(lambda: store.relabels() == {})
 

@@ -18,15 +18,18 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
+from app.panels import train_field
 from tests.integration.browser import (
     Server,
     browser_marks,
     chrome,
+    class_rows,
     focused_sample,
     grid_rows,
     lasso_middle,
     listed_classes,
     pick_class,
+    picked_class,
     point_position,
     status_text,
     trace_markers,
@@ -171,6 +174,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     markers and counts must be exactly what the server stores and would draw, and the
     server must not repaint them a second time. The run uses the default rule, adaptive,
     whose bits differ from point to point, so the browser must look them up."""
+    from app import class_panel
     from app import curate_logic as logic
     from app.data import current_state, run_data
     from app.figures import SYMBOLS, marker_style
@@ -220,11 +224,11 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         rows = logic.class_counts(data, state)
         assert status_text(driver) == logic.status_text(
             rows, logic.noise_per_class(data, state), state.rule)
-        # The class list's row counts the same (assets/recluster.js patches them).
-        assert driver.execute_script(
-            "return document.querySelector('#curate-class-list .class-row[data-code=\"0\"]"
-            " .counts').textContent") == " · ".join(
-                str(rows[0][k]) for k in logic.COUNT_KEYS)
+        # The class list's rows count the same (assets/recluster.js previews them, the
+        # render path sends the stored ones).
+        grid, total = class_panel.grid_rows(rows)
+        assert class_rows(driver)[0] == total
+        assert next(r for r in class_rows(driver) if r["code"] == 0) == grid[0]
         assert (rows[0]["overridden"], rows[0]["relabelled"]) == (1, 1)
         assert driver.execute_script("return window.paints") == {"restyle": 1, "react": 0}
         driver.execute_script("window.paints = {restyle: 0, react: 0}")
@@ -409,20 +413,30 @@ def test_lasso_then_drop(driver, server, ui_root):
     assert len(overrides) >= 2 and set(overrides.values()) == {"drop"}
 
 
-def test_class_search_and_sort_narrow_the_class_list(driver, server):
+CLASS_FILTER = "#curate-class-list .ag-floating-filter input"
+
+
+def test_class_list_filters_and_sorts_by_any_column(driver, server):
+    """The class list is a grid: its name filter narrows it ("1 of 10 classes"), a click on
+    a column header sorts it, and "All classes" stays on top through both."""
     _open(driver, server, "load")
-
-    def listed() -> list[str]:
-        return listed_classes(driver)
-
-    assert listed()[:3] == ["All classes", "0", "1"]
-    box = driver.find_element(By.ID, "curate-class-search")
+    assert listed_classes(driver)[:3] == ["All classes", "0", "1"]
+    assert picked_class(driver) == "0"
+    box = driver.find_element(By.CSS_SELECTOR, CLASS_FILTER)
     box.send_keys("7")
-    wait_for(lambda: listed() == ["All classes", "0", "7"])  # the shown class stays
-    assert "1 of 10 classes match" in driver.find_element(By.ID, "curate-class-more").text
+    wait_for(lambda: listed_classes(driver) == ["All classes", "7"])
+    assert driver.find_element(By.ID, "curate-class-matched").text == "1 of 10 classes"
     box.send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
-    Select(driver.find_element(By.ID, "curate-class-sort")).select_by_value("flagged")
-    wait_for(lambda: len(listed()) == 11 and listed()[1:3] != ["0", "1"])
+    wait_for(lambda: len(listed_classes(driver)) == 11)
+    assert driver.find_element(By.ID, "curate-class-matched").text == ""
+    header = driver.find_element(By.CSS_SELECTOR,
+                                 "#curate-class-list .ag-header-cell[col-id='share']")
+    driver.execute_script("arguments[0].querySelector('.ag-header-cell-label').click()", header)
+    wait_for(lambda: [r["share"] for r in class_rows(driver)[1:]]
+             == sorted((r["share"] for r in class_rows(driver)[1:]), reverse=True))
+    assert listed_classes(driver)[0] == "All classes"
+    pick_class(driver, 7)
+    wait_for(lambda: picked_class(driver) == "7")
 
 
 @pytest.mark.parametrize("size", [(1366, 768), (1440, 900)])
@@ -477,6 +491,12 @@ def test_export_produces_the_manifest(driver, server, ui_root):
                                   for r in rows), rows
 
 
+def _field(name: str) -> str:
+    """The DOM id of the Retrain form's field ``name`` (a pattern-matching id, which Dash
+    writes as its JSON with sorted keys)."""
+    return json.dumps(train_field(name), sort_keys=True, separators=(",", ":"))
+
+
 def _set(driver, element_id: str, value: str) -> None:
     box = driver.find_element(By.ID, element_id)
     box.send_keys(Keys.CONTROL, "a")
@@ -502,9 +522,9 @@ def test_retrain_with_the_panel_defaults_trains_and_reuses_only_an_identical_sub
     wait_for(lambda: plan.text)  # the tab fades in: hidden text reads as ""
     assert "batch 32" in plan.text and "chosen from the subset size" in plan.text
     # A batch too large for the subset warns before anything runs; clearing it goes back.
-    _set(driver, "train-batch", "512")
+    _set(driver, _field("batch_size"), "512")
     wait_for(lambda: "may not train" in driver.find_element(By.ID, "train-plan").text)
-    driver.find_element(By.ID, "train-batch").send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
+    driver.find_element(By.ID, _field("batch_size")).send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
     wait_for(lambda: "batch 32" in driver.find_element(By.ID, "train-plan").text
              and "may not train" not in driver.find_element(By.ID, "train-plan").text)
 
@@ -526,7 +546,7 @@ def test_retrain_with_the_panel_defaults_trains_and_reuses_only_an_identical_sub
     CurationStore(ui_root / "retrain" / "curation.sqlite").set_overrides(range(40), "drop")
     # The same click after an override: another subset. Two epochs keep the suite short;
     # what is checked is that the new subset is trained, not how well.
-    _set(driver, "train-epochs", "2")
+    _set(driver, _field("epochs"), "2")
     _click(driver, "train-go")
     wait_for(lambda: len(list((ui_root / "retrain" / "train").iterdir())) == 2)
     wait_for(lambda: "training finished" in driver.find_element(By.ID, "train-status").text
@@ -674,9 +694,9 @@ def test_relabel_from_the_review_list_reaches_the_export_and_the_training_subset
     wait_for(lambda: store.relabels() == {})
 
 
-def test_class_list_scrolls_virtually_through_300_classes(driver, tmp_path_factory):
+def test_class_list_scrolls_through_300_classes(driver, tmp_path_factory):
     """A features: run with 300 classes: the list holds every class but draws only the
-    rows in view; the last class can be scrolled to and shown, and search narrows it."""
+    rows in view; the last class can be scrolled to and shown, and the filter narrows it."""
     import os
 
     from bench.synth import SynthSpec, write_synthetic
@@ -692,23 +712,16 @@ def test_class_list_scrolls_virtually_through_300_classes(driver, tmp_path_facto
     try:
         _open(driver, srv, "many")
         wait_for(lambda: listed_classes(driver)[:2] == ["All classes", "c0000"])
-        drawn = len(listed_classes(driver))
-        assert 5 < drawn < 60  # of 301 rows
-        height = driver.execute_script(
-            "return document.querySelector('#curate-class-list .class-space').offsetHeight")
-        assert height == 301 * 28
+        assert len(class_rows(driver)) == 301
+        drawn = len(driver.find_elements(By.CSS_SELECTOR, "#curate-class-list .ag-row"))
+        assert 5 < drawn < 80  # of 301 rows: the grid draws those in view
         pick_class(driver, 299)
-        wait_for(lambda: driver.execute_script(
-            "const r = document.querySelector('#curate-class-list .class-row.active');"
-            "return r && r.dataset.code") == "299")
-        assert "c0299" in listed_classes(driver) and len(listed_classes(driver)) < 60
+        wait_for(lambda: picked_class(driver) == "299")
         given = [row["label"] for row in csv.DictReader(open(labels))]
         wait_for(lambda: {given[i] for i in trace_markers(driver)["customdata"]} == {"c0299"})
-        box = driver.find_element(By.ID, "curate-class-search")
-        box.send_keys("c015")
-        # The shown class stays first, then the ten matches.
-        wait_for(lambda: listed_classes(driver) == ["All classes", "c0299",
+        driver.find_element(By.CSS_SELECTOR, CLASS_FILTER).send_keys("c015")
+        wait_for(lambda: listed_classes(driver) == ["All classes",
                                                     *[f"c{c:04d}" for c in range(150, 160)]])
-        assert "10 of 300 classes match" in driver.find_element(By.ID, "curate-class-more").text
+        assert driver.find_element(By.ID, "curate-class-matched").text == "10 of 300 classes"
     finally:
         srv.stop()

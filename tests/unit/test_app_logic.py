@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app import class_panel
 from app import curate_logic as logic
 from app.data import current_state, run_data
 from worker.pipeline.errors import InputError
@@ -204,10 +205,9 @@ def test_client_model_carries_what_the_browser_needs(root):
     logic.set_decision(root, "digits", 0, "drop")
     data = run_data(root, "digits")
     state = current_state(data)
-    rows = logic.class_counts(data, state)
     noise = logic.noise_per_class(data, state)
     code = int(data.samples.labels[0])
-    model = logic.client_model(data, state, code, rows, noise)
+    model = logic.client_model(data, state, code, noise)
     looks = np.frombuffer(base64.b64decode(model["looks"]["bdata"]), np.uint8).reshape(-1, 2)
     idx = data.members[code]
     assert len(looks) == model["n"] == len(idx)
@@ -225,8 +225,8 @@ def test_client_model_carries_what_the_browser_needs(root):
     assert shown[int(np.searchsorted(idx, 0))].overridden
     assert sum(noise) == int(is_noise.sum() + (state.decisions.clusters[
         np.setdiff1d(np.arange(len(data.samples)), idx)] == -1).sum())
-    assert model["rows"][-1]["kept"] == rows[-1]["kept"]
     assert (model["eps"], model["ms"]) == state.params[code]
+    rows = logic.class_counts(data, state)
     text = logic.status_text(rows, noise, state.rule)
     assert text.startswith(f"{rows[-1]['kept']} of {rows[-1]['size']} kept · {sum(noise)} DBSCAN")
 
@@ -419,18 +419,30 @@ def test_relabel_to_the_suggestion_with_a_key(root):
         review.key_action(root, "digits", {"action": "keep"})
 
 
-def test_class_list_searches_and_sorts():
-    rows = [{"class": f"c{c:04d}", "size": 100 + c % 7, "flagged": c % 13}
-            for c in range(1000)] + [{"class": "total", "size": 0, "flagged": 0}]
-    shown, matched = logic.class_list(rows)
-    assert shown == list(range(1000)) and matched == 1000  # virtually scrolled: all go
-    shown, matched = logic.class_list(rows, search="C09", selected=3)
-    assert matched == 100 and shown[0] == 3 and len(shown) == 101
-    assert all("c09" in rows[c]["class"] for c in shown[1:])
-    shown, _ = logic.class_list(rows, sort="flagged")
-    shares = [rows[c]["flagged"] / rows[c]["size"] for c in shown]
-    assert shares == sorted(shares, reverse=True)
-    shown, _ = logic.class_list(rows, sort="size")
-    assert [rows[c]["size"] for c in shown[:5]] == [106] * 5 and shown[:2] == [6, 13]
-    assert logic.class_list(rows, sort="bogus")[0][:2] == [0, 1]  # falls back
-    assert logic.class_list(rows, search="nothing like it") == ([], 0)
+def test_class_grid_rows_carry_codes_counts_and_shares():
+    rows = [{"class": f"c{c:04d}", "size": 100 + c % 7, "flagged": c % 13, "overridden": 1,
+             "relabelled": c % 2, "kept": 90} for c in range(1000)]
+    rows.append({"class": "total", "size": 0, "flagged": 0, "overridden": 0, "relabelled": 0,
+                 "kept": 0})
+    grid, total = class_panel.grid_rows(rows)
+    assert [r["code"] for r in grid] == list(range(1000))
+    assert [r["id"] for r in grid[:3]] == ["0", "1", "2"]  # the grid's row ids
+    assert grid[12]["share"] == round(100 * 12 / 105, 1) and grid[12]["relabelled"] == 0
+    assert (total["id"], total["class"], total["share"]) == ("all", "All classes", 0.0)
+
+
+def test_control_updates_change_only_what_differs():
+    v = logic.ControlValues(eps=2.5, min_samples=5, eps_max=6.0)
+    shows = {"eps": 2.50004, "eps_box": 2.5, "eps_max": 6.0, "ms": 5, "ms_box": 5}
+    assert logic.control_updates(v, shows, rescale=False) == {}
+    # A slid eps: the box follows; the slider's range stays under the user's hand.
+    assert logic.control_updates(v, {**shows, "eps_box": 3.1, "eps_max": 9.0},
+                                 rescale=False) == {"eps_box": 2.5}
+    # A refused or half-typed value goes back; a stored eps past the range widens it.
+    assert logic.control_updates(v, {**shows, "ms_box": None, "eps": "x"},
+                                 rescale=False) == {"ms_box": 5, "eps": 2.5}
+    assert logic.control_updates(v, {**shows, "eps_max": 2.0}, rescale=False) == {
+        "eps_max": 6.0, "eps_step": 0.03}
+    assert logic.control_updates(v, shows, rescale=True) == {"eps_max": 6.0, "eps_step": 0.03}
+
+

@@ -158,3 +158,28 @@ def test_ids_js_names_the_ids_the_scripts_use_and_no_script_spells_one(client):
         text = script.read_text()
         for value in ids.SHARED.values():
             assert f'"{value}' not in text and f"'{value}" not in text, (script.name, value)
+
+
+def test_no_callback_has_more_than_three_triggers(client):
+    """Every callback the app registers (server and clientside, the Curate page's included)
+    has at most 3 inputs: a callback that follows more is one that mixes intents. A
+    pattern-matching input (one id type, ALL) counts as one."""
+    deps = client.get("/_dash-dependencies").get_json()
+    assert any("curate-graph.figure" in d["output"] for d in deps)  # the page's are there
+    crowded = {d["output"]: [i["id"] for i in d["inputs"]] for d in deps
+               if len(d["inputs"]) > 3}
+    assert crowded == {}
+
+
+def test_store_changing_callbacks_write_only_the_revision_and_the_alert(client):
+    """The Curate page's one view model: a callback that changes the store answers with
+    the store revision (and its alert, and its own controls' state); only the render path
+    writes the map, counts and class list."""
+    deps = client.get("/_dash-dependencies").get_json()
+    writers = [d for d in deps if "curate-revision.data" in d["output"]]
+    assert len(writers) >= 8
+    view = ("curate-graph.figure", "curate-status.children", "curate-class-list.rowData")
+    assert not [d["output"] for d in writers if any(v in d["output"] for v in view)]
+    renders = [d for d in deps if "curate-class-list.rowData" in d["output"]]
+    assert len(renders) == 1
+    assert {i["id"] for i in renders[0]["inputs"]} == {"curate-class", "curate-revision"}
