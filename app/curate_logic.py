@@ -382,15 +382,6 @@ def suggestion(data: RunData, state: RunState, sample: int) -> str | None:
     return None if code == data.samples.labels[sample] else data.samples.classes[code]
 
 
-def tooltip_side(data: RunData, sample: int) -> str:
-    """Which side of its point the hover card opens: away from the nearer edge of the map
-    (``data.bounds``), so a point near the right edge does not push the card, and the page,
-    past the window."""
-    x0, x1 = data.bounds[0], data.bounds[1]
-    x = float(data.embedding[sample, 0])
-    return "left" if x1 > x0 and (x - x0) / (x1 - x0) > 0.55 else "right"
-
-
 def hover_info(data: RunData, state: RunState, sample: int) -> dict:
     """What the hover tooltip shows for one sample."""
     s = data.samples

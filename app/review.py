@@ -23,6 +23,7 @@ import numpy as np
 from worker.pipeline.curation import open_store
 from worker.pipeline.errors import InputError
 
+from .caching import lookup, memoized
 from .curate_logic import set_decision
 from .data import RunData, RunState, current_state, run_data
 
@@ -84,6 +85,31 @@ def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
                      "given": classes[g], "suggested": classes[sg] if sg != g else "",
                      "score": sc, "state": st, "now": now})
     return rows
+
+
+def cached_rows(data: RunData, state: RunState | None, run_id: str,
+                revision: int | None = None) -> list[dict] | None:
+    """:func:`queue_rows` at ``state``'s revision, computed once per revision (Flask-Caching);
+    with ``state`` None, the rows kept for store revision ``revision``, or None when they
+    are no longer kept (or outside the app)."""
+    def key(rev: int | None) -> tuple:
+        return ("queue-rows", str(data.run.path), data.stamp, run_id, rev)
+
+    if state is None:
+        return lookup(key(revision))
+    return memoized(key(state.revision), lambda: queue_rows(data, state, run_id))
+
+
+def row_changes(before: list[dict], after: list[dict]) -> dict:
+    """The grid transaction from rows ``before`` to rows ``after`` (by ``id``): the rows
+    added, the rows whose values changed, and the ids removed. Applied at once
+    (``async`` False), so the rows are current when the next action reads them.
+    """
+    old = {r["id"]: r for r in before}
+    new_ids = {r["id"] for r in after}
+    return {"add": [r for r in after if r["id"] not in old],
+            "update": [r for r in after if r["id"] in old and old[r["id"]] != r],
+            "remove": [{"id": i} for i in old if i not in new_ids], "async": False}
 
 
 def confusion(rows: list[dict], top: int = CONFUSION_TOP) -> list[dict]:

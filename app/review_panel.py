@@ -39,6 +39,8 @@ KEY = ids.REVIEW_KEY  # a key's action on the focused row, written by assets/rev
 FOCUS = ids.REVIEW_FOCUS  # the focused row's sample, written by assets/review.js
 DETAIL = "review-detail"  # why the focused row is flagged
 SELECTION = "review-selection"  # "only the N points selected on the map" (assets/review.js)
+REV = "review-rev"  # the store revision whose rows the grid holds
+FOLLOWED = "review-followed"  # the class the grid's filter last followed (assets/review.js)
 KEYS = [("j / k", "next / previous row"), ("a", "keep"), ("d", "drop"),
         ("r", "relabel to the suggestion"), ("l", "relabel to any class"), ("u", "undo")]
 
@@ -129,7 +131,7 @@ def review_panel(classes: list[str]) -> html.Div:
                     className="small text-muted review-keys")
     return html.Div([
         dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
-        dcc.Store(id=KEY), dcc.Store(id=FOCUS),
+        dcc.Store(id=KEY), dcc.Store(id=FOCUS), dcc.Store(id=REV), dcc.Store(id=FOLLOWED),
         html.Div(id=PAIRS, className="mb-1 review-pairs"), selected, listed, confirm,
         html.Div(id=SELECTION, className="small text-muted review-selection"), grid,
         html.Div(id=DETAIL, className="small mt-1 review-detail"), keys,

@@ -189,7 +189,27 @@
     return "";
   }
 
+  // The shown class changed (SHOWN, written with the map's answer): filter the list to it
+  // ("All classes": every row), after the map has painted, so the grid's refilter never
+  // delays the map. Returns the class followed.
+  let followed = null;
+  function followClass(shown, names) {
+    const dc = window.dash_clientside;
+    const code = shown && shown["class"];
+    if (code === undefined || code === null || String(code) === String(followed)) {
+      throw dc.PreventUpdate;
+    }
+    followed = code;
+    const model = code === "all" ? {} :
+      {given: {filterType: "text", type: "equals", filter: (names || [])[code]}};
+    requestAnimationFrame(() => setTimeout(() => {
+      const grid = api();
+      if (grid && String(followed) === String(code)) grid.setFilterModel(model);
+    }, 0));
+    return code;
+  }
+
   window.dash_clientside = Object.assign({}, window.dash_clientside,
-                                         {review: {filterBySelection, goToPoint}});
+                                         {review: {filterBySelection, goToPoint, followClass}});
   window.curateReview = {ring, show};  // for the browser tests
 })();

@@ -44,11 +44,13 @@ from worker.pipeline.errors import InputError
 dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · tsne-curator")
 
 RUN = "curate-run"
-SHOWN = "curate-shown"
+SHOWN = "curate-shown"  # what the page shows: {"class": code or "all", "rev": revision}
 ALERT = "curate-alert"
 CLASS_PICK = ids.CLASS_PICK
 GRAPH = ids.GRAPH
 TOOLTIP = "curate-tooltip"
+HOVER_IMG = "curate-hover-img"  # the hover card's image: set in the browser at once
+HOVER_TEXT = "curate-hover-text"  # the hover card's facts: from the server
 EPS_SLIDER = ids.EPS_SLIDER
 EPS_INPUT = ids.EPS_INPUT
 MS_SLIDER = ids.MS_SLIDER
@@ -177,7 +179,11 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                           config={**GRAPH_CONFIG, "scrollZoom": True,
                                   "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]}),
                 _legend(),
-                dcc.Tooltip(id=TOOLTIP, direction="right"),
+                # The hover card: its image is asked for in the browser the moment a point
+                # is hovered (assets/hover.js), beside the server's request for its facts.
+                dcc.Tooltip(html.Div([html.Img(id=HOVER_IMG, className="hover-img", alt=""),
+                                      html.Div(id=HOVER_TEXT)], className="hover-card"),
+                            id=TOOLTIP, direction="right"),
             ], xl=4, class_name="curate-map"),
             dbc.Col(dbc.Tabs([
                 dbc.Tab(rp.review_panel(list(data.samples.classes)), label="Review list",
@@ -199,14 +205,15 @@ def _classes() -> dbc.Card:
 
 # --------------------------------------------------------------------------- callbacks
 # One view model. The page's state is two values: the shown class (CLASS_PICK, written by
-# the class list) and the store revision it shows (REVISION). A callback that changes
-# something writes the store, then only the new revision and its alert (CHANGE_OUT).
-# One render path, on_render, derives the map, counts, class list and controls from the
-# store's snapshot whenever either value changes; the review list, the rule panel and the
-# summary follow the same two values in their own callbacks. Outputs whose value the page
-# already shows go back as no_update: each updated component costs the Dash renderer a
-# store update that re-runs every component's selector, which on this page took more
-# time than Plotly's repaint.
+# the class list) and the store revision (REVISION). A callback that changes something
+# writes the store, then only the new revision and its alert (CHANGE_OUT). One render
+# path, on_render, derives the map, counts, class list and controls from the store's
+# snapshot whenever either value changes, and says what the page now shows (SHOWN: the
+# class and revision). The review list, the rule panel and the summary follow SHOWN, so
+# their requests start once the map's answer is in instead of competing with it.
+# Outputs whose value the page already shows go back as no_update: each updated
+# component costs the Dash renderer a store update that re-runs every component's
+# selector, which on this page took more time than Plotly's repaint.
 CHANGE_OUT = {"alert": Output(ALERT, "children", allow_duplicate=True),
               "revision": Output(REVISION, "data", allow_duplicate=True)}
 CONTROLS = {"eps": (EPS_SLIDER, "value"), "eps_box": (EPS_INPUT, "value"),
@@ -303,13 +310,17 @@ def on_render(class_value, revision, run_id, shown, background, undo_disabled, r
     state = current_state(data)
     code = _code(class_value)
     fired = set(ctx.triggered_prop_ids.values())  # none on the first paint
-    switched = shown != ("all" if code is None else code)
+    was = (shown or {}).get("class")
+    switched = was != ("all" if code is None else code)
     stored = not fired or REVISION in fired or shown is None
     painted = (not switched and fired == {REVISION} and code is not None
                and (revision or {}).get("painted") == code)
-    out = {"figure": no_update if painted else _figure(run_id, data, state, code, shown,
+    # What the page shows now: the review list, the rule panel and the summary follow it,
+    # so they ask the server only once the map's answer has arrived.
+    now = {"class": "all" if code is None else code, "rev": state.revision}
+    out = {"figure": no_update if painted else _figure(run_id, data, state, code, was,
                                                        background),
-           "shown": _changed("all" if code is None else code, shown),
+           "shown": _changed(now, shown),
            "controls": _controls_for(data, state, code, switched, controls)}
     noise = logic.noise_per_class(data, state)
     out["model"] = None if code is None else logic.client_model(data, state, code, noise)
@@ -478,7 +489,7 @@ def on_cut(_more, _fewer, _reset, class_value, run_id):
 def on_background(show, shown):
     """The other classes' background on or off: only its visibility changes (a layout
     change costs a full relayout, so only when asked)."""
-    if shown in (None, "all"):
+    if (shown or {}).get("class") in (None, "all"):
         raise PreventUpdate
     fig = Patch()
     fig["layout"]["images"][0]["visible"] = bool(show)
@@ -487,7 +498,8 @@ def on_background(show, shown):
 
 @callback(
     Output(SUMMARY, "children"),
-    Input(REVISION, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
+    Input(SHOWN, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
+    prevent_initial_call=True,
 )
 def on_summary(_revision, tab, run_id):
     """The Summary tab's table, while it is open."""
@@ -499,12 +511,12 @@ def on_summary(_revision, tab, run_id):
 
 @callback(
     Output(RULE_INFO, "children"), Output(CUT_ROW, "hidden"),
-    Input(CLASS_PICK, "data"), Input(REVISION, "data"), State(RUN, "data"),
+    Input(SHOWN, "data"), State(RUN, "data"), prevent_initial_call=True,
 )
-def on_rule_facts(class_value, _revision, run_id):
+def on_rule_facts(shown, run_id):
     """What the rule makes of the shown class, in words, whenever the class or the store
-    changes: its own request, so a class switch repaints the map without waiting for it."""
-    code = _code(class_value)
+    changes: after the map's answer, so a class switch repaints without waiting for it."""
+    code = _code((shown or {}).get("class"))
     if code is None:
         return html.P("Pick a class to see what the rule makes of it.", className="mb-1"), True
     data = run_data(settings().runs_root, run_id)
@@ -522,25 +534,30 @@ def _summary_table(rows: list[dict]) -> dbc.Table:
     return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
 
 
+# The card opens (or closes) and its image loads without waiting for the server; the last
+# point's facts are cleared until this one's arrive.
+clientside_callback(
+    ClientsideFunction(namespace="hover", function_name="show"),
+    Output(TOOLTIP, "show"), Output(TOOLTIP, "bbox"), Output(TOOLTIP, "direction"),
+    Output(HOVER_IMG, "src"), Output(HOVER_TEXT, "children", allow_duplicate=True),
+    Input(GRAPH, "hoverData"), State(RUN, "data"), prevent_initial_call=True,
+)
+
+
 @callback(
-    Output(TOOLTIP, "show"), Output(TOOLTIP, "bbox"), Output(TOOLTIP, "children"),
-    Output(TOOLTIP, "direction"),
-    Input(GRAPH, "hoverData"), State(RUN, "data"),
+    Output(HOVER_TEXT, "children"), Input(GRAPH, "hoverData"), State(RUN, "data"),
     prevent_initial_call=True,
 )
 def on_hover(hover, run_id):
-    """Tooltip with the image, its facts, and its 5 nearest neighbours' labels."""
-    if not hover or not hover.get("points"):
-        return False, no_update, no_update, no_update
-    point = hover["points"][0]
-    if point.get("customdata") is None:
-        return False, no_update, no_update, no_update
-    sample = int(np.ravel(point["customdata"])[0])
+    """The hover card's facts: the sample, its state and why, its 5 nearest neighbours'
+    labels, its mislabel score and suggestion (and the true label where known)."""
+    sample = _hovered(hover)
+    if sample is None:
+        raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
     info = logic.hover_info(data, current_state(data), sample)
     state = "kept" if info["kept"] else "dropped"
     lines = [
-        html.Img(src=f"/thumb/{run_id}/{sample}.png", className="hover-img"),
         html.Div(f"#{sample} · {info['path']}", className="small text-muted text-break"),
         html.Div([html.B(info["label"]), " · ",
                   html.Span(state, className="text-success" if info["kept"] else "text-danger")],
@@ -554,56 +571,75 @@ def on_hover(hover, run_id):
                               className="small hover-score"))
     if info["true_label"] is not None and info["true_label"] != info["label"]:
         lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
-    return (True, point["bbox"], html.Div(lines, className="hover-card"),
-            logic.tooltip_side(data, sample))
+    return html.Div(lines, className="hover-facts")
+
+
+def _hovered(hover) -> int | None:
+    """The sample under the pointer in Plotly's ``hoverData``, or None (the background)."""
+    points = (hover or {}).get("points") if isinstance(hover, dict) else None
+    if not points or not isinstance(points, list) or not isinstance(points[0], dict):
+        return None
+    custom = points[0].get("customdata")
+    return None if custom is None else int(np.ravel(custom)[0])
 
 
 # --------------------------------------------------------------------------- review list
 # The grid (app/review_panel.py) holds every flagged or decided sample; it sorts and
-# filters in the browser. Its rows follow the store revision the page shows.
+# filters in the browser. Its rows follow the view the page shows (SHOWN), once the map's
+# answer is in: what changed since the revision the grid shows, as a row transaction.
 @callback(
-    Output(rp.GRID, "rowData"), Output(rp.PAIRS, "children"), Output(rp.PAIR_DATA, "data"),
-    Output(rp.GRID, "filterModel", allow_duplicate=True),
-    Input(REVISION, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
-    State(rp.PAIR_DATA, "data"), State(CLASS_PICK, "data"), State(CLASS_NAMES, "data"),
-    prevent_initial_call="initial_duplicate",
+    output={"rows": Output(rp.GRID, "rowData"), "changes": Output(rp.GRID, "rowTransaction"),
+            "pairs": Output(rp.PAIRS, "children"), "pair_data": Output(rp.PAIR_DATA, "data"),
+            "rev": Output(rp.REV, "data"),
+            "first_filter": Output(rp.GRID, "filterModel", allow_duplicate=True)},
+    inputs={"shown": Input(SHOWN, "data"), "tab": Input(TABS, "active_tab"),
+            "run_id": State(RUN, "data"), "grid_rev": State(rp.REV, "data"),
+            "names": State(CLASS_NAMES, "data")},
+    prevent_initial_call=True,
 )
-def on_queue(_revision, tab, run_id, filled, class_value, names):
+def on_queue(shown, tab, run_id, grid_rev, names):
     """The review list's rows and its confusion table, while its tab is open. The first
     rows come filtered to the class the map shows (a filter set before the grid has rows
-    did not always hold)."""
-    if tab != "review":
+    did not always hold); later ones come as the rows added, changed and removed."""
+    if tab != "review" or not shown or shown.get("rev") == grid_rev:
         raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
-    rows = review.queue_rows(data, current_state(data), run_id)
+    state = current_state(data)
+    rows = review.cached_rows(data, state, run_id)
+    before = None if grid_rev is None else review.cached_rows(data, None, run_id, grid_rev)
     pairs = review.confusion(rows)
-    first = no_update if filled is not None else _shown_class_filter(class_value, names)
-    return rows, rp.pair_buttons(pairs), pairs, first
+    out = {"pairs": rp.pair_buttons(pairs), "pair_data": pairs, "rev": state.revision,
+           "rows": no_update, "changes": no_update, "first_filter": no_update}
+    if before is None:
+        code = _code(shown.get("class"))
+        return {**out, "rows": rows,
+                "first_filter": {} if code is None else rp.class_filter(names[code])}
+    return {**out, "changes": review.row_changes(before, rows)}
 
 
-def _shown_class_filter(class_value, names: list[str]) -> dict:
-    """The review list's filter for the class the map shows: none for "all"."""
-    code = _code(class_value)
-    return {} if code is None else rp.class_filter(names[code])
-
-
+# A pair's button or Clear filters filter the list at once; a class switch filters it to
+# the shown class after the map has painted (assets/review.js followClass).
 @callback(
     Output(rp.GRID, "filterModel"),
-    Input(CLASS_PICK, "data"), Input({"type": rp.PAIR_BTN, "index": ALL}, "n_clicks"),
-    Input(rp.CLEAR_FILTERS, "n_clicks"), State(rp.PAIR_DATA, "data"),
-    State(CLASS_NAMES, "data"), prevent_initial_call=True,
+    Input({"type": rp.PAIR_BTN, "index": ALL}, "n_clicks"), Input(rp.CLEAR_FILTERS, "n_clicks"),
+    State(rp.PAIR_DATA, "data"), prevent_initial_call=True,
 )
-def on_grid_filter(class_value, _pairs, _clear, pairs, names):
-    """Filter the review list: to the class the map shows, to a confusion table's pair, or
-    back to every row (Clear filters, or "All classes"). The first rows come with their
-    filter from on_queue."""
+def on_grid_filter(_pairs, _clear, pairs):
+    """Filter the review list to a confusion table's pair, or back to every row."""
     trigger = ctx.triggered_id
     if isinstance(trigger, dict):  # a pair's button (pattern-matching id)
         if not ctx.triggered[0]["value"]:
             raise PreventUpdate  # the buttons were just drawn
         pair = (pairs or [])[trigger["index"]]
         return rp.class_filter(pair["given"], pair["suggested"])
-    return {} if trigger == rp.CLEAR_FILTERS else _shown_class_filter(class_value, names)
+    return {}
+
+
+clientside_callback(
+    ClientsideFunction(namespace="review", function_name="followClass"),
+    Output(rp.FOLLOWED, "data"), Input(SHOWN, "data"), State(CLASS_NAMES, "data"),
+    prevent_initial_call=True,
+)
 
 
 clientside_callback(

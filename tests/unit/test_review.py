@@ -38,6 +38,31 @@ def test_the_queue_spans_every_class_most_likely_wrong_first(root):
     assert first["suggested"] == data.samples.classes[data.suggested[i]]
 
 
+def test_row_changes_turn_the_rows_of_one_revision_into_the_next(root):
+    """After a keep, a drop and an eps change, the transaction from the old rows, applied
+    to them, gives the new rows: nothing else is sent to the browser."""
+    data, before = _state(root)
+    old = review.queue_rows(data, before, "digits")
+    store = CurationStore(data.run.store)
+    store.set_overrides([old[0]["sample"]], "keep")
+    store.set_overrides([int(np.flatnonzero(~before.decisions.flagged)[0])], "drop")
+    code = int(data.samples.labels[old[-1]["sample"]])
+    eps, ms = store.class_params()[code]
+    store.set_class_params({code: (eps * 3, ms)})
+    new = review.queue_rows(data, current_state(data), "digits")
+    change = review.row_changes(old, new)
+    assert change["async"] is False and change["add"] and change["update"]
+    rows = {r["id"]: r for r in old}
+    for r in change["remove"]:
+        del rows[r["id"]]
+    rows.update({r["id"]: r for r in change["add"] + change["update"]})
+    assert sorted(rows.values(), key=lambda r: r["sample"]) == sorted(
+        new, key=lambda r: r["sample"])
+    assert len(change["update"]) + len(change["add"]) < len(new)  # not every row again
+    assert review.row_changes(new, new) == {"add": [], "update": [], "remove": [],
+                                            "async": False}
+
+
 def test_confusion_counts_the_pairs_largest_first(root):
     data, state = _state(root)
     rows = review.queue_rows(data, state, "digits")

@@ -29,11 +29,12 @@ def client(root):
 def _hover_request(client, hover, run_id) -> dict:
     """A request for the Curate page's hover callback, as the renderer sends it."""
     deps = client.get("/_dash-dependencies").get_json()
-    keys = [d["output"] for d in deps if "curate-tooltip.show" in d["output"]]
+    keys = [d["output"] for d in deps if d["output"] == "curate-hover-text.children"]
     assert keys, "the hover callback is registered"
     outputs = [dict(zip(("id", "property"), part.split("."), strict=True))
                for part in keys[0].strip(".").split("...")]
-    return {"output": keys[0], "outputs": outputs, "changedPropIds": ["curate-graph.hoverData"],
+    return {"output": keys[0], "outputs": outputs[0] if len(outputs) == 1 else outputs,
+            "changedPropIds": ["curate-graph.hoverData"],
             "inputs": [{"id": "curate-graph", "property": "hoverData", "value": hover}],
             "state": [{"id": "curate-run", "property": "data", "value": run_id}]}
 
@@ -68,7 +69,7 @@ def test_malformed_callback_payloads_are_400(client, body):
 def test_a_tampered_run_id_or_value_is_400_not_500(client):
     ok = client.post("/_dash-update-component", content_type="application/json", data=json.dumps(
         _hover_request(client, {"points": [{"customdata": [3], "bbox": {}}]}, "digits")))
-    assert ok.status_code == 200 and b"hover-card" in ok.data
+    assert ok.status_code == 200 and b"hover-facts" in ok.data
     for run_id, hover in (("../../etc", {"points": [{"customdata": [3]}]}),
                           ("digits", {"points": [{"customdata": ["x"]}]}),
                           ("digits", {"points": [{"customdata": [10**20]}]}),
