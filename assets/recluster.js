@@ -178,13 +178,18 @@
   const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
   const fired = () => window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
 
-  // Clientside callback: a slider being dragged (its drag_value) is previewed only.
-  function preview(epsDrag, msDrag, model) {
+  // Clientside callback: a slider being dragged (its drag_value) is previewed only. A
+  // slider set from outside (a class switch, the stored value) moves its drag_value to its
+  // value: that is no drag, and previewing it would re-cluster at the slider's snapped
+  // step instead of the stored eps.
+  function preview(epsDrag, msDrag, model, epsSlider, msSlider) {
     const dc = window.dash_clientside;
     if (!model) throw dc.PreventUpdate;  // the all-classes overview has no parameters
     const shown = shownParams(model), ids = fired();
-    const eps = ids.includes(IDS.epsSlider + ".drag_value") ? Number(epsDrag) : shown.eps;
-    const ms = ids.includes(IDS.msSlider + ".drag_value") ? Number(msDrag) : shown.ms;
+    const dragged = (id, drag, value) => ids.includes(id + ".drag_value") &&
+      Number(drag) !== Number(value);
+    const eps = dragged(IDS.epsSlider, epsDrag, epsSlider) ? Number(epsDrag) : shown.eps;
+    const ms = dragged(IDS.msSlider, msDrag, msSlider) ? Number(msDrag) : shown.ms;
     if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms)) throw dc.PreventUpdate;
     const status = redraw(model, eps, ms);
     if (status === null) throw dc.PreventUpdate;

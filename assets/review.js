@@ -195,7 +195,7 @@
   let followed = null;
   function followClass(shown, names) {
     const dc = window.dash_clientside;
-    const code = shown && shown["class"];
+    const code = shown;
     if (code === undefined || code === null || String(code) === String(followed)) {
       throw dc.PreventUpdate;
     }

@@ -44,7 +44,8 @@ from worker.pipeline.errors import InputError
 dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · tsne-curator")
 
 RUN = "curate-run"
-SHOWN = "curate-shown"  # what the page shows: {"class": code or "all", "rev": revision}
+SHOWN = "curate-shown"  # the class the page shows: a code or "all"
+SHOWN_REV = "curate-shown-rev"  # the store revision the page shows
 ALERT = "curate-alert"
 CLASS_PICK = ids.CLASS_PICK
 GRAPH = ids.GRAPH
@@ -154,7 +155,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         return html.Div([html.H4("Curate"), error_alert(str(exc)),
                          dcc.Link("← back to runs", href="/")])
     return html.Div([
-        dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN),
+        dcc.Store(id=RUN, data=run_id), dcc.Store(id=SHOWN), dcc.Store(id=SHOWN_REV),
         dcc.Store(id=MODEL), dcc.Store(id=PARAMS), dcc.Store(id=REVISION),
         # The shown class: a code, or "all". A store, written by the class list's rows.
         dcc.Store(id=CLASS_PICK, data=0), dcc.Store(id=CLASS_DRAWN),
@@ -208,9 +209,10 @@ def _classes() -> dbc.Card:
 # the class list) and the store revision (REVISION). A callback that changes something
 # writes the store, then only the new revision and its alert (CHANGE_OUT). One render
 # path, on_render, derives the map, counts, class list and controls from the store's
-# snapshot whenever either value changes, and says what the page now shows (SHOWN: the
-# class and revision). The review list, the rule panel and the summary follow SHOWN, so
-# their requests start once the map's answer is in instead of competing with it.
+# snapshot whenever either value changes, and says what the page now shows (SHOWN, the
+# class; SHOWN_REV, the revision). The review list, the rule panel and the summary follow
+# those, so their requests start once the map's answer is in instead of competing with
+# it, and only when what they show changed.
 # Outputs whose value the page already shows go back as no_update: each updated
 # component costs the Dash renderer a store update that re-runs every component's
 # selector, which on this page took more time than Plotly's repaint.
@@ -254,7 +256,7 @@ clientside_callback(
     ClientsideFunction(namespace="curate", function_name="preview"),
     Output(STATUS, "children", allow_duplicate=True),
     Input(EPS_SLIDER, "drag_value"), Input(MS_SLIDER, "drag_value"), State(MODEL, "data"),
-    prevent_initial_call=True,
+    State(EPS_SLIDER, "value"), State(MS_SLIDER, "value"), prevent_initial_call=True,
 )
 clientside_callback(
     ClientsideFunction(namespace="curate", function_name="slid"),
@@ -287,6 +289,7 @@ clientside_callback(
 
 @callback(
     output={"figure": Output(GRAPH, "figure"), "shown": Output(SHOWN, "data"),
+            "shown_rev": Output(SHOWN_REV, "data"),
             "rows": Output(cp.GRID, "rowData"), "pinned": Output(cp.GRID, "dashGridOptions"),
             "status": Output(STATUS, "children"), "model": Output(MODEL, "data"),
             "undo_disabled": Output(UNDO_BTN, "disabled"),
@@ -295,13 +298,13 @@ clientside_callback(
                          "eps_step": Output(EPS_SLIDER, "step")}},
     inputs={"class_value": Input(CLASS_PICK, "data"), "revision": Input(REVISION, "data"),
             "run_id": State(RUN, "data"), "shown": State(SHOWN, "data"),
-            "background": State(BG_SWITCH, "value"),
+            "shown_rev": State(SHOWN_REV, "data"), "background": State(BG_SWITCH, "value"),
             "undo_disabled": State(UNDO_BTN, "disabled"),
             "redo_disabled": State(REDO_BTN, "disabled"),
             "controls": {k: State(c, p) for k, (c, p) in CONTROLS.items()}},
 )
-def on_render(class_value, revision, run_id, shown, background, undo_disabled, redo_disabled,
-              controls):
+def on_render(class_value, revision, run_id, shown, shown_rev, background, undo_disabled,
+              redo_disabled, controls):
     """The one render path: the shown class and the store's snapshot → what the page
     shows. A class switch alone leaves the run-wide counts and the class list as they
     are; a new revision whose change the browser already painted leaves the plot."""
@@ -310,17 +313,14 @@ def on_render(class_value, revision, run_id, shown, background, undo_disabled, r
     state = current_state(data)
     code = _code(class_value)
     fired = set(ctx.triggered_prop_ids.values())  # none on the first paint
-    was = (shown or {}).get("class")
-    switched = was != ("all" if code is None else code)
+    switched = shown != ("all" if code is None else code)
     stored = not fired or REVISION in fired or shown is None
     painted = (not switched and fired == {REVISION} and code is not None
                and (revision or {}).get("painted") == code)
-    # What the page shows now: the review list, the rule panel and the summary follow it,
-    # so they ask the server only once the map's answer has arrived.
-    now = {"class": "all" if code is None else code, "rev": state.revision}
-    out = {"figure": no_update if painted else _figure(run_id, data, state, code, was,
+    out = {"figure": no_update if painted else _figure(run_id, data, state, code, shown,
                                                        background),
-           "shown": _changed(now, shown),
+           "shown": _changed("all" if code is None else code, shown),
+           "shown_rev": _changed(state.revision, shown_rev),
            "controls": _controls_for(data, state, code, switched, controls)}
     noise = logic.noise_per_class(data, state)
     out["model"] = None if code is None else logic.client_model(data, state, code, noise)
@@ -489,7 +489,7 @@ def on_cut(_more, _fewer, _reset, class_value, run_id):
 def on_background(show, shown):
     """The other classes' background on or off: only its visibility changes (a layout
     change costs a full relayout, so only when asked)."""
-    if (shown or {}).get("class") in (None, "all"):
+    if shown in (None, "all"):
         raise PreventUpdate
     fig = Patch()
     fig["layout"]["images"][0]["visible"] = bool(show)
@@ -498,7 +498,7 @@ def on_background(show, shown):
 
 @callback(
     Output(SUMMARY, "children"),
-    Input(SHOWN, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
+    Input(SHOWN_REV, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
     prevent_initial_call=True,
 )
 def on_summary(_revision, tab, run_id):
@@ -511,12 +511,13 @@ def on_summary(_revision, tab, run_id):
 
 @callback(
     Output(RULE_INFO, "children"), Output(CUT_ROW, "hidden"),
-    Input(SHOWN, "data"), State(RUN, "data"), prevent_initial_call=True,
+    Input(SHOWN, "data"), Input(SHOWN_REV, "data"), State(RUN, "data"),
+    prevent_initial_call=True,
 )
-def on_rule_facts(shown, run_id):
+def on_rule_facts(shown, _revision, run_id):
     """What the rule makes of the shown class, in words, whenever the class or the store
     changes: after the map's answer, so a class switch repaints without waiting for it."""
-    code = _code((shown or {}).get("class"))
+    code = _code(shown)
     if code is None:
         return html.P("Pick a class to see what the rule makes of it.", className="mb-1"), True
     data = run_data(settings().runs_root, run_id)
@@ -585,23 +586,24 @@ def _hovered(hover) -> int | None:
 
 # --------------------------------------------------------------------------- review list
 # The grid (app/review_panel.py) holds every flagged or decided sample; it sorts and
-# filters in the browser. Its rows follow the view the page shows (SHOWN), once the map's
-# answer is in: what changed since the revision the grid shows, as a row transaction.
+# filters in the browser. Its rows follow the revision the page shows (SHOWN_REV), once
+# the map's answer is in: what changed since the revision the grid shows, as a row
+# transaction.
 @callback(
     output={"rows": Output(rp.GRID, "rowData"), "changes": Output(rp.GRID, "rowTransaction"),
             "pairs": Output(rp.PAIRS, "children"), "pair_data": Output(rp.PAIR_DATA, "data"),
             "rev": Output(rp.REV, "data"),
             "first_filter": Output(rp.GRID, "filterModel", allow_duplicate=True)},
-    inputs={"shown": Input(SHOWN, "data"), "tab": Input(TABS, "active_tab"),
-            "run_id": State(RUN, "data"), "grid_rev": State(rp.REV, "data"),
-            "names": State(CLASS_NAMES, "data")},
+    inputs={"shown_rev": Input(SHOWN_REV, "data"), "tab": Input(TABS, "active_tab"),
+            "shown": State(SHOWN, "data"), "run_id": State(RUN, "data"),
+            "grid_rev": State(rp.REV, "data"), "names": State(CLASS_NAMES, "data")},
     prevent_initial_call=True,
 )
-def on_queue(shown, tab, run_id, grid_rev, names):
+def on_queue(shown_rev, tab, shown, run_id, grid_rev, names):
     """The review list's rows and its confusion table, while its tab is open. The first
     rows come filtered to the class the map shows (a filter set before the grid has rows
     did not always hold); later ones come as the rows added, changed and removed."""
-    if tab != "review" or not shown or shown.get("rev") == grid_rev:
+    if tab != "review" or shown_rev is None or shown_rev == grid_rev:
         raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
     state = current_state(data)
@@ -611,7 +613,7 @@ def on_queue(shown, tab, run_id, grid_rev, names):
     out = {"pairs": rp.pair_buttons(pairs), "pair_data": pairs, "rev": state.revision,
            "rows": no_update, "changes": no_update, "first_filter": no_update}
     if before is None:
-        code = _code(shown.get("class"))
+        code = _code(shown)
         return {**out, "rows": rows,
                 "first_filter": {} if code is None else rp.class_filter(names[code])}
     return {**out, "changes": review.row_changes(before, rows)}

@@ -84,7 +84,13 @@ def test_hostile_class_names_show_as_text_and_run_nothing(hostile, run, names):
     driver.get(f"{srv.url}/curate/{run}")
     wait_for(lambda: trace_markers(driver))
     wait_for(lambda: "kept" in status_text(driver))
-    wait_for(lambda: sorted(listed_classes(driver)[1:]) == sorted(names))  # as text
+    wait_for(lambda: sorted(listed_classes(driver)[1:]) == sorted(names))
+    # The class list's cells draw them as text, character for character.
+    cells = driver.execute_script(
+        "return Array.from(document.querySelectorAll("
+        "'#curate-class-list .ag-center-cols-container .ag-cell[col-id=\"class\"]'))"
+        ".map(c => c.textContent)")
+    assert sorted(cells) == sorted(names)
     shown = set()
     for code in range(len(names)):
         pick_class(driver, code)

@@ -40,7 +40,7 @@ from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
 from worker.pipeline.store import CurationStore
 
 pytestmark = browser_marks()
-RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
+RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "switch",
              "parity", "drag", "tabs", "relabel", "triage", "filter")
 
 
@@ -414,6 +414,36 @@ def test_lasso_then_drop(driver, server, ui_root):
 
 
 CLASS_FILTER = "#curate-class-list .ag-floating-filter input"
+
+
+def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
+    """Switching classes sets the eps slider to the class's stored eps (snapped to the
+    slider's step): that is no drag, so the browser must not re-cluster at the snapped
+    value. The map and the counts are the server's, and nothing is stored."""
+    from app import curate_logic as logic
+    from app.data import current_state, run_data
+    from app.figures import SYMBOLS, marker_style
+
+    store = CurationStore(ui_root / "switch" / "curation.sqlite")
+    before = store.revision()
+    _open(driver, server, "switch")
+    names = {v: k for k, v in SYMBOLS.items()}
+    for code in (3, 7, 1):
+        pick_class(driver, code)
+        data = run_data(ui_root, "switch")
+        members = set(data.members[code].tolist())
+        wait_for(lambda m=members: set(trace_markers(driver)["customdata"]) == m)
+        time.sleep(0.4)  # any follow-up (controls, rule panel) lands
+        assert driver.execute_script("return window.curateLastRecluster || null") is None
+        state = current_state(data)
+        colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks)
+        assert trace_markers(driver)["color"] == colours
+        assert trace_markers(driver)["symbol"] == [names[s] for s in symbols]
+        assert status_text(driver) == logic.status_text(
+            logic.class_counts(data, state), logic.noise_per_class(data, state), state.rule)
+        assert float(driver.find_element(By.ID, "curate-eps-input").get_attribute("value")) \
+            == round(state.params[code][0], 4)
+    assert store.revision() == before
 
 
 def test_class_list_filters_and_sorts_by_any_column(driver, server):
