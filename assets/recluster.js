@@ -169,7 +169,10 @@
       row[k] = counts[k];
     }
     for (const r of [row, total]) r.share = r.size ? Math.round(1000 * r.flagged / r.size) / 10 : 0;
-    list.write(row, total);
+    // The grid's refresh waits until the map has painted: the map and the status line are
+    // what the user watches. Each preview reads a row and total written together, so a
+    // second preview before this write still counts from a consistent pair.
+    requestAnimationFrame(() => setTimeout(() => list.write(row, total), 0));
     const noise = model.noise.reduce((x, y) => x + y, 0) - model.noise[model["class"]] +
       look.counts.noise;
     return fill(model.status, Object.assign({noise, rule: model.rule}, total));
