@@ -314,7 +314,9 @@ def on_render(class_value, revision, run_id, shown, shown_rev, background, undo_
     code = _code(class_value)
     fired = set(ctx.triggered_prop_ids.values())  # none on the first paint
     switched = shown != ("all" if code is None else code)
-    stored = not fired or REVISION in fired or shown is None
+    # The counts and history change with the store's revision: on a class switch too when
+    # another tab or the CLI stored something since the page last drew.
+    stored = not fired or REVISION in fired or state.revision != shown_rev
     painted = (not switched and fired == {REVISION} and code is not None
                and (revision or {}).get("painted") == code)
     out = {"figure": no_update if painted else _figure(run_id, data, state, code, shown,
@@ -324,7 +326,7 @@ def on_render(class_value, revision, run_id, shown, shown_rev, background, undo_
            "controls": _controls_for(data, state, code, switched, controls)}
     noise = logic.noise_per_class(data, state)
     out["model"] = None if code is None else logic.client_model(data, state, code, noise)
-    if not stored:  # a class switch: the counts and the history are as they were
+    if not stored:  # a class switch alone: the counts and the history are as they were
         return {**out, **dict.fromkeys(("rows", "pinned", "status", "undo_disabled",
                                         "redo_disabled"), no_update)}
     rows = logic.class_counts(data, state)
