@@ -40,8 +40,8 @@ from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
 from worker.pipeline.store import CurationStore
 
 pytestmark = browser_marks()
-RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "switch",
-             "parity", "drag", "tabs", "relabel", "triage", "filter")
+RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
+             "parity", "drag", "tabs", "relabel", "triage", "filter", "switch")
 
 
 @pytest.fixture(scope="module")
@@ -527,8 +527,14 @@ def _field(name: str) -> str:
     return json.dumps(train_field(name), sort_keys=True, separators=(",", ":"))
 
 
+def _element(driver, element_id: str):
+    """The element with id ``element_id``, any characters (a JSON id is no CSS selector)."""
+    return wait_for(lambda: driver.execute_script(
+        "return document.getElementById(arguments[0])", element_id))
+
+
 def _set(driver, element_id: str, value: str) -> None:
-    box = driver.find_element(By.ID, element_id)
+    box = _element(driver, element_id)
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys(value)
 
@@ -554,7 +560,7 @@ def test_retrain_with_the_panel_defaults_trains_and_reuses_only_an_identical_sub
     # A batch too large for the subset warns before anything runs; clearing it goes back.
     _set(driver, _field("batch_size"), "512")
     wait_for(lambda: "may not train" in driver.find_element(By.ID, "train-plan").text)
-    driver.find_element(By.ID, _field("batch_size")).send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
+    _element(driver, _field("batch_size")).send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
     wait_for(lambda: "batch 32" in driver.find_element(By.ID, "train-plan").text
              and "may not train" not in driver.find_element(By.ID, "train-plan").text)
 
