@@ -13,6 +13,7 @@ import dash_ag_grid as dag
 from dash import html
 
 from app import ids
+from app.curate_logic import COUNT_KEYS
 
 GRID = ids.CLASS_LIST
 MATCHED = "curate-class-matched"  # "12 of 1,000 classes" while the name filter is set
@@ -72,7 +73,7 @@ def grid_rows(rows: list[dict]) -> tuple[list[dict], dict]:
     def row(code: int | str, r: dict, name: str) -> dict:
         share = round(100.0 * r["flagged"] / r["size"], 1) if r["size"] else 0.0
         return {"id": str(code), "code": code, "class": name, "share": share,
-                **{k: r[k] for k in ("size", "flagged", "overridden", "relabelled", "kept")}}
+                **{k: r[k] for k in COUNT_KEYS}}
 
     return ([row(c, r, str(r["class"])) for c, r in enumerate(rows[:-1])],
             row(ALL, rows[-1], "All classes"))

@@ -70,21 +70,18 @@ def control_updates(values: ControlValues, shows: dict, rescale: bool) -> dict:
     dict of control name → new value, only for controls that show something else (eps to
     within 1e-4, the boxes' precision); ``eps_step`` goes with ``eps_max``
     """
-    def differs(now, new: float, tol: float) -> bool:
+    def number(shown) -> float:  # NaN where a box is empty or holds text: never equal
         try:
-            return abs(float(now) - new) > tol
+            return float(shown)
         except (TypeError, ValueError):
-            return True
+            return float("nan")
 
     out: dict = {}
     for key, new, tol in (("eps", values.eps, 1e-4), ("eps_box", values.eps, 1e-4),
                           ("ms", values.min_samples, 0), ("ms_box", values.min_samples, 0)):
-        if differs(shows.get(key), new, tol):
+        if not abs(number(shows.get(key)) - new) <= tol:
             out[key] = new
-    try:
-        past = values.eps > float(shows.get("eps_max"))
-    except (TypeError, ValueError):
-        past = True
+    past = not values.eps <= number(shows.get("eps_max"))  # the stored eps past the range
     if rescale or past:
         out["eps_max"], out["eps_step"] = values.eps_max, values.eps_max / 200
     return out

@@ -87,17 +87,21 @@ def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
     return rows
 
 
-def cached_rows(data: RunData, state: RunState | None, run_id: str,
-                revision: int | None = None) -> list[dict] | None:
-    """:func:`queue_rows` at ``state``'s revision, computed once per revision (Flask-Caching);
-    with ``state`` None, the rows kept for store revision ``revision``, or None when they
-    are no longer kept (or outside the app)."""
-    def key(rev: int | None) -> tuple:
-        return ("queue-rows", str(data.run.path), data.stamp, run_id, rev)
+def _rows_key(data: RunData, run_id: str, revision: int) -> tuple:
+    return ("queue-rows", str(data.run.path), data.stamp, run_id, revision)
 
-    if state is None:
-        return lookup(key(revision))
-    return memoized(key(state.revision), lambda: queue_rows(data, state, run_id))
+
+def cached_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
+    """:func:`queue_rows` at ``state``'s revision, computed once per revision
+    (Flask-Caching), so the next revision's :func:`row_changes` can start from them."""
+    return memoized(_rows_key(data, run_id, state.revision),
+                    lambda: queue_rows(data, state, run_id))
+
+
+def rows_at(data: RunData, run_id: str, revision: int) -> list[dict] | None:
+    """The rows :func:`cached_rows` kept for store revision ``revision``, or None when they
+    are no longer kept (or outside the app)."""
+    return lookup(_rows_key(data, run_id, revision))
 
 
 def row_changes(before: list[dict], after: list[dict]) -> dict:

@@ -312,11 +312,12 @@ def on_render(class_value, revision, run_id, shown, shown_rev, background, undo_
     data = run_data(root, run_id)
     state = current_state(data)
     code = _code(class_value)
-    fired = set(ctx.triggered_prop_ids.values())  # none on the first paint
+    fired = set(ctx.triggered_prop_ids.values())
     switched = shown != ("all" if code is None else code)
-    # The counts and history change with the store's revision: on a class switch too when
-    # another tab or the CLI stored something since the page last drew.
-    stored = not fired or REVISION in fired or state.revision != shown_rev
+    # The counts and history follow the store: a new revision (the first paint, or one
+    # stored elsewhere before a class switch), or an answer that may have refused what the
+    # browser previewed.
+    stored = REVISION in fired or state.revision != shown_rev
     painted = (not switched and fired == {REVISION} and code is not None
                and (revision or {}).get("painted") == code)
     out = {"figure": no_update if painted else _figure(run_id, data, state, code, shown,
@@ -610,7 +611,7 @@ def on_queue(shown_rev, tab, shown, run_id, grid_rev, names):
     data = run_data(settings().runs_root, run_id)
     state = current_state(data)
     rows = review.cached_rows(data, state, run_id)
-    before = None if grid_rev is None else review.cached_rows(data, None, run_id, grid_rev)
+    before = None if grid_rev is None else review.rows_at(data, run_id, grid_rev)
     pairs = review.confusion(rows)
     out = {"pairs": rp.pair_buttons(pairs), "pair_data": pairs, "rev": state.revision,
            "rows": no_update, "changes": no_update, "first_filter": no_update}
