@@ -22,13 +22,15 @@ MS_INPUT = "curate-ms-input"
 REVIEW_GRID = "review-grid"  # the review list (dash-ag-grid)
 REVIEW_KEY = "review-key"  # a key's action on the focused row (a store)
 REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
+REVIEW_COUNT = "review-count"  # "N listed", written by assets/review.js
 RELABEL_TO = "review-relabel-to"  # the review list's class picker
 
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….
 SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
           "classList": CLASS_LIST, "epsSlider": EPS_SLIDER, "epsInput": EPS_INPUT,
           "msSlider": MS_SLIDER, "msInput": MS_INPUT, "reviewGrid": REVIEW_GRID,
-          "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "relabelTo": RELABEL_TO}
+          "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "reviewCount": REVIEW_COUNT,
+          "relabelTo": RELABEL_TO}
 
 
 def script() -> str:

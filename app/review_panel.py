@@ -18,7 +18,7 @@ from app.layout import small_button
 from app.review import BULK, STATES
 
 GRID = ids.REVIEW_GRID
-LISTED = "review-listed"  # sample ids of the rows the grid shows (filtered, sorted)
+LISTED = "review-listed"  # a bulk button's request: its action and the listed rows' samples
 PAIRS = "review-pairs"  # the confusion table of given → suggested pairs
 PAIR_DATA = "review-pair-data"  # the pairs behind PAIRS' buttons, by index
 PAIR_BTN = "review-pair"  # pattern-matching id type of a pair's button
@@ -33,7 +33,7 @@ CONFIRM_TEXT = "review-confirm-text"
 CONFIRM = "review-confirm"
 CANCEL = "review-cancel"
 CONFIRM_BOX = "review-confirm-box"
-COUNT = "review-count"
+COUNT = ids.REVIEW_COUNT
 CLEAR_FILTERS = "review-clear-filters"
 KEY = ids.REVIEW_KEY  # a key's action on the focused row, written by assets/review.js
 FOCUS = ids.REVIEW_FOCUS  # the focused row's sample, written by assets/review.js
@@ -118,7 +118,10 @@ def review_panel(classes: list[str]) -> html.Div:
         getRowId="params.data.id",
         defaultColDef={"sortable": True, "resizable": True, "filter": True,
                        "floatingFilter": True, "suppressHeaderMenuButton": True},
-        dashGridOptions={"rowSelection": {"mode": "multiRow", "enableClickSelection": True},
+        # No select-all box in the header: it recounted every row on each sort, and the
+        # bulk buttons act on the listed rows, with a count to confirm first.
+        dashGridOptions={"rowSelection": {"mode": "multiRow", "enableClickSelection": True,
+                                          "headerCheckbox": False},
                          "rowHeight": 36, "headerHeight": 32, "floatingFiltersHeight": 30,
                          "animateRows": False, "tooltipShowDelay": 300, "rowBuffer": 4,
                          # The map's lasso or box selection (assets/dashAgGridFunctions.js).

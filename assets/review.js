@@ -14,6 +14,7 @@
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRID = IDS.reviewGrid, GRAPH = IDS.graph, KEY = IDS.reviewKey, FOCUS = IDS.reviewFocus;
+  const COUNT = IDS.reviewCount;
   const FOCUS_COLUMN = "state";
 
   function api() {
@@ -118,6 +119,21 @@
     grid.addEventListener("cellMouseOver", function (event) {
       if (event.data) ring(event.data.sample);
     });
+    grid.addEventListener("modelUpdated", countListed);
+    counted = null;  // a new page's count line is empty
+    countListed();
+  }
+
+  // "N listed", written once the rows have painted: a sort or filter of 17,000 rows should
+  // not wait for Dash's store update.
+  let counted = null, countTimer = null;
+  function countListed() {
+    clearTimeout(countTimer);
+    countTimer = setTimeout(() => {
+      const grid = api();
+      const n = grid ? grid.getDisplayedRowCount() : 0;
+      if (n !== counted) { counted = n; setProps(COUNT, {children: n + " listed"}); }
+    }, 50);
   }
   setInterval(hook, 500);  // the grid is (re)created by Dash: hook each new one
 
@@ -209,7 +225,19 @@
     return code;
   }
 
+  // A bulk button clicked: the action and the samples of the rows listed now (filtered,
+  // sorted), read from the grid at the click rather than sent on every sort.
+  function listed(clicks) {
+    const dc = window.dash_clientside;
+    const fired = dc.callback_context.triggered_id;
+    if (!fired || !(clicks || []).some(Boolean)) throw dc.PreventUpdate;
+    const grid = api(), samples = [];
+    if (grid) grid.forEachNodeAfterFilterAndSort((node) => samples.push(node.data.sample));
+    return {action: fired.action, samples, at: Date.now()};
+  }
+
   window.dash_clientside = Object.assign({}, window.dash_clientside,
-                                         {review: {filterBySelection, goToPoint, followClass}});
+                                         {review: {filterBySelection, goToPoint, followClass,
+                                                   listed}});
   window.curateReview = {ring, show};  // for the browser tests
 })();
