@@ -28,7 +28,7 @@ from PIL import Image
 
 from bench.common import SHARED, cifar_folder, machine, place, timed
 from worker.pipeline.datasets import parse_spec
-from worker.pipeline.features import FeatureOptions, _precision, extract
+from worker.pipeline.features import FeatureOptions, feature_precision, extract
 from worker.pipeline.ingest import DatasetOptions, ingest
 from worker.pipeline.models import build_backbone
 from worker.pipeline.rundir import RunDir
@@ -94,7 +94,7 @@ def main() -> None:
         t_plain, a = timed(lambda: plain_loop(files, args.model))
         print(f"{'plain loop':20s} {len(files) / t_plain:8.0f} img/s  ({t_plain:.1f} s)",
               flush=True)
-        auto = _precision(FeatureOptions(model=args.model))
+        auto = feature_precision(FeatureOptions(model=args.model))
         times = {}
         for precision in ("fp32", "auto"):
             t, b = timed(lambda p=precision: ours(root, work, args.model, p))

@@ -31,7 +31,7 @@ from bench.common import Row, cifar_folder, cifar_subset, machine
 from bench.detection import score_row
 from worker.pipeline import efficientnet
 from worker.pipeline.datasets import parse_spec
-from worker.pipeline.features import FeatureOptions, _inference_net, _normalise, _precision
+from worker.pipeline.features import FeatureOptions, _inference_net, _normalise, feature_precision
 from worker.pipeline.ingest import DatasetOptions
 from worker.pipeline.models import EFFICIENTNET_SIZE, IMAGENET_MEAN, IMAGENET_STD, build_backbone
 from worker.pipeline.rundir import RunDir
@@ -56,7 +56,7 @@ def throughput(thumbs: np.ndarray, size: int, n: int = 1024) -> float:
     bb = build_backbone(MODEL, None, 10, 32, size)
     device = torch.device("cpu")
     net = _inference_net(bb.net, device)
-    bf16 = _precision(opts) == "bf16"
+    bf16 = feature_precision(opts) == "bf16"
     x = torch.from_numpy(np.ascontiguousarray(thumbs[:n])).permute(0, 3, 1, 2)
     x = torch.nn.functional.interpolate(x.float(), size=(size, size), mode="bilinear")
     x = x.round().clamp(0, 255).to(torch.uint8)

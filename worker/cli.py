@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
+from .kinds import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 from .pipeline.errors import InputError
 from .pipeline.names import (
     DEFAULT_IMAGE_MODEL,
@@ -95,10 +96,6 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--min-samples", type=cli_type("min_samples"),
                    help="DBSCAN min_samples (default 5)")
     g.add_argument("--rule", choices=RULES, help=f"flagging rule (default {DEFAULT_RULE})")
-    g.add_argument("--shards", type=cli_type("shards"), metavar="N",
-                   help="share the per-class work out as N Celery jobs to 'curator worker' "
-                        "processes (needs CURATOR_BROKER_URL; 0 = here; default: 4 per live "
-                        "worker from 200,000 samples when a broker is set, else here)")
 
 
 # --------------------------------------------------------------------------- builders
@@ -160,26 +157,6 @@ def _dispatcher_for(out: Path):
     return EmbeddedDispatcher(replace(settings, runs_root=out.parent)), out.name
 
 
-def _class_mapper(a: argparse.Namespace, run: RunDir):
-    """The cluster step's per-class work: Celery shards (worker.shards) when asked with
-    --shards N or, with a broker, for a large run; else None (threads here)."""
-    from .settings import load_settings
-    from .shards import AUTO_SHARD_MIN, SHARDS_PER_WORKER, celery_mapper
-
-    shards = a.shards
-    if not load_settings().broker_url:
-        if shards:
-            raise InputError("--shards needs a broker: set CURATOR_BROKER_URL and start "
-                             "workers with 'curator worker'")
-        return None
-    if shards == 0 or shards is None and run.read_meta()["n_samples"] < AUTO_SHARD_MIN:
-        return None
-    dispatcher, run_id = _dispatcher_for(run.path)
-    if shards is None:
-        shards = SHARDS_PER_WORKER * max(1, len(dispatcher.consumers("cpu")))
-    return celery_mapper(dispatcher, run_id, shards)
-
-
 def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: dict) -> dict:
     """Submit a job, show its progress, and wait; Ctrl-C cancels it cleanly."""
     from .jobs import wait_for, waiting_notice
@@ -218,7 +195,6 @@ def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: d
 def cmd_pipeline(a: argparse.Namespace) -> None:
     from dataclasses import asdict
 
-    from .jobs import feature_params
     from .pipeline.curation import cluster_step
     from .pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
 
@@ -226,18 +202,48 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
     dataset = _dataset_opts(a)
     claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
     dispatcher, run_id = _dispatcher_for(a.out)
+    if a.shards and not dispatcher.settings.broker_url:
+        raise InputError("--shards needs a broker: set CURATOR_BROKER_URL and start workers "
+                         "with 'curator worker'")
     # Held for the whole command, so a second pipeline on this --out is refused at once
     # rather than racing this one (the steps' own jobs take the step lock).
     with run_lock(run, f"curator pipeline (pid {os.getpid()})", PIPELINE_LOCK):
-        _run_job_and_wait(dispatcher, run, run_id, "extract", {
-            "dataset": dataset.to_json() if dataset else None,
-            "features": feature_params(_feature_opts(a))})
+        _extract_step(a, run, dataset, dispatcher, run_id)
         _run_job_and_wait(dispatcher, run, run_id, "embed", asdict(_embed_opts(a)))
-        # Clustering takes milliseconds, so it runs here rather than as a job.
-        cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule,
-                     mapper=_class_mapper(a, run))
+        # Clustering takes seconds even at 1.28M samples, so it runs here, not as jobs.
+        cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule)
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {_skipped_text(run)})")
     _print_summary(run)
+
+
+def _extract_step(a: argparse.Namespace, run: RunDir, dataset, dispatcher, run_id: str) -> None:
+    """Features as one ``extract`` job or, with a broker, shared out across the gpu
+    queue's workers (worker.extract_shards) after an ``ingest`` job has counted the
+    images."""
+    from .extract_shards import shard_count, sharded
+    from .options import feature_params
+
+    opts = _feature_opts(a)
+    params = {"dataset": dataset.to_json() if dataset else None}
+    if not dispatcher.settings.broker_url or a.shards == 0 or opts.finetune_epochs:
+        _run_job_and_wait(dispatcher, run, run_id, "extract",
+                          params | {"features": feature_params(opts)})
+        return
+    _run_job_and_wait(dispatcher, run, run_id, "ingest", params)
+    shards = shard_count(a.shards, run.read_meta()["n_samples"],
+                         len(dispatcher.consumers("gpu")))
+    if shards < 2:
+        _run_job_and_wait(dispatcher, run, run_id, "extract",
+                          params | {"features": feature_params(opts)})
+        return
+    from .pipeline.features import extract
+    from .pipeline.ingest import open_run_dataset
+
+    bar = TqdmProgress()
+    try:
+        extract(run, open_run_dataset(run), opts, bar, compute=sharded(dispatcher, run_id, shards))
+    finally:
+        bar.close()
 
 
 def _skipped_text(run) -> str:
@@ -290,7 +296,7 @@ def cmd_cluster(a: argparse.Namespace) -> None:
     if a.cut is not None and not a.cls:
         raise InputError("--cut is per class: name it with --class NAME")
     cluster_step(run, eps=a.eps, min_samples=a.min_samples, classes=a.cls, rule=a.rule,
-                 auto=a.auto, mapper=_class_mapper(a, run))
+                 auto=a.auto)
     if a.cut is not None:
         samples = run.read_samples()
         for name in a.cls:
@@ -394,7 +400,7 @@ def cmd_worker(a: argparse.Namespace) -> None:
         print(line, file=sys.stderr)
     # Not only at start-up: a replacement started the moment after a crash must still
     # re-queue the dead worker's job once its heartbeat goes stale.
-    watch_stale_jobs(settings, lambda line: print(line, file=sys.stderr, flush=True))
+    watch_stale_jobs(settings)
     from .celery_app import make_celery
 
     argv = ["worker", "-Q", ",".join(queues), "--concurrency", str(a.concurrency),
@@ -640,6 +646,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True, type=Path, help="run directory")
     _dataset_args(sp, required=False)
     _model_args(sp)
+    sp.add_argument("--shards", type=cli_type("shards"), metavar="N",
+                    help="share feature extraction out as N Celery jobs to 'curator worker' "
+                         "processes (needs CURATOR_BROKER_URL; 0 = one job; default: "
+                         f"{SHARDS_PER_WORKER} per worker on the gpu queue from "
+                         f"{AUTO_SHARD_MIN:,} images when two or more consume it)")
     _embed_args(sp)
     _cluster_args(sp)
 

@@ -8,21 +8,22 @@ store (:class:`~worker.pipeline.jobstore.JobStore`); Redis carries only the queu
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
 import socket
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .kinds import QUEUES
-from .pipeline.embedding import EmbeddingOptions
+from .options import embedding_opts, feature_opts, feature_params  # noqa: F401 - re-exported
 from .pipeline.errors import InputError
-from .pipeline.features import FeatureOptions
 from .pipeline.ingest import DatasetOptions
 from .pipeline.jobstore import FINAL, JobStore
 from .pipeline.progress import Cancelled, ProgressFn
@@ -34,8 +35,6 @@ from .settings import Settings
 if TYPE_CHECKING:
     from .train.launch import TrainConfig
 
-# Kinds whoever is free may run (worker.shards): a worker only claims one still queued.
-CLAIMED_KINDS = ("cluster-shard",)
 HEARTBEAT_S = 10.0
 # How long a step waits for another writer of its run (runlock.run_lock) before failing.
 STEP_WAIT_S = 600.0
@@ -55,26 +54,6 @@ def stale_cutoff(settings: Settings) -> str:
         timespec="seconds")
 
 
-# --------------------------------------------------------------------------- parameters
-def feature_params(opts: FeatureOptions) -> dict[str, Any]:
-    d = asdict(opts)
-    d["weights"] = str(Path(opts.weights).resolve()) if opts.weights else None
-    return d
-
-
-def _feature_opts(d: dict[str, Any]) -> FeatureOptions:
-    known = {f.name for f in fields(FeatureOptions)}
-    d = {k: v for k, v in d.items() if k in known}
-    if d.get("weights"):
-        d["weights"] = Path(d["weights"])
-    return FeatureOptions(**d)
-
-
-def _embedding_opts(d: dict[str, Any]) -> EmbeddingOptions:
-    known = {f.name for f in fields(EmbeddingOptions)}
-    return EmbeddingOptions(**{k: v for k, v in d.items() if k in known})
-
-
 def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.features import extract
     from .pipeline.runner import ensure_ingested
@@ -83,7 +62,7 @@ def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
     with run_lock(run, "an extract job", wait=STEP_WAIT_S):
         ds = ensure_ingested(run, dataset, progress)
-        feats = extract(run, ds, _feature_opts(params.get("features", {})), progress)
+        feats = extract(run, ds, feature_opts(params.get("features", {})), progress)
     return {"features": run.features.name, "shape": list(feats.shape)}
 
 
@@ -97,7 +76,7 @@ def _do_embed(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .pipeline.runner import ensure_embedded
 
     with run_lock(run.require(), "an embed job", wait=STEP_WAIT_S):
-        ensure_embedded(run, _embedding_opts(params), progress)
+        ensure_embedded(run, embedding_opts(params), progress)
     return {"embedding": run.embedding.name}
 
 
@@ -114,8 +93,8 @@ def _do_pipeline(run: RunDir, params: dict, progress: ProgressFn) -> dict:
 
     dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
     with run_lock(run, "a pipeline job", PIPELINE_LOCK):
-        decisions = run_pipeline(run, dataset, _feature_opts(params.get("features", {})),
-                                 _embedding_opts(params.get("embedding", {})),
+        decisions = run_pipeline(run, dataset, feature_opts(params.get("features", {})),
+                                 embedding_opts(params.get("embedding", {})),
                                  progress=progress)
     return {"features": run.features.name, "embedding": run.embedding.name,
             "kept": int(decisions.kept.sum())}
@@ -153,16 +132,29 @@ def _do_experiment(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     return {"experiment": out.relative_to(run.path).as_posix()}
 
 
-def _do_cluster_shard(run: RunDir, params: dict, progress: ProgressFn) -> dict:
-    from .shards import run_shard
+def _do_extract_shard(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    # Imported here, as every handler's compute is: a worker's main process must not load
+    # torch, or the pool process it forks to replace a killed one can hang.
+    from .extract_shards import run_shard
 
-    return run_shard(run.require(), params, progress)
+    return run_shard(run, params, progress)
+
+
+def _do_ingest(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    """Ingest alone: what a shared-out extraction needs first (the images' count)."""
+    from .pipeline.runner import ensure_ingested
+
+    dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
+    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    with run_lock(run, "an ingest job", wait=STEP_WAIT_S):
+        ds = ensure_ingested(run, dataset, progress)
+    return {"samples": len(ds.samples)}
 
 
 HANDLERS: dict[str, Callable[[RunDir, dict, ProgressFn], dict]] = {
-    "extract": _do_extract, "finetune": _do_finetune, "embed": _do_embed,
-    "export": _do_export, "train": _do_train, "experiment": _do_experiment,
-    "pipeline": _do_pipeline, "cluster-shard": _do_cluster_shard,
+    "ingest": _do_ingest, "extract": _do_extract, "extract-shard": _do_extract_shard,
+    "finetune": _do_finetune, "embed": _do_embed, "export": _do_export, "train": _do_train,
+    "experiment": _do_experiment, "pipeline": _do_pipeline,
 }
 
 
@@ -229,16 +221,11 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
     run = resolve_run(runs_root, run_id)
     jobs = JobStore(run.store)
     record = jobs.get(job_id)
-    if record is None and kind in CLAIMED_KINDS:
-        return None  # its parent made the record first: this message outlived its run
     if record is None:
         jobs.create(kind, params, job_id)
     elif record["status"] in FINAL:
         return record["result"]  # a re-delivered message for a job that already ended
-    if kind in CLAIMED_KINDS:
-        if not jobs.claim(job_id, worker_name()):
-            return None  # the parent (or another worker) has it
-    elif not jobs.start(job_id, worker_name()):
+    if not jobs.start(job_id, worker_name()):
         return None
     from .settings import load_settings
 
@@ -358,6 +345,25 @@ class CeleryDispatcher:
                              f"{exc}") from None
         return job_id
 
+    def submit_group(self, run_id: str, kind: str, params: list[dict[str, Any]]) -> list[str]:
+        """Record one ``kind`` job per ``params`` and send them as one Celery ``group``;
+        returns their ids (each job's Celery task id too)."""
+        from celery import group
+
+        self.check_broker()
+        run = resolve_run(self.settings.runs_root, run_id)
+        ids = [new_job(run, kind, p) for p in params]
+        try:
+            group(self.app.signature(f"curator.{kind}", args=[run_id, p, job_id],
+                                     options={"task_id": job_id, "queue": QUEUES[kind]})
+                  for p, job_id in zip(params, ids, strict=True)).apply_async()
+        except Exception as exc:  # noqa: BLE001 - any publish failure means "not queued"
+            for job_id in ids:
+                JobStore(run.store).finish(job_id, "failed", error=f"could not queue: {exc}")
+            raise InputError(f"cannot reach the broker at {self.settings.broker_url}: "
+                             f"{exc}") from None
+        return ids
+
     def cancel(self, run_id: str, job_id: str) -> str | None:
         status = JobStore(resolve_run(self.settings.runs_root, run_id).store).request_cancel(
             job_id, stale_cutoff(self.settings))
@@ -455,20 +461,29 @@ def recover_stale_jobs(settings: Settings) -> list[str]:
     return lines
 
 
-def watch_stale_jobs(settings: Settings, report: Callable[[str], None]) -> threading.Thread:
-    """A daemon thread running :func:`recover_stale_jobs` every half stale window."""
-    def loop() -> None:
-        while True:
-            time.sleep(max(1.0, min(5.0, settings.stale_after_s / 2)))
-            try:
-                for line in recover_stale_jobs(settings):
-                    report(line)
-            except Exception as exc:  # noqa: BLE001 - a broker or disk hiccup; try again
-                report(f"stale-job check failed, will retry: {str(exc).splitlines()[0][:200]}")
+def _stale_loop(settings: Settings, parent: int) -> None:
+    """:func:`recover_stale_jobs` every half stale window while ``parent`` lives."""
+    while os.getppid() == parent:
+        time.sleep(max(1.0, min(5.0, settings.stale_after_s / 2)))
+        try:
+            lines = recover_stale_jobs(settings)
+        except Exception as exc:  # noqa: BLE001 - a broker or disk hiccup; try again
+            lines = [f"stale-job check failed, will retry: {str(exc).splitlines()[0][:200]}"]
+        for line in lines:
+            print(line, file=sys.stderr, flush=True)
 
-    thread = threading.Thread(target=loop, name="curator-stale-jobs", daemon=True)
-    thread.start()
-    return thread
+
+def watch_stale_jobs(settings: Settings) -> multiprocessing.process.BaseProcess:
+    """Run :func:`recover_stale_jobs` every half stale window, in a process of its own.
+
+    Not a thread of the worker's main process: a thread there could hold SQLite's lock at
+    the moment Celery forks a pool process to replace a killed one, and that process
+    would hang on its first connect (seen with extraction shards)."""
+    proc = multiprocessing.get_context("spawn").Process(
+        target=_stale_loop, args=(settings, os.getpid()), name="curator-stale-jobs",
+        daemon=True)
+    proc.start()
+    return proc
 
 
 def fail_dead_jobs(settings: Settings, run: RunDir | None = None) -> list[str]:

@@ -7,6 +7,13 @@ the Celery routes (worker.celery_app) and the tasks (worker.tasks) are made from
 from __future__ import annotations
 
 QUEUES: dict[str, str] = {
-    "extract": "gpu", "finetune": "gpu", "train": "gpu", "experiment": "gpu",
-    "pipeline": "gpu", "embed": "cpu", "export": "cpu", "cluster-shard": "cpu",
+    "ingest": "gpu", "extract": "gpu", "extract-shard": "gpu", "finetune": "gpu",
+    "train": "gpu", "experiment": "gpu", "pipeline": "gpu", "embed": "cpu", "export": "cpu",
 }
+
+# Feature extraction is shared out (worker.extract_shards) by itself, with a broker and at
+# least two workers on the gpu queue, from this many images: SHARDS_PER_WORKER shards per
+# worker. Measured in bench/shards.py (docs/benchmarks.md); below ~10,000 images each
+# shard's start-up (loading the model, about a second) is a visible part of its time.
+AUTO_SHARD_MIN = 20_000
+SHARDS_PER_WORKER = 2

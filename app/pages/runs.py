@@ -12,7 +12,7 @@ from flask import current_app
 from app.layout import error_alert, feature_badges, live_table
 from app.panels import job_progress
 from app.server import dispatcher, settings
-from worker.jobs import feature_params
+from worker.options import feature_params
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.errors import InputError

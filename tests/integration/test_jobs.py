@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -52,7 +52,7 @@ def test_queued_pipeline_equals_in_process(start_worker, broker_env, runs_root, 
     for name in ("features.npy", "embedding.npy", "clusters.npy", "knn_agreement.npy"):
         assert np.array_equal(np.load(out / name), np.load(digits_run.path / name)), name
     jobs = JobStore(out / "curation.sqlite").list()
-    assert {j["kind"] for j in jobs} == {"extract", "embed"}
+    assert {j["kind"] for j in jobs} == {"ingest", "extract", "embed"}
     assert all(j["status"] == "succeeded" and j["worker"] for j in jobs)
 
 
@@ -211,59 +211,56 @@ def test_redis_stopped_then_restarted(tmp_path, runs_root, fresh_run, broker_env
         subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
 
 
-def _shardable_copy(digits_run, runs_root: Path) -> Path:
-    """The digits run without its clustering: the next cluster step does every class."""
-    out = runs_root / "shards"
-    shutil.copytree(digits_run.path, out)
-    for name in ("clusters.npy", "curation.sqlite", "curation.sqlite-wal", "curation.sqlite-shm"):
-        (out / name).unlink(missing_ok=True)
-    return out
+def _shard_jobs(out: Path) -> list[dict]:
+    return [j for j in JobStore(out / "curation.sqlite").list() if j["kind"] == "extract-shard"]
 
 
-def test_cluster_shards_run_on_two_workers_and_equal_the_in_process_step(
-        start_worker, broker_env, runs_root, digits_run):
-    start_worker("c1", queues="cpu")
-    start_worker("c2", queues="cpu")
-    out = _shardable_copy(digits_run, runs_root)
-    proc = subprocess.Popen([CURATOR, "cluster", str(out), "--shards", "4"], env=broker_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    assert np.array_equal(np.load(out / "clusters.npy"), np.load(digits_run.path / "clusters.npy"))
-    shards = [j for j in JobStore(out / "curation.sqlite").list() if j["kind"] == "cluster-shard"]
+def test_extraction_shared_out_survives_a_killed_worker_and_is_bit_identical(
+        start_worker, broker_env, runs_root, cifar_mini):
+    """Two workers share the extraction as 4 shards; one shard's pool process is killed
+    mid-way, the shard is run again, and the merged features equal an in-process run's
+    bit for bit."""
+    start_worker("w1")
+    start_worker("w2")
+    out = runs_root / "sharded"
+    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini), "--shards", "4",
+                     "--n-iter", "100")
+    store = out / "curation.sqlite"
+    victim_job = _wait_job(store, "extract-shard",
+                           lambda j: j["status"] == "running" and j["done"] > 0)
+    os.kill(int(victim_job["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr
+    shards = _shard_jobs(out)
     assert len(shards) == 4 and all(j["status"] == "succeeded" for j in shards)
-    assert sum(j["result"]["classes"] for j in shards) == 10
-    # Idle workers took them, not the command (it only steals after CURATOR_STALE_AFTER).
-    assert str(proc.pid) not in {j["worker"].rsplit(":", 1)[1] for j in shards}
-    assert not (out / "cache" / "shards").exists() or not any((out / "cache" / "shards").iterdir())
-
-
-def test_cluster_shards_nobody_takes_are_run_by_the_command(broker_env, runs_root, digits_run):
-    """No worker consumes the cpu queue: after CURATOR_STALE_AFTER (3 s here) the command
-    claims every shard itself instead of waiting forever."""
-    out = _shardable_copy(digits_run, runs_root)
-    t0 = time.monotonic()
-    proc = subprocess.Popen([CURATOR, "cluster", str(out), "--shards", "3"], env=broker_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    assert time.monotonic() - t0 >= 3
-    shards = [j for j in JobStore(out / "curation.sqlite").list() if j["kind"] == "cluster-shard"]
-    assert len(shards) == 3
-    assert {j["worker"].rsplit(":", 1)[1] for j in shards} == {str(proc.pid)}
-    assert np.array_equal(np.load(out / "clusters.npy"), np.load(digits_run.path / "clusters.npy"))
+    assert sorted((j["params"]["start"], j["params"]["stop"]) for j in shards) == [
+        (0, 512), (512, 1024), (1024, 1536), (1536, 2000)]
+    assert JobStore(store).get(victim_job["id"])["attempts"] >= 2
+    # Both workers took part: the killed one, and the one that finished its shard.
+    assert len({j["worker"] for j in shards} | {victim_job["worker"]}) >= 2
+    kinds = [j["kind"] for j in JobStore(store).list()]
+    assert "ingest" in kinds and "extract" not in kinds
+    assert not list((out / "cache").glob("parts-*"))  # merged, then removed
+    here = runs_root / "here"
+    env = {k: v for k, v in broker_env.items() if k != "CURATOR_BROKER_URL"}
+    r = subprocess.run([CURATOR, "extract", "--out", str(here), *_slow_extract_args(cifar_mini)],
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(np.load(out / "features.npy"), np.load(here / "features.npy"))
+    assert json.loads((out / "run.json").read_text())["steps"]["extract"]["cache_key"] == \
+        json.loads((here / "run.json").read_text())["steps"]["extract"]["cache_key"]
 
 
 @pytest.mark.parametrize("args, env_broker, message", [
     (["--shards", "2"], False, "--shards needs a broker"),
     (["--shards", "-1"], True, "--shards: must be a whole number from 0"),
 ])
-def test_bad_shards_are_one_line(broker_env, runs_root, digits_run, args, env_broker, message):
-    out = _shardable_copy(digits_run, runs_root)
+def test_bad_shards_are_one_line(broker_env, runs_root, args, env_broker, message):
     env = dict(broker_env)
     if not env_broker:
         env.pop("CURATOR_BROKER_URL")
-    proc = subprocess.run([CURATOR, "cluster", str(out), *args], env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run([CURATOR, "pipeline", "--out", str(runs_root / "x"), "--dataset",
+                           "digits", *args], env=env, capture_output=True, text=True,
+                          timeout=60)
     assert proc.returncode == 2 and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

@@ -157,7 +157,7 @@ ClassWork = tuple[int, float | None, int]
 def cluster_classes(embedding: np.ndarray, order: np.ndarray, starts: np.ndarray,
                     work: Iterable[ClassWork]) -> dict[int, tuple[float | None, np.ndarray]]:
     """Automatic eps where asked, then DBSCAN, for each class in ``work``: the unit that
-    threads, processes or Celery workers share out (:mod:`worker.shards`).
+    threads share out (:func:`map_classes`).
 
     Parameters
     ----------

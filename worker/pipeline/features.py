@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -94,8 +94,8 @@ class _FileImages(torch.utils.data.Dataset):
 def _batches(ds: Dataset, thumbs: np.ndarray | None, size: int, batch_size: int,
              num_workers: int, order: np.ndarray | None = None) -> Iterator[torch.Tensor]:
     """Yield uint8 (B, 3, size, size) batches in sample order (or in ``order``)."""
-    n = len(ds.samples)
-    order = np.arange(n) if order is None else order
+    order = np.arange(len(ds.samples)) if order is None else order
+    n = len(order)
     if thumbs is not None:
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
@@ -210,13 +210,21 @@ def pixel_features(thumbs: np.ndarray) -> np.ndarray:
 
 
 def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOptions,
-                     native_size: int, progress: ProgressFn | None = None) -> np.ndarray:
-    """Penultimate-layer features of every sample, in sample order.
+                     native_size: int, progress: ProgressFn | None = None,
+                     rows: tuple[int, int] | None = None) -> np.ndarray:
+    """Penultimate-layer features of every sample (or of samples ``rows[0]`` to
+    ``rows[1] - 1``: one shard of a shared-out extraction), in sample order.
+
+    A shard that starts on a multiple of ``opts.batch_size`` sees the same batches as the
+    whole run, so its rows are bit-identical to the whole run's (tests/integration/
+    test_extract_shards.py).
 
     Returns
     -------
-    ndarray of float32, shape (N, D)
+    ndarray of float32, shape (N, D), or (rows[1] - rows[0], D)
     """
+    if rows is not None and opts.finetune_epochs:
+        raise InputError("a fine-tuned extraction runs in one job: it cannot be shared out")
     device = pick_device(opts.device)
     torch.manual_seed(opts.seed)
     bb = build_backbone(opts.model, opts.weights, len(ds.samples.classes), native_size,
@@ -224,13 +232,15 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     if opts.finetune_epochs > 0:
         finetune(bb, ds, thumbs, opts, device, progress)
     net = _inference_net(bb.net, device)
-    n = len(ds.samples)
+    order = None if rows is None else np.arange(*rows)
+    n = len(ds.samples) if order is None else len(order)
     out = np.empty((n, bb.feature_dim), dtype=np.float32)
     done = 0
-    bf16 = _precision(opts) == "bf16"
+    bf16 = feature_precision(opts) == "bf16"
     with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
                                                 enabled=bf16):
-        for batch in _batches(ds, thumbs, bb.input_size, opts.batch_size, opts.num_workers):
+        for batch in _batches(ds, thumbs, bb.input_size, opts.batch_size, opts.num_workers,
+                              order):
             feats = net(_normalise(batch, bb, device)).float().cpu().numpy()
             out[done:done + len(feats)] = feats
             done += len(feats)
@@ -238,7 +248,7 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     return out
 
 
-def _precision(opts: FeatureOptions) -> str | None:
+def feature_precision(opts: FeatureOptions) -> str | None:
     """The precision the features are computed in; None for ``pixels``. ``auto`` on a CPU
     with native bf16 times both on one batch of this network, once per machine."""
     if opts.model == "pixels":
@@ -264,7 +274,7 @@ def _precision(opts: FeatureOptions) -> str | None:
                              key=f"{opts.model}@{opts.input_size or 'default'}")
 
 
-def cache_key(run: RunDir, opts: FeatureOptions) -> str:
+def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -> str:
     """Hash of the images, model, weights content, fine-tune settings and precision.
 
     Without fine-tuning the labels play no part: the key covers the dataset's spec, split
@@ -285,15 +295,44 @@ def cache_key(run: RunDir, opts: FeatureOptions) -> str:
         "seed": opts.seed if opts.finetune_epochs else None,
         "finetune_lr": finetune_lr(bool(is_pretrained(opts.model, opts.weights)))
         if opts.finetune_epochs else None,
-        "precision": _precision(opts),
+        # The precision the features were computed in (``precision``: as the workers
+        # that computed a shared-out extraction resolved it), never "auto".
+        "precision": precision or feature_precision(opts),
         "input_size": opts.input_size,
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def network_input(run: RunDir, mmap: bool = False) -> tuple[np.ndarray | None, int]:
+    """What :func:`network_features` reads for ``run``: ingest's thumbnails when they hold
+    every image at full size (else None: the files are decoded), and the images' size."""
+    thumbs = run.load_array(run.thumbnails, "extract", mmap=mmap)
+    meta = run.read_meta()
+    exact = meta.get("thumbnails_exact", False)
+    return (thumbs if exact else None), meta.get("native_size", thumbs.shape[1])
+
+
+FeatureCompute = Callable[[RunDir, Dataset, FeatureOptions, "ProgressFn | None"],
+                          tuple[np.ndarray, str]]
+"""How a run's network features are computed: ``(run, ds, opts, progress) -> (features
+(N, D) float32, the precision they were computed in)``. :func:`compute_here` in this
+process; worker.extract_shards shares the rows out to Celery workers."""
+
+
+def compute_here(run: RunDir, ds: Dataset, opts: FeatureOptions,
+                 progress: ProgressFn | None = None) -> tuple[np.ndarray, str]:
+    """Every sample's features, computed in this process."""
+    thumbs, native = network_input(run)
+    return network_features(ds, thumbs, opts, native, progress), feature_precision(opts)
+
+
 def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
-            progress: ProgressFn | None = None) -> np.ndarray:
+            progress: ProgressFn | None = None,
+            compute: FeatureCompute | None = None) -> np.ndarray:
     """Compute (or reuse from ``cache/``) features and write ``features.npy``.
+
+    ``compute`` computes a network's features (default :func:`compute_here`); the cache,
+    the run's files and its record are the same whoever computed them.
 
     Returns
     -------
@@ -305,23 +344,22 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
         raise InputError("'pixels' takes no --weights or --finetune; pick a network model")
     if ds.spec.kind == "features":
         return _copy_features(run, ds, opts, progress)
+    precision = feature_precision(opts)
     key = cache_key(run, opts)
     cached = run.cache / f"features-{key}.npy"
     if cached.is_file():
         feats = run.load_array(cached, "extract")
         report(progress, len(feats), len(feats), "extract: reused cached features")
     else:
-        thumbs = run.load_array(run.thumbnails, "extract")
-        meta = run.read_meta()
-        exact = meta.get("thumbnails_exact", False)
         if opts.model == "pixels":
-            feats = pixel_features(np.asarray(thumbs))
+            feats = pixel_features(np.asarray(run.load_array(run.thumbnails, "extract")))
         else:
-            feats = network_features(ds, thumbs if exact else None, opts,
-                                     meta.get("native_size", thumbs.shape[1]), progress)
+            feats, precision = (compute or compute_here)(run, ds, opts, progress)
+            key = cache_key(run, opts, precision)
+            cached = run.cache / f"features-{key}.npy"
         save_npy(cached, feats)
     save_npy(run.features, feats)
-    run.mark_step("extract", model=opts.model, precision=_precision(opts),
+    run.mark_step("extract", model=opts.model, precision=precision,
                   weights=str(opts.weights.resolve()) if opts.weights else None,
                   pretrained=is_pretrained(opts.model, opts.weights),
                   input_size=opts.input_size, finetune_epochs=opts.finetune_epochs,

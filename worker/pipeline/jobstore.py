@@ -130,20 +130,6 @@ class JobStore:
                              (job_id, heartbeat_at))
             return cur.rowcount == 1
 
-    def claim(self, job_id: str, worker: str, stale_heartbeat: str | None = None) -> bool:
-        """Mark ``running`` by ``worker`` only if the job is still ``queued`` or, with
-        ``stale_heartbeat``, still ``running`` with the heartbeat the caller saw as stale:
-        of several claimants exactly one gets it (True). For jobs that whoever is free may
-        run (``cluster-shard``)."""
-        now = now_iso()
-        with self._connect() as db:
-            cur = db.execute(
-                "UPDATE jobs SET status='running', started_at=?, heartbeat_at=?, worker=?, "
-                "attempts=attempts+1 WHERE id=? AND cancel_requested=0 AND "
-                "(status='queued' OR (status='running' AND ? IS NOT NULL AND heartbeat_at IS ?))",
-                (now, now, worker, job_id, stale_heartbeat, stale_heartbeat))
-            return cur.rowcount == 1
-
     def fail_stale(self, before: str) -> list[str]:
         """Mark ``failed`` every running job whose last heartbeat is older than ``before``
         (an ISO time): without a broker nobody else can re-run it, its process is gone.
