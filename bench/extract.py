@@ -28,7 +28,7 @@ from PIL import Image
 
 from bench.common import SHARED, cifar_folder, machine, place, timed
 from worker.pipeline.datasets import parse_spec
-from worker.pipeline.features import FeatureOptions, feature_precision, extract
+from worker.pipeline.features import FeatureOptions, extract, feature_precision
 from worker.pipeline.ingest import DatasetOptions, ingest
 from worker.pipeline.models import build_backbone
 from worker.pipeline.rundir import RunDir

@@ -36,7 +36,7 @@ from bench.common import machine
 
 CURATOR = str(Path(sys.executable).parent / "curator")
 BROKER = "redis://127.0.0.1:6379/14"
-RUN_FILES = ("run.json", "samples.csv", "skipped.csv", "thumbnails.npy")
+RUN_FILES = ("run.json", "samples.csv", "skipped.csv", "thumbnails.npy", "curation.sqlite")
 
 
 def _start_workers(env: dict, n: int, logs: Path) -> list[subprocess.Popen]:

@@ -49,8 +49,8 @@ def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
     ckpt = torch.load(out / "checkpoint.pt", weights_only=False)
     first = read_metrics(out)
     assert ckpt["epoch"] == first[-1]["epoch"] and len(first) < 3
-    assert not (out / "summary.json").is_file() or \
-        json.loads((out / "summary.json").read_text())["status"] == "stopped"
+    # The loop saw the stop between steps and said so (SIGTERM is handled, not fatal).
+    assert json.loads((out / "summary.json").read_text())["status"] == "stopped"
     summary = launch(fresh_run, cfg)
     rows = read_metrics(out)
     assert [r["epoch"] for r in rows] == [0, 1, 2]  # each epoch once, resumed at the right one
