@@ -13,7 +13,8 @@ QUEUES: dict[str, str] = {
 
 # Feature extraction is shared out (worker.extract_shards) by itself, with a broker and at
 # least two workers on the gpu queue, from this many images: SHARDS_PER_WORKER shards per
-# worker. Measured in bench/shards.py (docs/benchmarks.md); below ~10,000 images each
-# shard's start-up (loading the model, about a second) is a visible part of its time.
+# worker. bench/shards.py measured 2.06x with two workers at 50,000 images
+# (docs/benchmarks.md); the threshold keeps small runs, where each shard's start-up
+# (loading the model) is a visible part of its time, in one job (a choice, not measured).
 AUTO_SHARD_MIN = 20_000
 SHARDS_PER_WORKER = 2
