@@ -218,20 +218,20 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
 
 def _extract_step(a: argparse.Namespace, run: RunDir, dataset, dispatcher, run_id: str) -> None:
     """Features as one ``extract`` job or, with a broker, shared out across the gpu
-    queue's workers (worker.extract_shards) after an ``ingest`` job has counted the
+    queue's workers (worker.extract_shards) once an ``ingest`` job has counted the
     images."""
     from .extract_shards import shard_count, sharded
     from .options import feature_params
 
     opts = _feature_opts(a)
+    if a.shards and a.shards > 1 and opts.finetune_epochs:
+        raise InputError("a fine-tuned extraction runs as one job: leave out --shards")
     params = {"dataset": dataset.to_json() if dataset else None}
-    if not dispatcher.settings.broker_url or a.shards == 0 or opts.finetune_epochs:
-        _run_job_and_wait(dispatcher, run, run_id, "extract",
-                          params | {"features": feature_params(opts)})
-        return
-    _run_job_and_wait(dispatcher, run, run_id, "ingest", params)
-    shards = shard_count(a.shards, run.read_meta()["n_samples"],
-                         len(dispatcher.consumers("gpu")))
+    shards = 0
+    if dispatcher.settings.broker_url and a.shards != 0 and not opts.finetune_epochs:
+        _run_job_and_wait(dispatcher, run, run_id, "ingest", params)
+        shards = shard_count(a.shards, run.read_meta()["n_samples"],
+                             len(dispatcher.consumers("gpu")))
     if shards < 2:
         _run_job_and_wait(dispatcher, run, run_id, "extract",
                           params | {"features": feature_params(opts)})
