@@ -205,6 +205,8 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
     if a.shards and not dispatcher.settings.broker_url:
         raise InputError("--shards needs a broker: set CURATOR_BROKER_URL and start workers "
                          "with 'curator worker'")
+    if a.shards and a.shards > 1 and a.finetune:
+        raise InputError("a fine-tuned extraction runs as one job: leave out --shards")
     # Held for the whole command, so a second pipeline on this --out is refused at once
     # rather than racing this one (the steps' own jobs take the step lock).
     with run_lock(run, f"curator pipeline (pid {os.getpid()})", PIPELINE_LOCK):
@@ -224,8 +226,6 @@ def _extract_step(a: argparse.Namespace, run: RunDir, dataset, dispatcher, run_i
     from .options import feature_params
 
     opts = _feature_opts(a)
-    if a.shards and a.shards > 1 and opts.finetune_epochs:
-        raise InputError("a fine-tuned extraction runs as one job: leave out --shards")
     params = {"dataset": dataset.to_json() if dataset else None}
     shards = 0
     if dispatcher.settings.broker_url and a.shards != 0 and not opts.finetune_epochs:

@@ -254,6 +254,7 @@ def test_extraction_shared_out_survives_a_killed_worker_and_is_bit_identical(
 @pytest.mark.parametrize("args, env_broker, message", [
     (["--shards", "2"], False, "--shards needs a broker"),
     (["--shards", "-1"], True, "--shards: must be a whole number from 0"),
+    (["--shards", "2", "--finetune", "1"], True, "leave out --shards"),
 ])
 def test_bad_shards_are_one_line(broker_env, runs_root, args, env_broker, message):
     env = dict(broker_env)
@@ -264,3 +265,4 @@ def test_bad_shards_are_one_line(broker_env, runs_root, args, env_broker, messag
                           timeout=60)
     assert proc.returncode == 2 and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not (runs_root / "x" / "features.npy").exists()
