@@ -8,7 +8,8 @@ production: the ``gpu`` queue). Each shard:
   (:func:`~worker.pipeline.features.network_features` with ``rows``), its start a multiple
   of the batch size, so it sees the same batches as a single-worker run and its rows are
   bit-identical to that run's;
-- writes its block atomically to ``cache/parts-<key>/<start>-<stop>.<precision>.npy``; a
+- writes its block atomically to ``cache/parts-<key>/<start>-<stop>.<precision>.npy``
+  (the folder the command made; once merged and removed, a late duplicate writes nothing); a
   block already there is reused, so a shard re-run after its worker was killed (Celery
   hands the message back, or a live worker re-queues it, worker.jobs) and a command run
   again after an interruption redo only what is missing;
@@ -22,7 +23,9 @@ each worker on its own device; blocks in mixed precisions are refused, not merge
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,7 +47,7 @@ from .pipeline.features import (
 from .pipeline.ingest import open_run_dataset
 from .pipeline.jobstore import JobStore
 from .pipeline.progress import Cancelled, ProgressFn, report
-from .pipeline.rundir import RunDir, save_npy
+from .pipeline.rundir import RunDir
 
 SHARD_KIND = "extract-shard"
 POLL_S = 0.3
@@ -87,14 +90,31 @@ def run_shard(run: RunDir, params: dict[str, Any], progress: ProgressFn | None =
     start, stop = int(params["start"]), int(params["stop"])
     precision = feature_precision(opts) or "fp32"
     block = _block(run.require(), str(params["key"]), start, stop, precision)
-    if not block.is_file():
+    # No parts folder: the command merged and removed it (this is a second delivery of a
+    # shard that already ran, e.g. re-queued by the stale-job check as well as handed
+    # back by Celery), so there is nothing left to write.
+    if not block.is_file() and block.parent.is_dir():
         thumbs, native = network_input(run, mmap=True)
         feats = network_features(open_run_dataset(run), thumbs, opts, native, progress,
                                  rows=(start, stop))
-        block.parent.mkdir(parents=True, exist_ok=True)
-        save_npy(block, feats)
+        try:
+            _write_block(block, feats)
+        except FileNotFoundError:
+            pass  # removed meanwhile: merged without this copy
     report(progress, stop - start, stop - start, f"extract: rows {start}–{stop - 1}")
     return {"block": block.name, "precision": precision, "rows": stop - start}
+
+
+def _write_block(block: Path, feats: np.ndarray) -> None:
+    """Write ``feats`` to ``block`` through a temporary file and a rename, in a folder that
+    must still exist (rundir.atomic_path would make it again after the merge)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{block.name}.", suffix=".tmp.npy", dir=block.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, feats)
+        os.replace(tmp, block)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def sharded(dispatcher: GroupDispatcher, run_id: str, shards: int) -> FeatureCompute:
@@ -111,6 +131,7 @@ def sharded(dispatcher: GroupDispatcher, run_id: str, shards: int) -> FeatureCom
         ranges = plan(len(ds.samples), opts.batch_size, shards)
         params = [{"key": key, "start": a, "stop": b, "features": feature_params(opts)}
                   for a, b in ranges]
+        _parts(run, key).mkdir(parents=True, exist_ok=True)  # the shards write only into it
         ids = dispatcher.submit_group(run_id, SHARD_KIND, params)
         try:
             records = _wait(run, ids, len(ds.samples), progress)
