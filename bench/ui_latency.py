@@ -181,7 +181,7 @@ def _peak_rss_gb(pid: int) -> float:
     return float("nan")
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=Path("runs/cifar10n"))
     ap.add_argument("--eps-changes", type=int, default=30)

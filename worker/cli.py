@@ -626,7 +626,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see '{self.prog} -h')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one add_argument per option
     p = _Parser(
         prog="curator", formatter_class=_Help,
         description="tsne-curator: find training images that hurt a model (t-SNE + per-class "

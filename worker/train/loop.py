@@ -169,7 +169,7 @@ class _Streaming:
             yield x.to(self.device), y.to(self.device)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915 - issue 23: a Trainer
     ap = argparse.ArgumentParser(prog="python -m worker.train")
     ap.add_argument("--out", type=Path, required=True)
     out = ap.parse_args(argv).out
