@@ -23,9 +23,7 @@ each worker on its own device; blocks in mixed precisions are refused, not merge
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,7 +45,7 @@ from .pipeline.features import (
 from .pipeline.ingest import open_run_dataset
 from .pipeline.jobstore import JobStore
 from .pipeline.progress import Cancelled, ProgressFn, report
-from .pipeline.rundir import RunDir
+from .pipeline.rundir import RunDir, save_npy
 
 SHARD_KIND = "extract-shard"
 POLL_S = 0.3
@@ -97,24 +95,12 @@ def run_shard(run: RunDir, params: dict[str, Any], progress: ProgressFn | None =
         thumbs, native = network_input(run, mmap=True)
         feats = network_features(open_run_dataset(run), thumbs, opts, native, progress,
                                  rows=(start, stop))
-        try:
-            _write_block(block, feats)
+        try:  # only into the folder the command made: never make it again after the merge
+            save_npy(block, feats, make_parent=False)
         except FileNotFoundError:
             pass  # removed meanwhile: merged without this copy
     report(progress, stop - start, stop - start, f"extract: rows {start}–{stop - 1}")
     return {"block": block.name, "precision": precision, "rows": stop - start}
-
-
-def _write_block(block: Path, feats: np.ndarray) -> None:
-    """Write ``feats`` to ``block`` through a temporary file and a rename, in a folder that
-    must still exist (rundir.atomic_path would make it again after the merge)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{block.name}.", suffix=".tmp.npy", dir=block.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, feats)
-        os.replace(tmp, block)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def sharded(dispatcher: GroupDispatcher, run_id: str, shards: int) -> FeatureCompute:
@@ -123,8 +109,6 @@ def sharded(dispatcher: GroupDispatcher, run_id: str, shards: int) -> FeatureCom
 
     def compute(run: RunDir, ds: Dataset, opts: FeatureOptions,
                 progress: ProgressFn | None = None) -> tuple[np.ndarray, str]:
-        if opts.finetune_epochs:
-            raise InputError("a fine-tuned extraction runs in one job: leave out --shards")
         # The blocks' folder is named by the options with precision left as asked, so a
         # re-run finds them whatever the workers resolve "auto" to.
         key = cache_key(run, opts, precision=opts.precision)
@@ -161,9 +145,9 @@ def _wait(run: RunDir, ids: list[str], n: int, progress: ProgressFn | None) -> l
         if bad is not None:
             raise InputError(f"extract shard {bad['id']} {bad['status']}: "
                              f"{bad['error'] or 'cancelled'}")
-        done = sum(r["params"]["stop"] - r["params"]["start"] if r["status"] == "succeeded"
-                   else min(r["done"], r["params"]["stop"] - r["params"]["start"])
-                   for r in records)
+        sizes = [r["params"]["stop"] - r["params"]["start"] for r in records]
+        done = sum(size if r["status"] == "succeeded" else min(r["done"], size)
+                   for r, size in zip(records, sizes, strict=True))
         report(progress, done, n, f"extract: shared out as {len(ids)} jobs")
         if all(r["status"] == "succeeded" for r in records):
             return records

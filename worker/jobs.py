@@ -7,6 +7,7 @@ store (:class:`~worker.pipeline.jobstore.JobStore`); Redis carries only the queu
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import multiprocessing
 import os
@@ -15,14 +16,14 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .kinds import QUEUES
-from .options import embedding_opts, feature_opts, feature_params  # noqa: F401 - re-exported
+from .options import embedding_opts, feature_opts
 from .pipeline.errors import InputError
 from .pipeline.ingest import DatasetOptions
 from .pipeline.jobstore import FINAL, JobStore
@@ -33,6 +34,7 @@ from .runs import list_runs, resolve_run, run_id_for  # noqa: F401 - re-exported
 from .settings import Settings
 
 if TYPE_CHECKING:
+    from .pipeline.datasets import Dataset
     from .train.launch import TrainConfig
 
 HEARTBEAT_S = 10.0
@@ -54,14 +56,31 @@ def stale_cutoff(settings: Settings) -> str:
         timespec="seconds")
 
 
-def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
-    from .pipeline.features import extract
+def _dataset(params: dict) -> DatasetOptions | None:
+    return DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
+
+
+@contextlib.contextmanager
+def _ingested(run: RunDir, params: dict, progress: ProgressFn, holder: str) -> Iterator[Dataset]:
+    """The run's dataset, ingested first if need be, under the run's step lock."""
     from .pipeline.runner import ensure_ingested
 
-    dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
+    dataset = _dataset(params)
     claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
-    with run_lock(run, "an extract job", wait=STEP_WAIT_S):
-        ds = ensure_ingested(run, dataset, progress)
+    with run_lock(run, holder, wait=STEP_WAIT_S):
+        yield ensure_ingested(run, dataset, progress)
+
+
+def _do_ingest(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    """Ingest alone: what a shared-out extraction needs first (the images' count)."""
+    with _ingested(run, params, progress, "an ingest job") as ds:
+        return {"samples": len(ds.samples)}
+
+
+def _do_extract(run: RunDir, params: dict, progress: ProgressFn) -> dict:
+    from .pipeline.features import extract
+
+    with _ingested(run, params, progress, "an extract job") as ds:
         feats = extract(run, ds, feature_opts(params.get("features", {})), progress)
     return {"features": run.features.name, "shape": list(feats.shape)}
 
@@ -91,9 +110,8 @@ def _do_pipeline(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     """extract → embed → cluster in one job: what the app's "New run" form starts."""
     from .pipeline.runner import run_pipeline
 
-    dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
     with run_lock(run, "a pipeline job", PIPELINE_LOCK):
-        decisions = run_pipeline(run, dataset, feature_opts(params.get("features", {})),
+        decisions = run_pipeline(run, _dataset(params), feature_opts(params.get("features", {})),
                                  embedding_opts(params.get("embedding", {})),
                                  progress=progress)
     return {"features": run.features.name, "embedding": run.embedding.name,
@@ -138,17 +156,6 @@ def _do_extract_shard(run: RunDir, params: dict, progress: ProgressFn) -> dict:
     from .extract_shards import run_shard
 
     return run_shard(run, params, progress)
-
-
-def _do_ingest(run: RunDir, params: dict, progress: ProgressFn) -> dict:
-    """Ingest alone: what a shared-out extraction needs first (the images' count)."""
-    from .pipeline.runner import ensure_ingested
-
-    dataset = DatasetOptions.from_json(params["dataset"]) if params.get("dataset") else None
-    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
-    with run_lock(run, "an ingest job", wait=STEP_WAIT_S):
-        ds = ensure_ingested(run, dataset, progress)
-    return {"samples": len(ds.samples)}
 
 
 HANDLERS: dict[str, Callable[[RunDir, dict, ProgressFn], dict]] = {

@@ -105,13 +105,15 @@ def _sweep_stale(target: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
+def atomic_path(target: Path, suffix: str = "", make_parent: bool = True) -> Iterator[Path]:
     """Yield a temp path beside ``target``; rename it onto ``target`` if the block succeeds.
 
     A process killed inside the block (SIGKILL, OOM) cannot clean up; its temp file is
-    removed by the next write of the same target on the same host.
+    removed by the next write of the same target on the same host. With ``make_parent``
+    False a missing (or removed) folder raises FileNotFoundError instead of being made.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if make_parent:
+        target.parent.mkdir(parents=True, exist_ok=True)
     _sweep_stale(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.{_HOST}-{os.getpid()}.",
                                suffix=f".tmp{suffix}", dir=target.parent)
@@ -127,9 +129,9 @@ def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
         tmp_path.unlink(missing_ok=True)
 
 
-def save_npy(target: Path, array: np.ndarray) -> None:
-    """Write ``array`` to ``target`` (.npy) atomically."""
-    with atomic_path(target, ".npy") as tmp:
+def save_npy(target: Path, array: np.ndarray, make_parent: bool = True) -> None:
+    """Write ``array`` to ``target`` (.npy) atomically (``make_parent``: see atomic_path)."""
+    with atomic_path(target, ".npy", make_parent) as tmp:
         np.save(tmp, array)
 
 
