@@ -9,6 +9,8 @@ hovered row rings its point, a clicked point scrolls to its row) and gives it it
 
 from __future__ import annotations
 
+import json
+
 import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
 from dash import dcc, html
@@ -45,7 +47,10 @@ KEYS = [("j / k", "next / previous row"), ("a", "keep"), ("d", "drop"),
         ("r", "relabel to the suggestion"), ("l", "relabel to any class"), ("u", "undo")]
 
 COLUMNS = [
-    {"field": "thumb", "headerName": "", "cellRenderer": "ReviewThumb", "width": 48,
+    # No cell renderers (assets/dashAgGridFunctions.js says why): the thumbnail is the
+    # cell's background, the state a formatted value with a class per state.
+    {"field": "thumb", "headerName": "", "width": 48, "cellClass": "grid-thumb",
+     "cellStyle": {"function": "thumbStyle(params)"}, "valueFormatter": {"function": "''"},
      "sortable": False, "filter": False, "resizable": False, "suppressSizeToFit": True},
     {"field": "sample", "headerName": "#", "width": 76, "suppressSizeToFit": True,
      "filter": "agNumberColumnFilter",
@@ -62,9 +67,11 @@ COLUMNS = [
      "headerTooltip": "How likely the given label is wrong, 0 to 1 (1 − its estimated "
                       "probability)"},
     # A relabelled row's badge also names the class it trains with ("relabelled → dog").
-    {"field": "state", "headerName": "state", "cellRenderer": "ReviewState",
-     "cellRendererParams": {"words": STATES}, "filter": "agTextColumnFilter", "flex": 1,
-     "minWidth": 110,
+    {"field": "state", "headerName": "state",
+     "valueFormatter": {"function": "reviewStateText(params)"},
+     "cellClass": {"function": "'review-state review-state-' + params.value"},
+     "tooltipValueGetter": {"function": f"({json.dumps(STATES)})[params.value]"},
+     "filter": "agTextColumnFilter", "flex": 1, "minWidth": 110,
      "headerTooltip": "flagged: the rule drops it and nobody has looked yet; kept, dropped, "
                       "relabelled: what a reviewer decided"},
 ]
@@ -123,7 +130,9 @@ def review_panel(classes: list[str]) -> html.Div:
         dashGridOptions={"rowSelection": {"mode": "multiRow", "enableClickSelection": True,
                                           "headerCheckbox": False},
                          "rowHeight": 36, "headerHeight": 32, "floatingFiltersHeight": 30,
-                         "animateRows": False, "tooltipShowDelay": 300, "rowBuffer": 4,
+                         "animateRows": False, "rowBuffer": 4,
+                         # Tooltips as title attributes: no tooltip component per cell.
+                         "enableBrowserTooltips": True,
                          # The map's lasso or box selection (assets/dashAgGridFunctions.js).
                          "isExternalFilterPresent": {"function": "mapSelectionPresent()"},
                          "doesExternalFilterPass": {"function": "inMapSelection(params)"}},
