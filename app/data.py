@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from worker.jobs import resolve_run
 from worker.pipeline.clustering import (
     Decisions,
     RuleInputs,
@@ -45,6 +44,7 @@ from worker.pipeline.curation import (
 from worker.pipeline.datasets import SampleTable
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
+from worker.runs import resolve_run
 
 from .background import extent
 from .caching import keep, lookup, memoized

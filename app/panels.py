@@ -8,12 +8,14 @@ from datetime import UTC, datetime
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 
+from app.forms import train_form
 from app.layout import error_alert
 from app.server import dispatcher, settings
-from worker.jobs import resolve_run
+from worker.jobs.params import ExportParams
 from worker.pipeline.errors import InputError
 from worker.pipeline.jobstore import FINAL, JobStore
 from worker.pipeline.names import SUBSETS
+from worker.runs import resolve_run
 
 RUN = "curate-run"  # the Curate page's run id store
 EXPORT_FORMAT = "export-format"
@@ -25,7 +27,6 @@ EXPORT_POLL = "export-poll"
 # The Retrain form's fields share one pattern-matching id type, {"type": TRAIN_FIELD,
 # "name": <a train job's param>}, so a callback reads or follows all of them as one.
 TRAIN_FIELD = "train-field"
-TRAIN_FIELDS = ("subset", "model", "batch_size", "epochs", "nproc")
 TRAIN_PLAN = "train-plan"
 TRAIN_BTN = "train-go"
 TRAIN_JOB = "train-job"
@@ -146,7 +147,8 @@ def retrain_panel() -> html.Div:
     ])
 
 
-def _submit(run_id: str, kind: str, params: dict) -> tuple:
+def _submit(run_id: str, kind: str, params: object) -> tuple:
+    """Submit a job of typed ``params`` (worker.jobs.params); an error is an alert."""
     try:
         job_id = dispatcher().submit(run_id, kind, params)
     except InputError as exc:
@@ -174,7 +176,7 @@ def _poll(run_id: str, job_id: str | None, describe) -> tuple:
 )
 def on_export(_n, fmt, name, run_id):
     name = (name or "").strip() or time.strftime("export-%Y%m%d-%H%M%S")
-    return _submit(run_id, "export", {"format": fmt, "name": name})
+    return _submit(run_id, "export", ExportParams(name, fmt))
 
 
 def _export_result(run_id: str):
@@ -214,14 +216,11 @@ ALL_FIELDS = {"type": TRAIN_FIELD, "name": ALL}
 def on_retrain(_n, _fields, run_id):
     if ctx.triggered_id != TRAIN_BTN:
         return no_update, no_update, no_update
-    return _submit(run_id, "train", _train_params(ctx.states_list[0]))
-
-
-def _train_params(fields: list[dict]) -> dict:
-    """The form's fields (Dash's list of ``{"id": …, "value": …}`` for ALL_FIELDS) as a
-    train job's params; an empty field is left to the rule."""
-    params = {f["id"]["name"]: f.get("value") for f in fields}
-    return {name: params.get(name) for name in TRAIN_FIELDS}
+    try:
+        cfg = train_form(ctx.states_list[0])
+    except InputError as exc:
+        return no_update, error_alert(str(exc)), True
+    return _submit(run_id, "train", cfg)
 
 
 @callback(
@@ -232,13 +231,10 @@ def show_plan(_fields, _job, run_id):
     """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
     warning when that is too few optimizer steps to train."""
     from app.data import current_state, run_data
-    from worker.jobs import train_config
     from worker.train.launch import plan_for
 
     try:
-        # plan_for checks every number (worker.pipeline.params), as the job will.
-        params = _train_params(ctx.inputs_list[0])
-        cfg = train_config({**params, "nproc": params["nproc"] or 1})
+        cfg = train_form(ctx.inputs_list[0])
         # The page's cached state: no second clustering of every class for a preview.
         data = run_data(settings().runs_root, run_id)
         plan = plan_for(data.run, cfg, data.samples.labels,

@@ -28,9 +28,10 @@ from flask import Flask, Response, abort, current_app, request, send_file
 from PIL import Image
 from werkzeug.exceptions import HTTPException
 
-from worker.jobs import get_dispatcher, resolve_run
+from worker.jobs.dispatchers import get_dispatcher
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir, load_npy
+from worker.runs import resolve_run
 from worker.settings import Settings, load_settings
 
 from . import caching

@@ -100,7 +100,7 @@ def main() -> None:
     import redis
 
     from worker.extract_shards import sharded
-    from worker.jobs import CeleryDispatcher
+    from worker.jobs.dispatchers import CeleryDispatcher
     from worker.pipeline.features import FeatureOptions
     from worker.pipeline.rundir import RunDir
     from worker.settings import load_settings

@@ -6,8 +6,13 @@
 2. ``--part throughput``: CIFAR-10 JPEGs (the shared mini folder: 2,000 train images,
    real test split), ResNet-18, one epoch with 1 and with 2 gloo processes; prints
    images/s per process and ``ddp_scaling=`` (2-process total / 1-process total).
+3. ``--part steps``: the same images, CIFAR ResNet-20 (small, so a host sync weighs
+   most), 1 and 2 gloo processes; the Trainer's step time when it syncs with the host on
+   every step (the stop flag all-reduced, the loss read back: how the loop ran before the
+   Trainer) against every ``SYNC_EVERY`` steps; prints ``step_time_ratio=`` (every step /
+   every N, per process count; above 1 means the Trainer's way is faster).
 
-    python -m bench.train [--part experiment|throughput|all]
+    python -m bench.train [--part experiment|throughput|steps|all]
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ from __future__ import annotations
 import argparse
 import csv
 import shutil
+import statistics
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.common import SHARED, machine
@@ -27,7 +35,8 @@ from worker.pipeline.ingest import DatasetOptions
 from worker.pipeline.rundir import RunDir
 from worker.pipeline.runner import run_pipeline
 from worker.train.experiment import run_experiment
-from worker.train.launch import TrainConfig, launch
+from worker.train.launch import TrainConfig, launch, read_metrics
+from worker.train.trainer import SYNC_EVERY
 
 
 def experiment(runs: Path, epochs: int, batch_sizes: list[int]) -> None:
@@ -46,14 +55,24 @@ def experiment(runs: Path, epochs: int, batch_sizes: list[int]) -> None:
     print(f"train sizes: {sizes}; table: {out / 'summary.csv'}")
 
 
-def throughput(runs: Path) -> None:
+@contextmanager
+def cifar_mini(runs: Path) -> Iterator[RunDir]:
+    """The shared 2,000-image CIFAR-10 JPEG folder as a run; its trainings removed after."""
     work = Path(tempfile.mkdtemp(prefix="bench-train-"))
+    run = RunDir(runs / "bench-cifar-mini")
     try:
         with tarfile.open(SHARED / "cifar10-jpeg-mini.tar.gz") as tar:
             tar.extractall(work, filter="data")
-        run = RunDir(runs / "bench-cifar-mini")
         run_pipeline(run, DatasetOptions(parse_spec(f"folder:{work / 'cifar10-mini'}")),
                      FeatureOptions(), EmbeddingOptions())
+        yield run
+    finally:
+        shutil.rmtree(run.path / "train", ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def throughput(runs: Path) -> None:
+    with cifar_mini(runs) as run:
         per_proc = {}
         for n in (1, 2):
             s = launch(run, TrainConfig(subset="full", epochs=1, batch_size=128, nproc=n,
@@ -63,20 +82,40 @@ def throughput(runs: Path) -> None:
         for n, v in per_proc.items():
             print(f"nproc={n}: {v:7.1f} images/s per process, {n * v:7.1f} total")
         print(f"ddp_scaling={2 * per_proc[2] / per_proc[1]:.2f}")
-        shutil.rmtree(run.path / "train", ignore_errors=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+
+def step_times(runs: Path, epochs: int = 3) -> None:
+    """Median step time (epoch seconds / steps, epochs after the first) with a host sync
+    on every step and every SYNC_EVERY steps, interleaved, for 1 and 2 processes."""
+    print(f"# CIFAR-10 JPEG mini (2,000 train), CIFAR ResNet-20, batch 128, CPU gloo, "
+          f"{epochs} epochs each · {machine()}")
+    with cifar_mini(runs) as run:
+        for nproc in (1, 2):
+            ms = {}
+            for every in (1, SYNC_EVERY):
+                s = launch(run, TrainConfig(subset="full", model="cifar-resnet20",
+                                            epochs=epochs, batch_size=128, nproc=nproc,
+                                            warmup_epochs=0, extra={"sync_every": every},
+                                            name=f"steps-{nproc}-{every}"))
+                rows = read_metrics(run.path / "train" / f"steps-{nproc}-{every}")
+                ms[every] = 1000 * statistics.median(
+                    r["epoch_seconds"] for r in rows[1:]) / s["steps_per_epoch"]
+                print(f"nproc={nproc} sync every {every:>2} steps: {ms[every]:6.1f} ms/step")
+            print(f"step_time_ratio(nproc={nproc})={ms[1] / ms[SYNC_EVERY]:.3f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", default="all", choices=["all", "experiment", "throughput"])
+    ap.add_argument("--part", default="all",
+                    choices=["all", "experiment", "throughput", "steps"])
     ap.add_argument("--runs", type=Path, default=Path("runs"))
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--batch-sizes", default="64,256")
     args = ap.parse_args()
     if args.part in ("all", "throughput"):
         throughput(args.runs)
+    if args.part in ("all", "steps"):
+        step_times(args.runs)
     if args.part in ("all", "experiment"):
         experiment(args.runs, args.epochs, [int(b) for b in args.batch_sizes.split(",")])
 

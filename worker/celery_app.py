@@ -8,7 +8,7 @@ from __future__ import annotations
 from celery import Celery
 from kombu import Queue
 
-from .kinds import QUEUES
+from .jobs.registry import QUEUES, routes
 from .settings import Settings, load_settings
 
 
@@ -20,9 +20,9 @@ def make_celery(settings: Settings) -> Celery:
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
-        task_queues=(Queue("gpu"), Queue("cpu")),
+        task_queues=tuple(Queue(q) for q in QUEUES),
         task_default_queue="cpu",
-        task_routes={f"curator.{kind}": {"queue": queue} for kind, queue in QUEUES.items()},
+        task_routes=routes(),
         # A job is acknowledged only when it ends, and a worker that dies mid-job hands it
         # back; one message at a time, so a long job never holds others hostage.
         task_acks_late=True,

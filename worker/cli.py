@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
-from .kinds import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 from .pipeline.errors import InputError
 from .pipeline.names import (
     DEFAULT_IMAGE_MODEL,
@@ -29,6 +28,7 @@ from .pipeline.names import (
 )
 from .pipeline.params import check, cli_type
 from .pipeline.progress import Cancelled, TqdmProgress
+from .settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 
 if TYPE_CHECKING:
     from .pipeline.rundir import RunDir
@@ -144,7 +144,8 @@ def _dispatcher_for(out: Path):
     """(dispatcher, run id): Celery when CURATOR_BROKER_URL is set, else in-process."""
     from dataclasses import replace
 
-    from .jobs import CeleryDispatcher, EmbeddedDispatcher, run_id_for
+    from .jobs.dispatchers import CeleryDispatcher, EmbeddedDispatcher
+    from .runs import run_id_for
     from .settings import load_settings
 
     settings = load_settings()
@@ -157,9 +158,10 @@ def _dispatcher_for(out: Path):
     return EmbeddedDispatcher(replace(settings, runs_root=out.parent)), out.name
 
 
-def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: dict) -> dict:
-    """Submit a job, show its progress, and wait; Ctrl-C cancels it cleanly."""
-    from .jobs import wait_for, waiting_notice
+def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: object) -> dict:
+    """Submit a job (``params``: its kind's typed parameters, worker.jobs.params), show its
+    progress, and wait; Ctrl-C cancels it cleanly."""
+    from .jobs.client import wait_for, waiting_notice
 
     job_id = dispatcher.submit(run_id, kind, params)
     bar = TqdmProgress()
@@ -193,8 +195,6 @@ def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: d
 
 
 def cmd_pipeline(a: argparse.Namespace) -> None:
-    from dataclasses import asdict
-
     from .pipeline.curation import cluster_step
     from .pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
 
@@ -211,7 +211,7 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
     # rather than racing this one (the steps' own jobs take the step lock).
     with run_lock(run, f"curator pipeline (pid {os.getpid()})", PIPELINE_LOCK):
         _extract_step(a, run, dataset, dispatcher, run_id)
-        _run_job_and_wait(dispatcher, run, run_id, "embed", asdict(_embed_opts(a)))
+        _run_job_and_wait(dispatcher, run, run_id, "embed", _embed_opts(a))
         # Clustering takes seconds even at 1.28M samples, so it runs here, not as jobs.
         cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule)
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {_skipped_text(run)})")
@@ -223,18 +223,16 @@ def _extract_step(a: argparse.Namespace, run: RunDir, dataset, dispatcher, run_i
     queue's workers (worker.extract_shards) once an ``ingest`` job has counted the
     images."""
     from .extract_shards import shard_count, sharded
-    from .options import feature_params
+    from .jobs.params import ExtractParams, IngestParams
 
     opts = _feature_opts(a)
-    params = {"dataset": dataset.to_json() if dataset else None}
     shards = 0
     if dispatcher.settings.broker_url and a.shards != 0 and not opts.finetune_epochs:
-        _run_job_and_wait(dispatcher, run, run_id, "ingest", params)
+        _run_job_and_wait(dispatcher, run, run_id, "ingest", IngestParams(dataset))
         shards = shard_count(a.shards, run.read_meta()["n_samples"],
                              len(dispatcher.consumers("gpu")))
     if shards < 2:
-        _run_job_and_wait(dispatcher, run, run_id, "extract",
-                          params | {"features": feature_params(opts)})
+        _run_job_and_wait(dispatcher, run, run_id, "extract", ExtractParams(dataset, opts))
         return
     from .pipeline.features import extract
     from .pipeline.ingest import open_run_dataset
@@ -306,12 +304,13 @@ def cmd_cluster(a: argparse.Namespace) -> None:
 
 
 def cmd_export(a: argparse.Namespace) -> None:
-    from .jobs import run_here
+    from .jobs.execution import run_here
+    from .jobs.params import ExportParams
 
     run = _rundir(a.run).require()
     bar = TqdmProgress()
     try:  # a job of this process, in the run's job store: the Jobs page lists it
-        result = run_here(run, "export", {"format": a.format, "name": a.dest}, bar)
+        result = run_here(run, "export", ExportParams(a.dest, a.format), bar)
     finally:
         bar.close()
     print(f"export: {run.path / result['export']}")
@@ -333,7 +332,7 @@ def cmd_serve(a: argparse.Namespace) -> None:
     settings = replace(settings, runs_root=a.runs_root or settings.runs_root,
                        host=a.host or settings.host, port=a.port or settings.port)
     if settings.broker_url:
-        from .jobs import check_broker
+        from .jobs.dispatchers import check_broker
 
         try:
             check_broker(settings.broker_url)
@@ -385,7 +384,8 @@ def _run_to_open(runs_root: Path) -> str | None:
 
 
 def cmd_worker(a: argparse.Namespace) -> None:
-    from .jobs import check_broker, recover_stale_jobs, watch_stale_jobs
+    from .jobs.dispatchers import check_broker
+    from .jobs.recovery import recover_stale_jobs, watch_stale_jobs
     from .settings import load_settings
 
     settings = load_settings()
@@ -409,7 +409,7 @@ def cmd_worker(a: argparse.Namespace) -> None:
 
 
 def cmd_jobs(a: argparse.Namespace) -> None:
-    from .jobs import fail_dead_jobs
+    from .jobs.recovery import fail_dead_jobs
     from .pipeline.jobstore import JobStore
     from .settings import load_settings
 
@@ -428,7 +428,8 @@ def cmd_jobs(a: argparse.Namespace) -> None:
 
 
 def cmd_cancel(a: argparse.Namespace) -> None:
-    from .jobs import find_job, get_dispatcher
+    from .jobs.client import find_job
+    from .jobs.dispatchers import get_dispatcher
     from .settings import load_settings
 
     settings = load_settings()
@@ -482,16 +483,14 @@ def _train_printer():
 
 
 def cmd_retrain(a: argparse.Namespace) -> None:
-    from dataclasses import asdict
-
-    from .jobs import run_here
+    from .jobs.execution import run_here
     from .train.launch import validate
 
     run = _rundir(a.run).require()
     cfg = _train_config(a)
     validate(cfg)  # settings that can never run are refused before a job is recorded
     # A job of this process, in the run's job store: the Jobs page lists and can cancel it.
-    summary = run_here(run, "train", asdict(cfg), _train_printer())
+    summary = run_here(run, "train", cfg, _train_printer())
     print(f"{summary['status']}: test acc {summary['final_test_acc']:.4f} "
           f"({summary['test_source']}, {summary['train_size']} training images, "
           f"{summary['images_per_s_per_process']:.0f} img/s per process) → "
@@ -499,9 +498,8 @@ def cmd_retrain(a: argparse.Namespace) -> None:
 
 
 def cmd_experiment(a: argparse.Namespace) -> None:
-    from dataclasses import asdict
-
-    from .jobs import run_here
+    from .jobs.execution import run_here
+    from .jobs.params import ExperimentParams
     from .train.experiment import verdict_report
     from .train.launch import validate
 
@@ -513,9 +511,8 @@ def cmd_experiment(a: argparse.Namespace) -> None:
                for s in subsets for b in batch_sizes for seed in range(a.seeds)]
     for cfg in configs:  # refused before a job is recorded, as in cmd_retrain
         validate(cfg)
-    result = run_here(run, "experiment", {"name": a.name or "comparison",
-                                          "configs": [asdict(c) for c in configs]},
-                      _train_printer())
+    result = run_here(run, "experiment", ExperimentParams(a.name or "comparison",
+                                                          tuple(configs)), _train_printer())
     out = run.path / result["experiment"]
     print((out / "results.csv").read_text())
     print(verdict_report(out))

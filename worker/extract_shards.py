@@ -11,7 +11,7 @@ production: the ``gpu`` queue). Each shard:
 - writes its block atomically to ``cache/parts-<key>/<start>-<stop>.<precision>.npy``
   (the folder the command made; once merged and removed, a late duplicate writes nothing); a
   block already there is reused, so a shard re-run after its worker was killed (Celery
-  hands the message back, or a live worker re-queues it, worker.jobs) and a command run
+  hands the message back, or a live worker re-queues it, worker.jobs.recovery) and a command run
   again after an interruption redo only what is missing;
 - is a job record in the run's store, so the Jobs page shows who ran it and its progress.
 
@@ -30,8 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .kinds import AUTO_SHARD_MIN, SHARDS_PER_WORKER
-from .options import feature_opts, feature_params
+from .jobs.params import ShardParams
 from .pipeline.datasets import Dataset
 from .pipeline.errors import InputError
 from .pipeline.features import (
@@ -46,15 +45,16 @@ from .pipeline.ingest import open_run_dataset
 from .pipeline.jobstore import JobStore
 from .pipeline.progress import Cancelled, ProgressFn, report
 from .pipeline.rundir import RunDir, save_npy
+from .settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 
 SHARD_KIND = "extract-shard"
 POLL_S = 0.3
 
 
 class GroupDispatcher(Protocol):
-    """What sharing out needs from worker.jobs.CeleryDispatcher."""
+    """What sharing out needs from worker.jobs.dispatchers.CeleryDispatcher."""
 
-    def submit_group(self, run_id: str, kind: str, params: list[dict[str, Any]]) -> list[str]:
+    def submit_group(self, run_id: str, kind: str, params: list[Any]) -> list[str]:
         ...
 
     def cancel(self, run_id: str, job_id: str) -> str | None:
@@ -81,13 +81,12 @@ def _block(run: RunDir, key: str, start: int, stop: int, precision: str) -> Path
     return _parts(run, key) / f"{start:010d}-{stop:010d}.{precision}.npy"
 
 
-def run_shard(run: RunDir, params: dict[str, Any], progress: ProgressFn | None = None) -> dict:
+def run_shard(run: RunDir, p: ShardParams, progress: ProgressFn | None = None) -> dict:
     """One ``extract-shard`` job: features of rows ``start..stop-1`` into their block (or
     the block a killed attempt already finished). Returns the block and its precision."""
-    opts = feature_opts(params["features"])
-    start, stop = int(params["start"]), int(params["stop"])
+    opts, start, stop = p.features, p.start, p.stop
     precision = feature_precision(opts) or "fp32"
-    block = _block(run.require(), str(params["key"]), start, stop, precision)
+    block = _block(run.require(), p.key, start, stop, precision)
     # No parts folder: the command merged and removed it (this is a second delivery of a
     # shard that already ran, e.g. re-queued by the stale-job check as well as handed
     # back by Celery), so there is nothing left to write.
@@ -113,8 +112,7 @@ def sharded(dispatcher: GroupDispatcher, run_id: str, shards: int) -> FeatureCom
         # re-run finds them whatever the workers resolve "auto" to.
         key = cache_key(run, opts, precision=opts.precision)
         ranges = plan(len(ds.samples), opts.batch_size, shards)
-        params = [{"key": key, "start": a, "stop": b, "features": feature_params(opts)}
-                  for a, b in ranges]
+        params = [ShardParams(key, a, b, opts) for a, b in ranges]
         _parts(run, key).mkdir(parents=True, exist_ok=True)  # the shards write only into it
         ids = dispatcher.submit_group(run_id, SHARD_KIND, params)
         try:

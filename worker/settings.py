@@ -9,6 +9,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Extraction is shared out by itself (worker.extract_shards), with a broker and at least
+# two workers on the gpu queue, from this many images: SHARDS_PER_WORKER shards per worker.
+# bench/shards.py measured 2.06x with two workers at 50,000 images (docs/benchmarks.md);
+# the threshold keeps small runs, where each shard's start-up (loading the model) is a
+# visible part of its time, in one job (a choice, not measured).
+AUTO_SHARD_MIN = 20_000
+SHARDS_PER_WORKER = 2
+
 
 def _env(name: str, default: str) -> str:
     return os.environ.get(f"CURATOR_{name}", default)
@@ -49,7 +57,7 @@ class Settings:
     # every live worker's periodic heartbeat check (see docs/jobs.md).
     visibility_timeout: int = 6 * 3600
     # A running job whose heartbeat is older than this is taken for dead. Jobs beat at
-    # least three times per window (worker.jobs.heartbeat_interval).
+    # least three times per window (worker.jobs.execution.heartbeat_interval).
     stale_after_s: int = 20
     host: str = "127.0.0.1"
     port: int = 8050

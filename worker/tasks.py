@@ -1,4 +1,5 @@
-"""Thin Celery tasks: unpack JSON arguments, call :func:`worker.jobs.run_job`.
+"""Thin Celery tasks, one per job kind (worker.jobs.registry), each calling
+:func:`worker.jobs.execution.run_job`.
 
 Every task takes ``(run_id, params, job_id)``. Failures reach :meth:`JobTask.on_failure`,
 which records them on the job; only transient I/O errors are retried.
@@ -11,8 +12,8 @@ from typing import Any
 from celery import Task
 
 from .celery_app import app
-from .jobs import is_transient, record_failure, run_job
-from .kinds import QUEUES
+from .jobs.execution import is_transient, record_failure, run_job
+from .jobs.registry import KINDS
 
 
 class JobTask(Task):
@@ -44,4 +45,4 @@ def _register(kind: str) -> JobTask:
     return app.task(name=f"curator.{kind}", bind=True, base=JobTask)(run)
 
 
-TASKS = {kind: _register(kind) for kind in QUEUES}
+TASKS = {kind: _register(kind) for kind in KINDS}

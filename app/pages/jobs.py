@@ -9,7 +9,7 @@ from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
 from app.layout import error_alert, info_alert, live_table
 from app.panels import job_duration, job_progress
 from app.server import dispatcher, settings
-from worker.jobs import fail_dead_jobs
+from worker.jobs.recovery import fail_dead_jobs
 from worker.pipeline.errors import InputError
 from worker.pipeline.jobstore import FINAL, JobStore
 from worker.runs import list_runs

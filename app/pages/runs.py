@@ -12,7 +12,7 @@ from flask import current_app
 from app.layout import error_alert, feature_badges, live_table
 from app.panels import job_progress
 from app.server import dispatcher, settings
-from worker.options import feature_params
+from worker.jobs.params import PipelineParams
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.errors import InputError
@@ -183,7 +183,7 @@ def inside_data_roots(what: str, path: Path) -> Path:
 
 
 def new_run_params(name, spec, split, labels, column, true_column, noise, model, weights,
-                   finetune, perplexity) -> tuple[str, dict]:
+                   finetune, perplexity) -> tuple[str, PipelineParams]:
     """Validate the form; returns (run id, pipeline job params)."""
     import re
 
@@ -204,9 +204,8 @@ def new_run_params(name, spec, split, labels, column, true_column, noise, model,
                            weights=Path(weights) if weights else None,
                            finetune_epochs=finetune or 0, device=settings().device,
                            num_workers=settings().num_workers)
-    return name, {"dataset": opts.to_json(), "features": feature_params(feats),
-                  "embedding": {"perplexity": EmbeddingOptions(
-                      perplexity=perplexity or DEFAULT_PERPLEXITY).perplexity}}
+    return name, PipelineParams(opts, feats,
+                                EmbeddingOptions(perplexity=perplexity or DEFAULT_PERPLEXITY))
 
 
 @callback(

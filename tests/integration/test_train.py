@@ -36,6 +36,7 @@ def test_two_process_gloo_training(fresh_run):
     # Progress in optimizer steps: the plan first, then the bar fills to every step.
     total = json.loads((out / "config.json").read_text())["total_steps"]
     assert seen[0][2].startswith("train: plan: ") and seen[-1][0] == seen[-1][1] == total > 3
+    assert summary["steps"] == total  # the optimizer steps the loop ran, as planned
 
 
 def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
@@ -142,6 +143,9 @@ def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
     assert summary["data"] == "streaming" and summary["test_source"] == "test split"
     assert summary["test_size"] == 30 and summary["status"] == "completed"
     assert (out / "rank0.checksum").read_text() == (out / "rank1.checksum").read_text()
+    # The steps the loop ran (DataLoader batches) are the planner's: 120 // 2 // 8 = 7.
+    planned = json.loads((out / "config.json").read_text())["total_steps"]
+    assert summary["steps"] == summary["steps_per_epoch"] == planned == 7
 
 
 def test_a_retrain_after_an_override_trains_anew_and_an_identical_one_is_reused(fresh_run):

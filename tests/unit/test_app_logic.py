@@ -142,8 +142,8 @@ def test_new_run_form_validation(root):
                                None, finetune, perplexity)
         run_id, params = new_run_params("new", "digits", "train", None, "label", None, 0.1,
                                         "pixels", None, 0, 25)
-    assert run_id == "new" and params["dataset"]["inject_noise"] == 0.1
-    assert params["embedding"] == {"perplexity": 25.0}
+    assert run_id == "new" and params.dataset.inject_noise == 0.1
+    assert params.embedding.perplexity == 25.0 and params.features.model == "pixels"
 
 
 def test_the_form_reads_files_only_under_the_data_roots(root, tmp_path):
@@ -168,7 +168,7 @@ def test_the_form_reads_files_only_under_the_data_roots(root, tmp_path):
             assert "hunter2" not in str(e.value)
         run_id, params = new_run_params("new", f"folder:{data}/imgs", "train", None, "label",
                                         None, 0, "pixels", None, 0, 30)
-    assert params["dataset"]["spec"] == f"folder:{data}/imgs"
+    assert str(params.dataset.spec) == f"folder:{data}/imgs"
 
 
 def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_folder):
@@ -178,7 +178,7 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
 
     from app.server import create_app
     from tests.unit.test_datasets import _links_out
-    from worker.jobs import run_job
+    from worker.jobs.execution import run_job
     from worker.pipeline.runlock import claim_out_dir
     from worker.settings import Settings
 
@@ -191,7 +191,7 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
             "linked", f"folder:{data}/imgs", "train", None, "label", None, 0, "pixels", None,
             0, 30)
     claim_out_dir(root / run_id)  # as the form's start_run does before it submits the job
-    run_job(root, run_id, "pipeline", params, "job-linked")
+    run_job(root, run_id, "pipeline", params.to_json(), "job-linked")
     run = RunDir(root / "linked")
     assert {p for p, _ in run.read_skipped()} == {"cat/leak.jpg", "evil/", "empty/"}
     assert len(run.read_samples()) == 91 and "evil" not in run.read_samples().classes
@@ -325,6 +325,8 @@ def test_a_training_not_started_yet_says_so_not_step_0_of_0():
     assert progress_message(TrainConfig(epochs=3), None, []) == "train: starting the processes"
     live = {"epoch": 0, "step": 5, "total_steps": 30}
     assert progress_message(TrainConfig(epochs=3), live, []) == "train: epoch 1/3, step 5/30"
+    assert progress_message(TrainConfig(epochs=3), {**live, "loss": 2.30259}, []) == \
+        "train: epoch 1/3, step 5/30, loss 2.303"
 
 
 def test_results_page_reads_trainings_and_gives_a_verdict(root):

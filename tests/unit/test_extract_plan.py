@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.extract_shards import plan, shard_count
-from worker.kinds import AUTO_SHARD_MIN, SHARDS_PER_WORKER
+from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 
 
 @settings(max_examples=300, deadline=None)

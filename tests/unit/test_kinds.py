@@ -1,18 +1,66 @@
-"""The job kinds are named once (worker.kinds): every kind has a handler, a Celery task
-and a route, and nothing else does."""
+"""The job kinds are named once (worker.jobs.registry): the Celery tasks and routes are
+made from it, and every kind's parameters survive their JSON."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from worker.celery_app import app
-from worker.jobs import HANDLERS
-from worker.kinds import QUEUES
+from worker.jobs.params import (
+    ExperimentParams,
+    ExportParams,
+    ExtractParams,
+    IngestParams,
+    PipelineParams,
+    ShardParams,
+)
+from worker.jobs.registry import KINDS, QUEUES, kind
+from worker.pipeline.datasets import parse_spec
+from worker.pipeline.embedding import EmbeddingOptions
+from worker.pipeline.errors import InputError
+from worker.pipeline.features import FeatureOptions
+from worker.pipeline.ingest import DatasetOptions
 from worker.tasks import TASKS
+from worker.train.launch import TrainConfig
 
 
-def test_every_kind_has_one_handler_task_and_route():
-    assert set(HANDLERS) == set(QUEUES) == set(TASKS)
+def test_tasks_and_routes_are_made_from_the_registry():
+    assert set(TASKS) == set(KINDS)
     routes = app.conf.task_routes
-    for kind, queue in QUEUES.items():
-        assert TASKS[kind].name == f"curator.{kind}" and routes[TASKS[kind].name] == {
-            "queue": queue}
-    assert set(QUEUES.values()) == {"gpu", "cpu"}
+    for name, k in KINDS.items():
+        assert TASKS[name].name == k.task == f"curator.{name}"
+        assert routes[k.task] == {"queue": k.queue} and k.queue in QUEUES
+    assert {q.name for q in app.conf.task_queues} == set(QUEUES) == {"gpu", "cpu"}
+    with pytest.raises(InputError, match="unknown job kind 'nope'"):
+        kind("nope")
+
+
+DATASET = DatasetOptions(parse_spec("digits"), inject_noise=0.1, seed=3)
+FEATURES = FeatureOptions(model="pixels", batch_size=128, weights=Path("/w/r18.pth"))
+EXAMPLES = {
+    "ingest": IngestParams(DATASET),
+    "extract": ExtractParams(DATASET, FEATURES),
+    "finetune": ExtractParams(None, FeatureOptions(finetune_epochs=2)),
+    "extract-shard": ShardParams("abc123", 256, 512, FEATURES),
+    "embed": EmbeddingOptions(perplexity=20),
+    "export": ExportParams("mine", "indices"),
+    "train": TrainConfig(subset="random", epochs=3, batch_size=64, extra={"sync_every": 1}),
+    "experiment": ExperimentParams("cmp", (TrainConfig(seed=1), TrainConfig(seed=2))),
+    "pipeline": PipelineParams(DATASET, FEATURES, EmbeddingOptions(perplexity=12)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_every_kinds_parameters_come_back_from_their_json(name):
+    import json
+
+    k = KINDS[name]
+    encoded = json.loads(json.dumps(k.encode(EXAMPLES[name])))  # what the broker carries
+    assert k.decode(encoded) == EXAMPLES[name]
+
+
+def test_unknown_training_settings_are_refused():
+    with pytest.raises(InputError, match="unknown training settings: speed"):
+        KINDS["train"].decode({"epochs": 2, "speed": 11})

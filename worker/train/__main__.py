@@ -2,6 +2,6 @@
 
 import sys
 
-from .loop import main
+from .trainer import main
 
 sys.exit(main())

@@ -219,13 +219,16 @@ def read_progress(out: Path) -> dict | None:
 
 
 def progress_message(cfg: TrainConfig, live: dict | None, rows: list[dict]) -> str:
-    """``train: epoch e/E, step s/S | epoch k: loss …, test acc …`` (the part after ``|``
-    is the last finished epoch, which the CLI prints once per epoch)."""
+    """``train: epoch e/E, step s/S, loss l | epoch k: loss …, test acc …`` (``loss l``:
+    the running loss of the epoch under way; the part after ``|`` is the last finished
+    epoch, which the CLI prints once per epoch)."""
     epoch = (live or {}).get("epoch", len(rows)) + 1
     step, total = (live or {}).get("step", 0), (live or {}).get("total_steps", 0)
     if not total and not rows:  # torchrun still starting: no "step 0/0"
         return "train: starting the processes"
     msg = f"train: epoch {min(epoch, cfg.epochs)}/{cfg.epochs}, step {step}/{total}"
+    if (live or {}).get("loss") is not None:  # the epoch's running loss, rank 0's share
+        msg += f", loss {live['loss']:.3f}"
     if rows:
         last = rows[-1]
         msg += (f" | epoch {last['epoch'] + 1}: loss {last['loss']:.3f}, "

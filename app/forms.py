@@ -1,0 +1,23 @@
+"""Web forms to typed job parameters: the browser sends text, floats and empty boxes; the
+jobs take :mod:`worker.jobs.params` dataclasses. Every number is checked by the one rule of
+worker.pipeline.params, so a form, the CLI and a job's JSON are refused in the same words.
+"""
+
+from __future__ import annotations
+
+from worker.jobs.params import train_config
+from worker.train.launch import TrainConfig, check_numbers
+
+# The Retrain form's fields: a train job's settings of the same names.
+TRAIN_FIELDS = ("subset", "model", "batch_size", "epochs", "nproc")
+
+
+def train_form(fields: list[dict]) -> TrainConfig:
+    """The Retrain form (Dash's list of ``{"id": {"name": …}, "value": …}``) as a checked
+    :class:`TrainConfig`; an empty batch size or epochs is left to the planner, an empty
+    process count is 1. Raises a one-line InputError for a value that cannot work."""
+    values = {f["id"]["name"]: f.get("value") for f in fields}
+    params = {name: values.get(name) for name in TRAIN_FIELDS}
+    params["nproc"] = params["nproc"] or 1
+    params = {k: v for k, v in params.items() if v is not None or k in ("batch_size", "epochs")}
+    return check_numbers(train_config(params))
