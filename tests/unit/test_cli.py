@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.golden import check_digits_evaluation
+
 CURATOR = shutil.which("curator", path=str(Path(sys.executable).parent)) or "curator"
 
 
@@ -19,7 +21,8 @@ def curator(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 
 def test_digits_demo_end_to_end(tmp_path):
-    """The issue's 'done when': pipeline + evaluate on digits with 10% noise, F1 ≥ 0.85."""
+    """Pipeline + evaluate on digits with 10% noise: the golden flags and F1
+    (tests/golden.py)."""
     out = tmp_path / "demo"
     r = curator("pipeline", "--dataset", "digits", "--inject-noise", "0.1", "--seed", "0",
                 "--out", str(out))
@@ -31,8 +34,7 @@ def test_digits_demo_end_to_end(tmp_path):
     r = curator("evaluate", str(out), "--json")
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
-    assert result["current"]["f1"] >= 0.85
-    assert result["rules"]["dbscan"]["f1"] >= 0.8
+    check_digits_evaluation(result)
     assert set(result["cleanlab"]) == {"logreg", "knn"}
     # A re-run reuses every step and gives the same decisions.
     before = (out / "clusters.npy").read_bytes()
