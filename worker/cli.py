@@ -623,22 +623,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see '{self.prog} -h')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one add_argument per option
-    p = _Parser(
-        prog="curator", formatter_class=_Help,
-        description="tsne-curator: find training images that hurt a model (t-SNE + per-class "
-                    "DBSCAN + label evidence), curate them, export, and retrain to check.",
-        epilog="example:\n  curator pipeline --dataset digits --inject-noise 0.1 --out "
-               "runs/demo\n  curator serve    # then open the printed Curate URL")
-    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+# add(name, command, help) -> the command's subparser (build_parser's helper)
+_Add = Callable[[str, Callable, str], argparse.ArgumentParser]
 
-    def add(name: str, fn: Callable, help_: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help_, description=help_, formatter_class=_Help,
-                            epilog=f"example:\n  {EXAMPLES[name]}")
-        sp.set_defaults(fn=fn)
-        return sp
 
+def _step_commands(add: _Add) -> None:
+    """pipeline, extract, embed, cluster: the steps that build a run."""
     sp = add("pipeline", cmd_pipeline, "all steps: ingest, extract, embed, cluster")
     sp.add_argument("--out", required=True, type=Path, help="run directory")
     _dataset_args(sp, required=False)
@@ -674,6 +664,8 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one add_argume
                          "whatever DBSCAN says (rule adaptive); 'rule' gives the class back "
                          "to the rule (undo: curator undo)")
 
+def _output_commands(add: _Add) -> None:
+    """export and evaluate."""
     sp = add("export", cmd_export, "write the kept subset to <run>/exports/NAME")
     sp.add_argument("run", type=Path)
     sp.add_argument("--format", default="csv", choices=["csv", "imagefolder", "indices"])
@@ -685,37 +677,58 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one add_argume
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--no-cleanlab", action="store_true", help="skip the cleanlab baseline")
 
+def _curation_commands(add: _Add) -> None:
+    """override, relabel, params, undo: curation from a shell."""
     sp = add("override", cmd_override, "force samples to be kept or dropped")
     sp.add_argument("run", type=Path)
     sp.add_argument("decision", choices=["keep", "drop", "clear"])
     sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
 
-    def train_args(sp: argparse.ArgumentParser) -> None:
-        g = sp.add_argument_group("training")
-        g.add_argument("--model", default="resnet18",
-                       help="torchvision ResNet (resnet18…152) or cifar-resnet20/32/44/56")
-        g.add_argument("--epochs", type=cli_type("epochs"),
-                       help="default: enough for 600 optimizer steps, 10 to 100")
-        g.add_argument("--nproc", type=cli_type("nproc"), default=1,
-                       help="processes (GPUs) per node")
-        g.add_argument("--lr", type=cli_type("lr"),
-                       help="at batch 256, scaled linearly (default 0.1)")
-        g.add_argument("--weight-decay", type=cli_type("weight_decay"), default=5e-4,
-                       help="L2 penalty")
-        g.add_argument("--label-smoothing", type=cli_type("label_smoothing"), default=0.0,
-                       help="0 to <1")
-        g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"],
-                       help="lars for global batches of 4k and more")
-        g.add_argument("--warmup-epochs", type=cli_type("warmup_epochs"), default=1,
-                       help="linear warm-up before the cosine decay")
-        g.add_argument("--device", default="auto", help="auto | cpu | cuda")
-        g.add_argument("--name", help="output name under RUN/train (or RUN/experiments)")
-        m = sp.add_argument_group("multi-node (torchrun c10d rendezvous)")
-        m.add_argument("--nnodes", type=cli_type("nnodes"), default=1, help="hosts taking part")
-        m.add_argument("--node-rank", type=cli_type("node_rank"))
-        m.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous")
-        m.add_argument("--rdzv-id", help="job id shared by all nodes")
+    sp = add("relabel", cmd_relabel,
+             "give samples a corrected label (exports and retraining of the filtered subset "
+             "use it); 'clear' removes it")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("label", metavar="CLASS", help="a class name of the run, or clear")
+    sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
 
+    sp = add("params", cmd_params,
+             "each class's eps and min_samples, with its size and flagged/kept counts")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--json", action="store_true", help="one JSON object per class")
+
+    sp = add("undo", cmd_undo, "undo the last curation change (--redo to redo)")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--redo", action="store_true")
+
+def _train_args(sp: argparse.ArgumentParser) -> None:
+    g = sp.add_argument_group("training")
+    g.add_argument("--model", default="resnet18",
+                   help="torchvision ResNet (resnet18…152) or cifar-resnet20/32/44/56")
+    g.add_argument("--epochs", type=cli_type("epochs"),
+                   help="default: enough for 600 optimizer steps, 10 to 100")
+    g.add_argument("--nproc", type=cli_type("nproc"), default=1,
+                   help="processes (GPUs) per node")
+    g.add_argument("--lr", type=cli_type("lr"),
+                   help="at batch 256, scaled linearly (default 0.1)")
+    g.add_argument("--weight-decay", type=cli_type("weight_decay"), default=5e-4,
+                   help="L2 penalty")
+    g.add_argument("--label-smoothing", type=cli_type("label_smoothing"), default=0.0,
+                   help="0 to <1")
+    g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"],
+                   help="lars for global batches of 4k and more")
+    g.add_argument("--warmup-epochs", type=cli_type("warmup_epochs"), default=1,
+                   help="linear warm-up before the cosine decay")
+    g.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    g.add_argument("--name", help="output name under RUN/train (or RUN/experiments)")
+    m = sp.add_argument_group("multi-node (torchrun c10d rendezvous)")
+    m.add_argument("--nnodes", type=cli_type("nnodes"), default=1, help="hosts taking part")
+    m.add_argument("--node-rank", type=cli_type("node_rank"))
+    m.add_argument("--rdzv-endpoint", help="HOST:PORT of the rendezvous")
+    m.add_argument("--rdzv-id", help="job id shared by all nodes")
+
+
+def _training_commands(add: _Add) -> None:
+    """retrain and experiment."""
     sp = add("retrain", cmd_retrain, "train with DDP on a subset of a run (torchrun)")
     sp.add_argument("run", type=Path)
     sp.add_argument("--subset", default="filtered", choices=SUBSETS,
@@ -725,7 +738,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one add_argume
     sp.add_argument("--batch-size", type=cli_type("train_batch"),
                     help="global batch (default: a power of two ≤ images/32, 16 to 256)")
     sp.add_argument("--seed", type=cli_type("seed"), default=0, help="training seed")
-    train_args(sp)
+    _train_args(sp)
 
     sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
     sp.add_argument("run", type=Path)
@@ -734,8 +747,10 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one add_argume
                     help="comma-separated global batches; 'auto' chooses from the subset size")
     sp.add_argument("--seeds", type=cli_type("seeds"), default=3,
                     help="seeds per subset and batch size")
-    train_args(sp)
+    _train_args(sp)
 
+def _service_commands(add: _Add) -> None:
+    """serve, worker, jobs, cancel: the app, the workers and their jobs."""
     sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
     sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")
     sp.add_argument("--host", help="default 127.0.0.1 (CURATOR_HOST)")
@@ -756,21 +771,25 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915 - one add_argume
     sp.add_argument("job")
     sp.add_argument("--run", type=Path, help="the job's run (default: search the runs root)")
 
-    sp = add("relabel", cmd_relabel,
-             "give samples a corrected label (exports and retraining of the filtered subset "
-             "use it); 'clear' removes it")
-    sp.add_argument("run", type=Path)
-    sp.add_argument("label", metavar="CLASS", help="a class name of the run, or clear")
-    sp.add_argument("samples", type=int, nargs="+", metavar="INDEX")
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="curator", formatter_class=_Help,
+        description="tsne-curator: find training images that hurt a model (t-SNE + per-class "
+                    "DBSCAN + label evidence), curate them, export, and retrain to check.",
+        epilog="example:\n  curator pipeline --dataset digits --inject-noise 0.1 --out "
+               "runs/demo\n  curator serve    # then open the printed Curate URL")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sp = add("params", cmd_params,
-             "each class's eps and min_samples, with its size and flagged/kept counts")
-    sp.add_argument("run", type=Path)
-    sp.add_argument("--json", action="store_true", help="one JSON object per class")
+    def add(name: str, fn: Callable, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_, formatter_class=_Help,
+                            epilog=f"example:\n  {EXAMPLES[name]}")
+        sp.set_defaults(fn=fn)
+        return sp
 
-    sp = add("undo", cmd_undo, "undo the last curation change (--redo to redo)")
-    sp.add_argument("run", type=Path)
-    sp.add_argument("--redo", action="store_true")
+    for commands in (_step_commands, _output_commands, _curation_commands,
+                     _training_commands, _service_commands):
+        commands(add)
     return p
 
 
