@@ -195,8 +195,8 @@ def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: o
 
 
 def cmd_pipeline(a: argparse.Namespace) -> None:
-    from .pipeline.curation import cluster_step
     from .pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
+    from .pipeline.runner import run_pipeline
 
     run = _rundir(a.out)  # --eps and --min-samples were checked as they were parsed
     dataset = _dataset_opts(a)
@@ -210,38 +210,51 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
     # Held for the whole command, so a second pipeline on this --out is refused at once
     # rather than racing this one (the steps' own jobs take the step lock).
     with run_lock(run, f"curator pipeline (pid {os.getpid()})", PIPELINE_LOCK):
-        _extract_step(a, run, dataset, dispatcher, run_id)
-        _run_job_and_wait(dispatcher, run, run_id, "embed", _embed_opts(a))
-        # Clustering takes seconds even at 1.28M samples, so it runs here, not as jobs.
-        cluster_step(run, eps=a.eps, min_samples=a.min_samples, rule=a.rule)
+        run_pipeline(run, dataset, _feature_opts(a), _embed_opts(a), rule=a.rule,
+                     min_samples=a.min_samples, eps=a.eps,
+                     steps=_JobSteps(dispatcher, run_id, a.shards))
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {_skipped_text(run)})")
     _print_summary(run)
 
 
-def _extract_step(a: argparse.Namespace, run: RunDir, dataset, dispatcher, run_id: str) -> None:
-    """Features as one ``extract`` job or, with a broker, shared out across the gpu
-    queue's workers (worker.extract_shards) once an ``ingest`` job has counted the
-    images."""
-    from .extract_shards import shard_count, sharded
-    from .jobs.params import ExtractParams, IngestParams
+class _JobSteps:
+    """The chain's heavy steps as jobs (worker.pipeline.runner.Steps), each followed with a
+    progress bar: features as one ``extract`` job or, with a broker, shared out across the
+    gpu queue's workers (worker.extract_shards) once an ``ingest`` job has counted the
+    images; then an ``embed`` job. Each job takes the run's step lock itself."""
 
-    opts = _feature_opts(a)
-    shards = 0
-    if dispatcher.settings.broker_url and a.shards != 0 and not opts.finetune_epochs:
-        _run_job_and_wait(dispatcher, run, run_id, "ingest", IngestParams(dataset))
-        shards = shard_count(a.shards, run.read_meta()["n_samples"],
-                             len(dispatcher.consumers("gpu")))
-    if shards < 2:
-        _run_job_and_wait(dispatcher, run, run_id, "extract", ExtractParams(dataset, opts))
-        return
-    from .pipeline.features import extract
-    from .pipeline.ingest import open_run_dataset
+    def __init__(self, dispatcher, run_id: str, shards: int | None) -> None:  # noqa: ANN001
+        self.dispatcher, self.run_id, self.shards = dispatcher, run_id, shards
 
-    bar = TqdmProgress()
-    try:
-        extract(run, open_run_dataset(run), opts, bar, compute=sharded(dispatcher, run_id, shards))
-    finally:
-        bar.close()
+    def held(self, run: RunDir):  # noqa: ANN201 - a context manager
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def features(self, run: RunDir, dataset, opts) -> None:  # noqa: ANN001
+        from .extract_shards import shard_count, sharded
+        from .jobs.params import ExtractParams, IngestParams
+
+        d, shards = self.dispatcher, 0
+        if d.settings.broker_url and self.shards != 0 and not opts.finetune_epochs:
+            _run_job_and_wait(d, run, self.run_id, "ingest", IngestParams(dataset))
+            shards = shard_count(self.shards, run.read_meta()["n_samples"],
+                                 len(d.consumers("gpu")))
+        if shards < 2:
+            _run_job_and_wait(d, run, self.run_id, "extract", ExtractParams(dataset, opts))
+            return
+        from .pipeline.features import extract
+        from .pipeline.ingest import open_run_dataset
+
+        bar = TqdmProgress()
+        try:
+            extract(run, open_run_dataset(run), opts, bar,
+                    compute=sharded(d, self.run_id, shards))
+        finally:
+            bar.close()
+
+    def embedding(self, run: RunDir, opts) -> None:  # noqa: ANN001
+        _run_job_and_wait(self.dispatcher, run, self.run_id, "embed", opts)
 
 
 def _skipped_text(run) -> str:

@@ -1,8 +1,19 @@
-"""Chain the steps on a run directory, skipping those whose inputs have not changed."""
+"""The chain ingest → extract → embed → cluster on a run directory, in one place: every
+step is skipped when its inputs have not changed.
+
+Where the heavy steps run is the caller's choice (:class:`Steps`): in this process
+(:class:`LocalSteps`, the default: tests, benches, the app's pipeline job), or as jobs on
+Celery workers (``worker.cli``'s job steps for ``curator pipeline``, which can share
+extraction out). The order, the checks before minutes of work, and the clustering are
+the same either way.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import asdict
+from typing import Protocol
 
 from .clustering import Decisions, check_rule
 from .curation import cluster_step
@@ -51,19 +62,58 @@ def ensure_embedded(run: RunDir, opts: EmbeddingOptions,
     embed(run, opts, progress)
 
 
+class Steps(Protocol):
+    """How the chain's heavy steps run."""
+
+    def held(self, run: RunDir) -> contextlib.AbstractContextManager[None]:
+        """Held around the steps and the clustering (the run's step lock, or nothing when
+        each step takes it itself)."""
+        ...
+
+    def features(self, run: RunDir, dataset: DatasetOptions | None,
+                 opts: FeatureOptions) -> None:
+        """Ingest if need be, then extract (each skipped when current)."""
+        ...
+
+    def embedding(self, run: RunDir, opts: EmbeddingOptions) -> None:
+        """Embed unless current."""
+        ...
+
+
+class LocalSteps:
+    """Every step in this process, under the run's step lock."""
+
+    def __init__(self, progress: ProgressFn | None = None) -> None:
+        self.progress = progress
+
+    @contextlib.contextmanager
+    def held(self, run: RunDir) -> Iterator[None]:
+        with run_lock(run, "a pipeline step", wait=600.0):
+            yield
+
+    def features(self, run: RunDir, dataset: DatasetOptions | None,
+                 opts: FeatureOptions) -> None:
+        extract(run, ensure_ingested(run, dataset, self.progress), opts, self.progress)
+
+    def embedding(self, run: RunDir, opts: EmbeddingOptions) -> None:
+        ensure_embedded(run, opts, self.progress)
+
+
 def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureOptions,
                  embedding: EmbeddingOptions, rule: str | None = None,
                  min_samples: int | None = None, eps: float | None = None,
-                 progress: ProgressFn | None = None) -> Decisions:
-    """ingest → extract → embed → cluster; every step is skipped when already current."""
+                 progress: ProgressFn | None = None, steps: Steps | None = None) -> Decisions:
+    """ingest → extract → embed → cluster; every step is skipped when already current.
+    ``steps`` says where the heavy ones run (default: here, reporting to ``progress``)."""
     # Refuse bad clustering parameters before minutes of extraction, not after.
     check_params(eps if eps is not None else 1.0,
                  min_samples if min_samples is not None else 1)
     if rule is not None:
         check_rule(rule)
     claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
-    with run_lock(run, "a pipeline step", wait=600.0):
-        ds = ensure_ingested(run, dataset, progress)
-        extract(run, ds, features, progress)
-        ensure_embedded(run, embedding, progress)
+    steps = steps or LocalSteps(progress)
+    with steps.held(run):
+        steps.features(run, dataset, features)
+        steps.embedding(run, embedding)
+        # Clustering takes seconds even at 1.28M samples: always in this process.
         return cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)
