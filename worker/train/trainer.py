@@ -206,11 +206,10 @@ class Trainer:
         loss.backward()
         self.optim.step()
         self.step += 1
-        with torch.no_grad():
-            sums += torch.stack([loss.detach().double() * len(y),
-                                 (logits.argmax(1) == y).sum().double(),
-                                 torch.tensor(float(len(y)), dtype=torch.float64,
-                                              device=sums.device)])
+        with torch.no_grad():  # in-place adds of device values and Python numbers: no sync
+            sums[0] += loss.detach() * len(y)
+            sums[1] += (logits.argmax(1) == y).sum()
+            sums[2] += len(y)
 
     def _sync(self, sums: torch.Tensor) -> bool:
         """The sync point: True when any rank was asked to stop; rank 0 reads its running
