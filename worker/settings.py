@@ -11,10 +11,9 @@ from pathlib import Path
 
 # Extraction is shared out by itself (worker.extract_shards), with a broker and at least
 # two workers on the gpu queue, from this many images: SHARDS_PER_WORKER shards per worker.
-# bench/shards.py measured 2.06x with two workers at 50,000 images (docs/benchmarks.md);
-# the threshold keeps small runs, where each shard's start-up (loading the model) is a
-# visible part of its time, in one job (a choice, not measured).
-AUTO_SHARD_MIN = 20_000
+# bench/shards.py, two workers against one (docs/benchmarks.md): 1.72x at 2,000 images
+# (each shard's fixed start is visible), 1.98x at 10,000, 2.06x at 50,000.
+AUTO_SHARD_MIN = 10_000
 SHARDS_PER_WORKER = 2
 
 
