@@ -7,7 +7,8 @@ come from :mod:`worker.train.sources`. CUDA: NCCL, bf16 autocast, channels_last.
 
 The step never waits for the host: loss and accuracy stay device tensors, summed over
 ranks once per epoch, and the stop flag (SIGTERM) is agreed across ranks only every
-``sync_every`` steps, where rank 0 also reads the running loss for ``progress.json``.
+``sync_every`` steps, where rank 0 also reads the running loss for ``progress.json`` (a
+single process reads its own flag every step: no sync is needed for that).
 
 Rank 0 alone writes ``metrics.jsonl`` (one line per epoch), ``progress.json`` (epoch and
 optimizer step, at most twice a second), ``checkpoint.pt`` (every epoch, atomically) and
@@ -231,6 +232,10 @@ class Trainer:
         sums = torch.zeros(3, dtype=torch.float64, device=self.place.device)
         for k, (raw, y) in enumerate(self.source.train_batches(epoch, gen)):
             if k % self.cfg.sync_every == 0 and self._sync(sums):
+                return None
+            # One process: the flag is this process's own, read every step for free (a
+            # CPU step can take seconds; a Cancel should not wait 16 of them).
+            if self.place.world == 1 and _Stop.requested:
                 return None
             self._run_batch(raw, y, gen, sums)
             self._beat(epoch)
