@@ -32,7 +32,9 @@ def _wait_job(store: Path, kind: str, pred, timeout: float = 120) -> dict:
                 if job["kind"] == kind and pred(job):
                     return job
         time.sleep(0.1)
-    raise AssertionError(f"no {kind} job reached the expected state in {timeout} s")
+    seen = [(j["kind"], j["status"], j["done"], j["total"], j["message"], j["worker"],
+             j["attempts"]) for j in JobStore(store).list()] if store.is_file() else []
+    raise AssertionError(f"no {kind} job reached the expected state in {timeout} s: {seen}")
 
 
 def _slow_extract_args(cifar_mini: Path) -> list[str]:
