@@ -17,7 +17,6 @@ def train_form(fields: list[dict]) -> TrainConfig:
     :class:`TrainConfig`; an empty batch size or epochs is left to the planner, an empty
     process count is 1. Raises a one-line InputError for a value that cannot work."""
     values = {f["id"]["name"]: f.get("value") for f in fields}
-    params = {name: values.get(name) for name in TRAIN_FIELDS}
-    params["nproc"] = params["nproc"] or 1
-    params = {k: v for k, v in params.items() if v is not None or k in ("batch_size", "epochs")}
-    return check_numbers(train_config(params))
+    params = {name: values[name] for name in TRAIN_FIELDS if values.get(name) is not None}
+    params["nproc"] = params.get("nproc") or 1
+    return check_numbers(train_config(params))  # a field left out keeps its default

@@ -7,6 +7,7 @@ Each step reads and writes a run directory. User mistakes print one line startin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -226,9 +227,7 @@ class _JobSteps:
     def __init__(self, dispatcher, run_id: str, shards: int | None) -> None:  # noqa: ANN001
         self.dispatcher, self.run_id, self.shards = dispatcher, run_id, shards
 
-    def held(self, run: RunDir):  # noqa: ANN201 - a context manager
-        import contextlib
-
+    def held(self, run: RunDir) -> contextlib.nullcontext:
         return contextlib.nullcontext()
 
     def features(self, run: RunDir, dataset, opts) -> None:  # noqa: ANN001

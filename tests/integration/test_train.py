@@ -47,7 +47,7 @@ def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
     out = fresh_run.path / "train" / "resume"
     import torch
 
-    ckpt = torch.load(out / "checkpoint.pt", weights_only=False)
+    ckpt = torch.load(out / "checkpoint.pt", weights_only=True)
     first = read_metrics(out)
     assert ckpt["epoch"] == first[-1]["epoch"] and len(first) < 3
     # The loop saw the stop between steps and said so (SIGTERM is handled, not fatal).

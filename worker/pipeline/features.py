@@ -217,7 +217,7 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
 
     A shard that starts on a multiple of ``opts.batch_size`` sees the same batches as the
     whole run, so its rows are bit-identical to the whole run's (tests/integration/
-    test_extract_shards.py).
+    test_jobs.py, the shared-out extraction test).
 
     Returns
     -------
@@ -345,7 +345,7 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
     if ds.spec.kind == "features":
         return _copy_features(run, ds, opts, progress)
     precision = feature_precision(opts)
-    key = cache_key(run, opts)
+    key = cache_key(run, opts, precision)  # hashes the samples and the weights file: once
     cached = run.cache / f"features-{key}.npy"
     if cached.is_file():
         feats = run.load_array(cached, "extract")
@@ -354,9 +354,10 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
         if opts.model == "pixels":
             feats = pixel_features(np.asarray(run.load_array(run.thumbnails, "extract")))
         else:
-            feats, precision = (compute or compute_here)(run, ds, opts, progress)
-            key = cache_key(run, opts, precision)
-            cached = run.cache / f"features-{key}.npy"
+            feats, computed = (compute or compute_here)(run, ds, opts, progress)
+            if computed != precision:  # workers resolved "auto" on their own devices
+                precision, key = computed, cache_key(run, opts, computed)
+                cached = run.cache / f"features-{key}.npy"
         save_npy(cached, feats)
     save_npy(run.features, feats)
     run.mark_step("extract", model=opts.model, precision=precision,

@@ -159,7 +159,7 @@ class Trainer:
         """Resume from the last finished epoch, and forget metrics of any epoch after it."""
         if self.snapshot_path.is_file():
             snap = torch.load(self.snapshot_path, map_location=self.place.device,
-                              weights_only=False)
+                              weights_only=True)
             self.model.load_state_dict(snap["model"])
             self.optim.load_state_dict(snap["optimizer"])
             self.start_epoch, self.step = snap["epoch"] + 1, snap["step"]
