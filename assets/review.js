@@ -120,22 +120,26 @@
       if (event.data) ring(event.data.sample);
     });
     grid.addEventListener("modelUpdated", countListed);
-    counted = null;  // a new page's count line is empty
     countListed();
   }
 
   // "N listed", written once the rows have painted: a sort or filter of 17,000 rows should
-  // not wait for Dash's store update.
-  let counted = null, countTimer = null;
+  // not wait for Dash's store update. The line on the page is compared with the grid's
+  // count, not with a remembered one, and again on every tick below, so it never keeps a
+  // stale number (a write lost while Dash re-renders the line is redone within 0.5 s).
+  let countTimer = null;
+  function writeCount() {
+    const grid = api(), line = document.getElementById(COUNT);
+    if (!grid || !line) return;
+    const text = grid.getDisplayedRowCount() + " listed";
+    if (line.textContent !== text) setProps(COUNT, {children: text});
+  }
   function countListed() {
     clearTimeout(countTimer);
-    countTimer = setTimeout(() => {
-      const grid = api();
-      const n = grid ? grid.getDisplayedRowCount() : 0;
-      if (n !== counted) { counted = n; setProps(COUNT, {children: n + " listed"}); }
-    }, 50);
+    countTimer = setTimeout(writeCount, 50);
   }
-  setInterval(hook, 500);  // the grid is (re)created by Dash: hook each new one
+  // The grid is (re)created by Dash: hook each new one.
+  setInterval(() => { hook(); writeCount(); }, 500);
 
   function act(action) {
     const grid = api();
