@@ -107,11 +107,7 @@ def runs_root(tmp_path) -> Path:
 def broker_env(redis_url, runs_root) -> dict[str, str]:
     env = dict(os.environ)
     env.update(CURATOR_BROKER_URL=redis_url, CURATOR_RUNS_ROOT=str(runs_root),
-               # Short, so the crash tests see a dead worker's job re-queued within
-               # seconds; not so short that a live worker stalled by the loaded 2 cores
-               # (heartbeats are stored to the second) is taken for dead and its job re-queued
-               # under it (suspected in a CI-like run where a job never reached "running").
-               CURATOR_STALE_AFTER="6", PYTHONUNBUFFERED="1")
+               CURATOR_STALE_AFTER="3", PYTHONUNBUFFERED="1")
     return env
 
 
