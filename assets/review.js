@@ -212,6 +212,11 @@
   // The shown class changed (SHOWN, written with the map's answer): filter the list to it
   // ("All classes": every row), after the map has painted, so the grid's refilter never
   // delays the map. Returns the class followed.
+  //
+  // The filter goes through the grid's filterModel prop, not its API: dash-ag-grid
+  // re-applies that prop when rows arrive and when it re-renders, so a model set only
+  // through the API could be replaced by the previous class's (a stale prop) — and a prop
+  // set before the grid exists is applied when it is created.
   let followed = null;
   function followClass(shown, names) {
     const dc = window.dash_clientside;
@@ -223,8 +228,7 @@
     const model = code === "all" ? {} :
       {given: {filterType: "text", type: "equals", filter: (names || [])[code]}};
     requestAnimationFrame(() => setTimeout(() => {
-      const grid = api();
-      if (grid && String(followed) === String(code)) grid.setFilterModel(model);
+      if (String(followed) === String(code)) setProps(GRID, {filterModel: model});
     }, 0));
     return code;
   }

@@ -61,6 +61,16 @@ def _listed(d) -> int:
     return int(text.split()[0])
 
 
+def _listing(d, given: str) -> int:
+    """Wait until the list shows only class ``given``'s rows and says how many; return
+    that count. (A count read right after a class pick can still be the previous class's.)"""
+    def shown() -> int | None:
+        rows = grid_rows(d)
+        ok = rows and all(r["given"] == given for r in rows) and _listed(d) == len(rows)
+        return len(rows) if ok else None
+    return wait_for(shown)
+
+
 def _focused_search(d):
     """The class picker's search box when it has the keyboard focus, else None."""
     active = d.switch_to.active_element
@@ -75,7 +85,7 @@ def test_one_queue_across_classes_filtered_by_class_and_pair(page, review_root):
     d = _open(page, "queue")
     flagged = 188  # the digits run's default flags (10% injected noise, seed 0)
     # It opens on the class the map shows; "All classes" lists every class's flags.
-    wait_for(lambda: grid_rows(d) and {r["given"] for r in grid_rows(d)} == {"0"})
+    _listing(d, "0")
     pick_class(d, "all")
     wait_for(lambda: _listed(d) == flagged)
     rows = grid_rows(d)
@@ -83,7 +93,7 @@ def test_one_queue_across_classes_filtered_by_class_and_pair(page, review_root):
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
     # A class picked in the class list filters the list to it; a pair's cell to the pair.
     pick_class(d, 3)
-    wait_for(lambda: _listed(d) < flagged and all(r["given"] == "3" for r in grid_rows(d)))
+    _listing(d, "3")
     pair = d.find_elements(By.CSS_SELECTOR, ".review-pair")[0]
     given, rest = pair.text.split(" → ")
     suggested, count = rest.split(" · ")
@@ -134,7 +144,7 @@ def test_bulk_actions_show_the_count_first_and_are_one_step(page, review_root):
     d = _open(page, "bulk")
     store = _store(review_root, "bulk")
     pick_class(d, 1)
-    n = wait_for(lambda: _listed(d) if _listed(d) < 188 else None)
+    n = _listing(d, "1")
     scroll_click(d, d.find_element(By.CSS_SELECTOR, "[id*='review-bulk'][id*='drop']"))
     text = wait_for(lambda: d.find_element(By.ID, "review-confirm-text").text)
     assert text == f"Drop all changes {n} of the {n} listed samples (one step, undoable)."
