@@ -19,6 +19,8 @@ EPS_SLIDER = "curate-eps-slider"  # the parameter controls recluster.js reads
 EPS_INPUT = "curate-eps-input"
 MS_SLIDER = "curate-ms-slider"
 MS_INPUT = "curate-ms-input"
+STATUS = "curate-status"  # the header's counts line
+MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
 REVIEW_GRID = "review-grid"  # the review list (dash-ag-grid)
 REVIEW_KEY = "review-key"  # a key's action on the focused row (a store)
 REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
@@ -28,7 +30,8 @@ RELABEL_TO = "review-relabel-to"  # the review list's class picker
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….
 SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
           "classList": CLASS_LIST, "epsSlider": EPS_SLIDER, "epsInput": EPS_INPUT,
-          "msSlider": MS_SLIDER, "msInput": MS_INPUT, "reviewGrid": REVIEW_GRID,
+          "msSlider": MS_SLIDER, "msInput": MS_INPUT, "status": STATUS, "model": MODEL,
+          "reviewGrid": REVIEW_GRID,
           "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "reviewCount": REVIEW_COUNT,
           "relabelTo": RELABEL_TO}
 

@@ -105,12 +105,24 @@
     return labels;
   }
 
+  // "#rrggbb" as the channel array [r, g, b, 1] (each 0-1), which Plotly takes as a colour
+  // as it is. Why: Plotly parses every colour string of a restyled trace again (a regular
+  // expression per point): half of a 5,314-point class's restyle, ~12 of 25 ms, went on
+  // that (python -m bench.ui_latency). Channels in 0-1 are never mistaken for 0-255 ones
+  // (Plotly reads an array whose largest channel is above 1 as 0-255).
+  function channels(hex) {
+    const v = parseInt(hex.slice(1), 16);
+    return [(v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, 1];
+  }
+
   // Marker colours, symbols and sizes, and the class's counts, looked up: model.looks
   // holds each point's row of model.style.looks for both DBSCAN outcomes (in a cluster,
   // noise), computed by the server from its rule (app/figures.py look_table); model comes
   // from app/curate_logic.py client_model().
   function paint(model, labels) {
-    const table = model.style.looks, clusters = model.style.clusters;
+    const table = model.style.looks.map((look) => Object.assign({}, look, {
+      colour: look.colour === null ? null : channels(look.colour)}));
+    const clusters = model.style.clusters.map(channels);
     const looks = decode(model.looks);
     const n = labels.length;
     const color = new Array(n), symbol = new Array(n), size = new Array(n);
@@ -178,6 +190,7 @@
     return fill(model.status, Object.assign({noise, rule: model.rule}, total));
   }
 
+  const TYPED_TOLERANCE = 1e-4;  // a typed eps this close to the stored one is no change
   const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
   const fired = () => window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
 
@@ -225,6 +238,34 @@
     return [request, status === null ? skip : status];
   }
 
+  // Enter in the eps or min_samples box repaints at once, before Dash hears of the new
+  // value: the way through Dash's renderer to `typed` took ~10 of an eps change's ~35 ms
+  // (python -m bench.ui_latency). `typed` then finds the plot drawn at the typed values
+  // and only sends the change to be stored. A value `typed` would not draw (invalid, or
+  // the stored one) is left to it. Listened for on <html> in the capture phase: before
+  // React's handlers, after any listener on the document itself.
+  let current = null;  // the latest model (remember)
+  function onEnter(event) {
+    const box = event.target, model = current;
+    if (event.key !== "Enter" || !model || !box ||
+        (box.id !== IDS.epsInput && box.id !== IDS.msInput)) return;
+    const epsBox = document.getElementById(IDS.epsInput);
+    const msBox = document.getElementById(IDS.msInput);
+    if (!epsBox || !msBox || epsBox.value === "" || msBox.value === "") return;
+    const eps = Number(epsBox.value), ms = Number(msBox.value), shown = shownParams(model);
+    if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms) ||
+        (ms === model.ms && Math.abs(eps - model.eps) <= TYPED_TOLERANCE)) return;
+    const status = redraw(model, eps, ms);
+    if (status === null) return;
+    window.curateLastRecluster.key = "Enter";  // drawn here, not by `typed` (a test reads it)
+    window.dash_clientside.set_props(IDS.status, {children: status});
+  }
+  document.documentElement.addEventListener("keydown", onEnter, true);
+
+  function remember(model) {
+    current = model || null;
+  }
+
   // Clientside callbacks: the sliders released, or a value typed into a box.
   function slid(eps, ms, model, epsStep) {
     return commit(Number(eps), Number(ms), false, model, (epsStep || 0) * 0.51);
@@ -235,9 +276,10 @@
     if (eps === null || eps === undefined || ms === null || ms === undefined) {
       throw dc.PreventUpdate;  // a field being edited
     }
-    return commit(Number(eps), Number(ms), true, model, 1e-4);
+    return commit(Number(eps), Number(ms), true, model, TYPED_TOLERANCE);
   }
 
   window.curateDbscan = dbscan;  // for the browser test that compares it with scikit-learn
-  window.dash_clientside = Object.assign({}, window.dash_clientside, {curate: {preview, slid, typed}});
+  window.dash_clientside = Object.assign({}, window.dash_clientside,
+                                         {curate: {preview, slid, typed, remember}});
 })();

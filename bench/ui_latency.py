@@ -167,8 +167,10 @@ def review_list(driver, steps: int) -> dict[str, list[float]]:
 
 
 def report(results: dict[str, list[float]]) -> None:
-    """One line per action: n, p50 and p95 in ms."""
+    """One line per action timed (n > 0): n, p50 and p95 in ms."""
     for name, values in results.items():
+        if not values:
+            continue  # an action switched off (e.g. --hovers 0)
         print(f"{name:<24} n={len(values):>3}  p50 {statistics.median(values):7.1f} ms  "
               f"p95 {pct(values, 0.95):7.1f} ms")
 

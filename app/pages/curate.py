@@ -64,12 +64,12 @@ KEEP_BTN = "curate-keep"
 DROP_BTN = "curate-drop"
 CLEAR_BTN = "curate-clear"
 BG_SWITCH = "curate-background"
-STATUS = "curate-status"
+STATUS = ids.STATUS
 SUMMARY = "curate-summary"
 CLASS_NAMES = "curate-class-names"  # class names, once per page
 CLASS_DRAWN = "curate-class-drawn"  # the class list's marking callback has no real output
 TABS = "curate-tabs"
-MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
+MODEL = ids.MODEL
 PARAMS = "curate-params"  # an eps / min_samples change, written by assets/recluster.js
 REVISION = "curate-revision"  # the store revision the page shows (the review list follows)
 RULE_INFO = "curate-rule-info"  # what the rule makes of the shown class, in words
@@ -269,6 +269,11 @@ clientside_callback(
     Output(PARAMS, "data", allow_duplicate=True), Output(STATUS, "children", allow_duplicate=True),
     Input(EPS_INPUT, "value"), Input(MS_INPUT, "value"), State(MODEL, "data"),
     prevent_initial_call=True,
+)
+# The model, kept in the page for the boxes' Enter key, which repaints before Dash hears
+# of the new value (assets/recluster.js onEnter).
+clientside_callback(
+    ClientsideFunction(namespace="curate", function_name="remember"), Input(MODEL, "data"),
 )
 
 # The class list (assets/classlist.js): a clicked row picks its class; the shown class's

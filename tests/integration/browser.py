@@ -126,7 +126,9 @@ GRAPH_JS = "return document.querySelector('#curate-graph .js-plotly-plot')"
 def trace_markers(driver) -> dict | None:
     """Current colours (hex) and symbols (names) of the class trace (trace 1).
 
-    The page sends symbol numbers; they are translated back to names here.
+    The page sends symbol numbers; they are translated back to names here. The browser's
+    re-cluster draws colours as 0-1 channel arrays (assets/recluster.js), the server as
+    hex: both are read back as hex.
     """
     from app.figures import SYMBOLS
 
@@ -140,6 +142,8 @@ def trace_markers(driver) -> dict | None:
         return None
     names = {v: k for k, v in SYMBOLS.items()}
     m["symbol"] = [names.get(s, s) for s in m["symbol"]]
+    m["color"] = [c if isinstance(c, str) else
+                  "#" + "".join(f"{round(v * 255):02x}" for v in c[:3]) for c in m["color"]]
     return m
 
 

@@ -215,6 +215,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         time.sleep(0.5)  # the server's answer (counts, model) lands
         last = driver.execute_script("return window.curateLastRecluster")
         assert (last["eps"], last["ms"]) == params  # drawn by the browser
+        assert last.get("key") == "Enter"  # at the key press, before Dash's round
         data = run_data(ui_root, "parity")
         state = current_state(data)
         colours, symbols, _ = marker_style(data.members[0], state.decisions, state.marks)

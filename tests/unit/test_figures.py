@@ -53,3 +53,16 @@ def test_large_or_many_class_overview_is_the_raster_with_only_the_dropped_points
     few = overview_figure(emb[:100], labels[:100] % 10, [f"c{c}" for c in range(10)],
                           _decisions(100, np.array([3])), "/background/few.png")
     assert "images" not in few["layout"] and len(few["data"]) == 10 + 1  # a trace per class
+
+
+def test_the_browser_re_cluster_can_read_every_marker_colour():
+    """assets/recluster.js turns the look table's colours into channel arrays and parses
+    only ``#rrggbb``: a colour in any other form would be drawn black there."""
+    import re
+
+    from app.figures import MARKER_STYLE
+
+    colours = [look["colour"] for look in MARKER_STYLE["looks"] if look["colour"] is not None]
+    assert colours and MARKER_STYLE["clusters"]
+    for colour in colours + MARKER_STYLE["clusters"]:
+        assert re.fullmatch(r"#[0-9a-f]{6}", colour), colour
