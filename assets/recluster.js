@@ -119,10 +119,19 @@
   // holds each point's row of model.style.looks for both DBSCAN outcomes (in a cluster,
   // noise), computed by the server from its rule (app/figures.py look_table); model comes
   // from app/curate_logic.py client_model().
+  const styles = new WeakMap();  // model.style -> its colours as channel arrays
+  function channelStyle(style) {
+    if (!styles.has(style)) {
+      styles.set(style, {
+        looks: style.looks.map((look) => Object.assign({}, look, {
+          colour: look.colour === null ? null : channels(look.colour)})),
+        clusters: style.clusters.map(channels)});
+    }
+    return styles.get(style);
+  }
+
   function paint(model, labels) {
-    const table = model.style.looks.map((look) => Object.assign({}, look, {
-      colour: look.colour === null ? null : channels(look.colour)}));
-    const clusters = model.style.clusters.map(channels);
+    const {looks: table, clusters} = channelStyle(model.style);
     const looks = decode(model.looks);
     const n = labels.length;
     const color = new Array(n), symbol = new Array(n), size = new Array(n);
@@ -191,6 +200,10 @@
   }
 
   const TYPED_TOLERANCE = 1e-4;  // a typed eps this close to the stored one is no change
+  // The plot shows (eps, ms) already; (eps, ms) is the model's stored pair, within tolerance.
+  const showing = (shown, eps, ms) => eps === shown.eps && ms === shown.ms;
+  const stored = (model, eps, ms, tolerance) =>
+    ms === model.ms && Math.abs(eps - model.eps) <= tolerance;
   const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
   const fired = () => window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
 
@@ -206,7 +219,7 @@
       Number(drag) !== Number(value);
     const eps = dragged(IDS.epsSlider, epsDrag, epsSlider) ? Number(epsDrag) : shown.eps;
     const ms = dragged(IDS.msSlider, msDrag, msSlider) ? Number(msDrag) : shown.ms;
-    if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms)) throw dc.PreventUpdate;
+    if (!valid(eps, ms) || showing(shown, eps, ms)) throw dc.PreventUpdate;
     const status = redraw(model, eps, ms);
     if (status === null) throw dc.PreventUpdate;
     return status;
@@ -220,8 +233,8 @@
     const dc = window.dash_clientside, skip = dc.no_update;
     if (!model) throw dc.PreventUpdate;
     const shown = shownParams(model);
-    if (ms === model.ms && Math.abs(eps - model.eps) <= tolerance) {
-      const moved = shown.eps !== model.eps || shown.ms !== model.ms;
+    if (stored(model, eps, ms, tolerance)) {
+      const moved = !showing(shown, model.eps, model.ms);
       const back = moved && redraw(model, model.eps, model.ms);
       if (!back) throw dc.PreventUpdate;
       return [skip, back];
@@ -229,7 +242,7 @@
     const request = {eps, ms, typed, painted: false, base: model.revision,
                      "class": model["class"], at: Date.now()};
     if (!valid(eps, ms)) return [request, skip];  // the server explains the refusal
-    if (eps === shown.eps && ms === shown.ms && !window.curateServerOnly) {
+    if (showing(shown, eps, ms) && !window.curateServerOnly) {
       request.painted = true;  // the drag preview drew it, counts included
       return [request, skip];
     }
@@ -253,8 +266,8 @@
     const msBox = document.getElementById(IDS.msInput);
     if (!epsBox || !msBox || epsBox.value === "" || msBox.value === "") return;
     const eps = Number(epsBox.value), ms = Number(msBox.value), shown = shownParams(model);
-    if (!valid(eps, ms) || (eps === shown.eps && ms === shown.ms) ||
-        (ms === model.ms && Math.abs(eps - model.eps) <= TYPED_TOLERANCE)) return;
+    if (!valid(eps, ms) || showing(shown, eps, ms) ||
+        stored(model, eps, ms, TYPED_TOLERANCE)) return;
     const status = redraw(model, eps, ms);
     if (status === null) return;
     window.curateLastRecluster.key = "Enter";  // drawn here, not by `typed` (a test reads it)
