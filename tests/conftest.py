@@ -7,13 +7,27 @@ the project root); tests that need it skip, saying why, when it is missing.
 from __future__ import annotations
 
 import os
-import pickle
-import tarfile
-from pathlib import Path
+import sys
 
-import numpy as np
-import pytest
-from PIL import Image
+# One BLAS kernel on every x86-64 machine, so the seeded runs' golden values
+# (tests/golden.py) hold on any CPU: OpenBLAS picks its kernel by CPU model (SkylakeX on
+# most AVX-512 parts, Haswell on others, AMD Zen 5 included), the kernels round
+# differently, and t-SNE carries that into the map (DBSCAN noise on the digits demo: 237
+# flags with the SkylakeX kernel, 227 with Haswell's). Haswell's runs on every x86-64 CPU
+# with AVX2. Set before numpy loads OpenBLAS; the `curator` subprocesses inherit it.
+# `make test` sets it too, before pytest (and any plugin) imports numpy.
+if "numpy" in sys.modules and "OPENBLAS_CORETYPE" not in os.environ:  # pragma: no cover
+    sys.exit("tests: run them through `make test`, or set OPENBLAS_CORETYPE=Haswell first "
+             "(numpy was imported before tests/conftest.py could set it)")
+os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
+
+import pickle  # noqa: E402 - after the BLAS kernel is chosen
+import tarfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()

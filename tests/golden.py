@@ -2,7 +2,8 @@
 
 The digits run with 10% injected noise, seed 0, pixel features (the ``digits_run``
 fixture, ``make demo`` and the README's first command) is deterministic: the same flags
-and scores on every run. A change that moves these moves what users see on the demo, so a
+and scores on every run with the same BLAS kernel (the tests pin OpenBLAS's Haswell
+kernel: tests/conftest.py). A change that moves these moves what users see on the demo, so a
 test compares exactly and the change updates this file, saying why.
 """
 
@@ -17,7 +18,9 @@ DIGITS_NOISE10 = {
     "true_positives": 179,
     "f1": 0.973,
     # The other rules on the same run, for comparison in `curator evaluate`.
-    "rules": {"dbscan": (237, 0.863), "dbscan-knn": (214, 0.914)},
+    # With OpenBLAS's Haswell kernel (tests/conftest.py); its SkylakeX kernel gives
+    # (237, 0.863) and (214, 0.914): the map moves a little, the default rule does not.
+    "rules": {"dbscan": (227, 0.884), "dbscan-knn": (211, 0.921)},
 }
 
 
