@@ -26,6 +26,7 @@ REVIEW_KEY = "review-key"  # a key's action on the focused row (a store)
 REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
 REVIEW_COUNT = "review-count"  # "N listed", written by assets/review.js
 RELABEL_TO = "review-relabel-to"  # the review list's class picker
+HOVER_BOX = "curate-hover"  # the map's hover card, opened and placed by assets/hover.js
 
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….
 SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
@@ -33,7 +34,7 @@ SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
           "msSlider": MS_SLIDER, "msInput": MS_INPUT, "status": STATUS, "model": MODEL,
           "reviewGrid": REVIEW_GRID,
           "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "reviewCount": REVIEW_COUNT,
-          "relabelTo": RELABEL_TO}
+          "relabelTo": RELABEL_TO, "hoverBox": HOVER_BOX}
 
 
 def script() -> str:

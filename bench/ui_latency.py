@@ -66,10 +66,10 @@ document.addEventListener('keydown', e => {
 document.addEventListener('click', () => { window.bench.t0 = performance.now(); }, true);
 document.addEventListener('mousemove', () => { window.bench.t0 = performance.now(); }, true);
 // The hover card shown (its box displayed), the first time since window.bench.card = 0.
-const card = document.querySelector('.dcc-tooltip-bounding-box');
+const card = document.querySelector('.hover-box');
 new MutationObserver(() => {
-  if (card.style.display !== 'none' && !window.bench.card) window.bench.card = performance.now();
-}).observe(card, {attributes: true, attributeFilter: ['style']});
+  if (card.classList.contains('open') && !window.bench.card) window.bench.card = performance.now();
+}).observe(card, {attributes: true, attributeFilter: ['class']});
 document.addEventListener('load', e => {
   // The first load since window.bench.img = 0: the image is there from then on (a
   // second load, from its src set again to the same URL, changes nothing on screen).

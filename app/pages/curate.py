@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import dash
 import dash_bootstrap_components as dbc
@@ -49,8 +50,8 @@ SHOWN_REV = "curate-shown-rev"  # the store revision the page shows
 ALERT = "curate-alert"
 CLASS_PICK = ids.CLASS_PICK
 GRAPH = ids.GRAPH
-TOOLTIP = "curate-tooltip"
-HOVER_IMG = "curate-hover-img"  # the hover card's image: set in the browser at once
+HOVER_BOX = ids.HOVER_BOX  # the hover card: opened, placed, given its image in the browser
+HOVER_IMG = "curate-hover-img"
 HOVER_TEXT = "curate-hover-text"  # the hover card's facts: from the server
 EPS_SLIDER = ids.EPS_SLIDER
 EPS_INPUT = ids.EPS_INPUT
@@ -180,11 +181,12 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                           config={**GRAPH_CONFIG, "scrollZoom": True,
                                   "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]}),
                 _legend(),
-                # The hover card: its image is asked for in the browser the moment a point
-                # is hovered (assets/hover.js), beside the server's request for its facts.
-                dcc.Tooltip(html.Div([html.Img(id=HOVER_IMG, className="hover-img", alt=""),
-                                      html.Div(id=HOVER_TEXT)], className="hover-card"),
-                            id=TOOLTIP, direction="right"),
+                # The hover card: opened beside the point with its image the moment it is
+                # hovered (assets/hover.js), its facts from the server (on_hover).
+                html.Div(html.Div([html.Img(id=HOVER_IMG, className="hover-img", alt=""),
+                                   html.Div(id=HOVER_TEXT)], className="hover-card"),
+                         id=HOVER_BOX, className="hover-box", role="tooltip",
+                         **{"data-thumbs": f"/thumb/{quote(run_id or '', safe='/')}/"}),
             ], xl=4, class_name="curate-map"),
             dbc.Col(dbc.Tabs([
                 dbc.Tab(rp.review_panel(list(data.samples.classes)), label="Review list",
@@ -543,13 +545,12 @@ def _summary_table(rows: list[dict]) -> dbc.Table:
     return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
 
 
-# The card opens (or closes) and its image loads without waiting for the server; the last
-# point's facts are cleared until this one's arrive.
+# The card opens, closes and loads its image in assets/hover.js, on Plotly's own events;
+# the last point's facts are cleared until this one's arrive.
 clientside_callback(
-    ClientsideFunction(namespace="hover", function_name="show"),
-    Output(TOOLTIP, "show"), Output(TOOLTIP, "bbox"), Output(TOOLTIP, "direction"),
-    Output(HOVER_IMG, "src"), Output(HOVER_TEXT, "children", allow_duplicate=True),
-    Input(GRAPH, "hoverData"), State(RUN, "data"), prevent_initial_call=True,
+    ClientsideFunction(namespace="hover", function_name="clear"),
+    Output(HOVER_TEXT, "children", allow_duplicate=True), Input(GRAPH, "hoverData"),
+    prevent_initial_call=True,
 )
 
 

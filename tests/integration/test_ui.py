@@ -373,9 +373,15 @@ def test_hover_shows_the_image(driver, server):
     _move_to(driver, *point_position(driver, right))
     wait_for(lambda: f"#{right} ·" in driver.find_element(By.CSS_SELECTOR, ".hover-card").text)
     box = driver.execute_script(
-        "const r = document.querySelector('.hover-card').getBoundingClientRect();"
-        "return [r.right, window.innerWidth, document.documentElement.scrollWidth];")
-    assert box[0] <= box[1] and box[2] <= box[1], box
+        "const r = document.querySelector('.hover-box').getBoundingClientRect();"
+        "return [r.left, r.right, r.top, r.bottom, window.innerWidth, window.innerHeight,"
+        "        document.documentElement.scrollWidth];")
+    left, right_edge, top, bottom, width, height, scroll_width = box
+    assert 0 <= left and right_edge <= width and scroll_width <= width, box
+    assert 0 <= top and bottom <= height, box
+    # Off the points, the card closes.
+    _move_to(driver, 2, 2)
+    wait_for(lambda: not driver.find_element(By.CSS_SELECTOR, ".hover-box").is_displayed())
 
 
 def test_click_override_survives_reload_and_undo_reverts(driver, server, ui_root):
