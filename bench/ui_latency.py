@@ -4,7 +4,7 @@ Starts ``curator serve`` on a copy of the run and drives headless Chromium. Ever
 taken inside the page with ``performance.now()``: from the user's input event (Enter in
 the eps box, the mouse reaching a point, the click on a class) to the end of the repaint
 (Plotly's ``plotly_afterplot`` and the counts updated) or, for hover, the later of the
-tooltip image's ``load`` event and the card being displayed; "eps change, stored" is when
+hover card image's ``load`` event and the card being opened; "eps change, stored" is when
 the server's answer to the browser's re-cluster has arrived (the change is in the store).
 The eps change is timed twice: through the server alone (the baseline,
 ``window.curateServerOnly``) and as the page does it, re-clustered in the browser
