@@ -64,10 +64,12 @@
 
   // Hook each plot Dash draws (it may replace the element) the first time the pointer
   // reaches it: before Plotly's own handler can emit a hover event.
+  let hooked = null;
   function hook() {
+    if (hooked && hooked.isConnected) return;  // every mouse move: keep it cheap
     const gd = plot();
-    if (!gd || gd.curateHoverHooked || !gd.on) return;
-    gd.curateHoverHooked = true;
+    if (!gd || !gd.on) return;
+    hooked = gd;
     gd.on("plotly_hover", (event) => open(gd, event));
     gd.on("plotly_unhover", close);
     const box = document.getElementById(IDS.hoverBox);
