@@ -30,11 +30,12 @@
     if (!last || !box.classList.contains("open")) return;
     const [gd, bbox] = last;
     const r = gd.getBoundingClientRect(), w = box.offsetWidth, h = box.offsetHeight;
+    const view = document.documentElement;  // the window less its scroll bars
     const right = bbox.x0 / (r.width || 1) <= 0.55;
     let left = right ? r.left + bbox.x1 + GAP : r.left + bbox.x0 - GAP - w;
-    left = Math.max(MARGIN, Math.min(left, window.innerWidth - w - MARGIN));
+    left = Math.max(MARGIN, Math.min(left, view.clientWidth - w - MARGIN));
     let top = r.top + (bbox.y0 + bbox.y1) / 2 - h / 2;
-    top = Math.max(MARGIN, Math.min(top, window.innerHeight - h - MARGIN));
+    top = Math.max(MARGIN, Math.min(top, view.clientHeight - h - MARGIN));
     box.style.left = left + "px";
     box.style.top = top + "px";
   }

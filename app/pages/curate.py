@@ -51,7 +51,6 @@ ALERT = "curate-alert"
 CLASS_PICK = ids.CLASS_PICK
 GRAPH = ids.GRAPH
 HOVER_BOX = ids.HOVER_BOX  # the hover card: opened, placed, given its image in the browser
-HOVER_IMG = "curate-hover-img"
 HOVER_TEXT = "curate-hover-text"  # the hover card's facts: from the server
 EPS_SLIDER = ids.EPS_SLIDER
 EPS_INPUT = ids.EPS_INPUT
@@ -183,7 +182,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                 _legend(),
                 # The hover card: opened beside the point with its image the moment it is
                 # hovered (assets/hover.js), its facts from the server (on_hover).
-                html.Div(html.Div([html.Img(id=HOVER_IMG, className="hover-img", alt=""),
+                html.Div(html.Div([html.Img(className="hover-img", alt=""),
                                    html.Div(id=HOVER_TEXT)], className="hover-card"),
                          id=HOVER_BOX, className="hover-box", role="tooltip",
                          **{"data-thumbs": f"/thumb/{quote(run_id or '', safe='/')}/"}),

@@ -365,20 +365,25 @@ def test_hover_shows_the_image(driver, server):
     # Why it is kept or dropped, in the reviewer's words.
     assert "nearest neighbours are labelled" in card and "DBSCAN: " in card
     assert "5 nearest:" in card and "score " in card
-    # The rightmost point's card opens to its left: it stays in the window, and the page
-    # does not scroll sideways.
-    right = driver.execute_script(
-        "const t = document.querySelector('#curate-graph .js-plotly-plot')._fullData[1];"
-        "const x = Array.from(t.x); return t.customdata[x.indexOf(Math.max(...x))];")
-    _move_to(driver, *point_position(driver, right))
-    wait_for(lambda: f"#{right} ·" in driver.find_element(By.CSS_SELECTOR, ".hover-card").text)
-    box = driver.execute_script(
-        "const r = document.querySelector('.hover-box').getBoundingClientRect();"
-        "return [r.left, r.right, r.top, r.bottom, window.innerWidth, window.innerHeight,"
-        "        document.documentElement.scrollWidth];")
-    left, right_edge, top, bottom, width, height, scroll_width = box
-    assert 0 <= left and right_edge <= width and scroll_width <= width, box
-    assert 0 <= top and bottom <= height, box
+    # The rightmost point's card opens to its left, the lowest point's is lifted: with its
+    # facts in, each stays inside the window, and the page does not scroll sideways.
+    for axis, extreme in (("x", "max"), ("y", "min")):
+        edge = driver.execute_script(
+            "const g = document.querySelector('#curate-graph .js-plotly-plot')._fullData[1];"
+            "const v = Array.from(g[arguments[0]]);"
+            "return g.customdata[v.indexOf(Math[arguments[1]](...v))];", axis, extreme)
+        _move_to(driver, *point_position(driver, edge))
+        wait_for(lambda e=edge: f"#{e} ·" in driver.find_element(
+            By.CSS_SELECTOR, ".hover-card").text)
+        time.sleep(0.1)  # placed again once the facts have changed its size
+        box = driver.execute_script(
+            "const r = document.querySelector('.hover-box').getBoundingClientRect(),"
+            "      v = document.documentElement;"
+            "return [r.left, r.right, r.top, r.bottom, v.clientWidth, v.clientHeight,"
+            "        v.scrollWidth];")
+        left, right_edge, top, bottom, width, height, scroll_width = box
+        assert 0 <= left and right_edge <= width and scroll_width <= width, (axis, box)
+        assert 0 <= top and bottom <= height, (axis, box)
     # Off the points, the card closes.
     _move_to(driver, 2, 2)
     wait_for(lambda: not driver.find_element(By.CSS_SELECTOR, ".hover-box").is_displayed())
