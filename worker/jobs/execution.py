@@ -59,32 +59,43 @@ def is_transient(exc: BaseException) -> bool:
 
 class _Progress:
     """Progress callback writing to the job record (at most every 0.5 s) and a heartbeat
-    thread, so a job whose worker died can be told apart from a slow one."""
+    thread, so a job whose worker died can be told apart from a slow one.
 
-    def __init__(self, jobs: JobStore, job_id: str, beat_s: float,
+    Every write carries the attempt (``JobStore.start``'s token): once the job has been
+    re-queued as lost, this worker is told to stop (``superseded``) and writes nothing
+    more, so a worker that only seemed dead cannot overwrite the attempt that replaced it.
+    """
+
+    def __init__(self, jobs: JobStore, job_id: str, attempt: int, beat_s: float,
                  echo: ProgressFn | None = None) -> None:
-        self.jobs, self.job_id, self.beat_s, self.echo = jobs, job_id, beat_s, echo
+        self.jobs, self.job_id, self.attempt, self.beat_s = jobs, job_id, attempt, beat_s
+        self.echo = echo
         self.last = 0.0
-        self.cancel = False
+        self.cancel = self.superseded = False
         self.state = (0, 0, "starting")
         self._stop = threading.Event()
         self._beat = threading.Thread(target=self._heartbeat, daemon=True)
         self._beat.start()
+
+    def _write(self) -> None:
+        answer = self.jobs.progress(self.job_id, *self.state, attempt=self.attempt)
+        self.superseded = self.superseded or answer == "superseded"
+        self.cancel = self.cancel or answer is not None
 
     def __call__(self, done: int, total: int, message: str) -> bool:
         self.state = (done, total, message)
         if self.echo is not None and self.echo(done, total, message):
             self.cancel = True
         now = time.monotonic()
-        if now - self.last >= 0.5 or done >= total:
+        if not self.superseded and (now - self.last >= 0.5 or done >= total):
             self.last = now
-            self.cancel = self.jobs.progress(self.job_id, done, total, message)
+            self._write()
         return self.cancel
 
     def _heartbeat(self) -> None:
-        while not self._stop.wait(self.beat_s):
+        while not self._stop.wait(self.beat_s) and not self.superseded:
             try:
-                self.cancel = self.jobs.progress(self.job_id, *self.state) or self.cancel
+                self._write()
             except sqlite3.Error:
                 continue
 
@@ -97,8 +108,10 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
     """Run one job from its record's JSON ``params`` and keep the record current; ``echo``
     also sees its progress (the CLI prints it when it runs a job in its own process).
 
-    Returns the job's result (None when it was cancelled, or had already finished before a
-    re-delivery). Exceptions propagate so that the caller's failure hook records them.
+    Returns the job's result (None when it was cancelled, had already finished before a
+    re-delivery, or was re-queued as lost while it ran: the attempt that replaced it
+    answers). Exceptions propagate, carrying this attempt as ``job_attempt``, so that the
+    caller's failure hook records them on this attempt only.
     """
     spec = kind_named(kind)
     run = resolve_run(runs_root, run_id)
@@ -108,20 +121,23 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
         jobs.create(kind, params, job_id)
     elif record["status"] in FINAL:
         return record["result"]  # a re-delivered message for a job that already ended
-    if not jobs.start(job_id, worker_name()):
+    attempt = jobs.start(job_id, worker_name())
+    if attempt is None:
         return None
     from worker.settings import load_settings
 
-    progress = _Progress(jobs, job_id, heartbeat_interval(load_settings()), echo)
+    progress = _Progress(jobs, job_id, attempt, heartbeat_interval(load_settings()), echo)
     try:
         result = spec.handler(run, spec.decode(params), progress)
     except Cancelled:
-        jobs.finish(job_id, "cancelled")
+        jobs.finish(job_id, "cancelled", attempt=attempt)  # a no-op once superseded
         return None
+    except BaseException as exc:
+        exc.job_attempt = attempt  # type: ignore[attr-defined]
+        raise
     finally:
         progress.close()
-    jobs.finish(job_id, "succeeded", result=result)
-    return result
+    return result if jobs.finish(job_id, "succeeded", result=result, attempt=attempt) else None
 
 
 def new_job(run: RunDir, kind: str, params: Any) -> tuple[str, dict[str, Any]]:
@@ -144,8 +160,8 @@ def run_here(run: RunDir, kind: str, params: Any, echo: ProgressFn) -> dict:
     job_id, encoded = new_job(run, kind, params)
     try:
         result = run_job(run.path.parent, run.path.name, kind, encoded, job_id, echo)
-    except KeyboardInterrupt:
-        JobStore(run.store).finish(job_id, "cancelled")
+    except KeyboardInterrupt as exc:
+        JobStore(run.store).finish(job_id, "cancelled", attempt=getattr(exc, "job_attempt", None))
         raise
     except BaseException as exc:
         record_failure(run.path.parent, run.path.name, job_id, exc)
@@ -162,5 +178,8 @@ def record_failure(runs_root: Path, run_id: str, job_id: str, exc: BaseException
     except InputError:
         return
     text = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+    # Only on the attempt that failed (run_job's ``job_attempt``): one that was re-queued
+    # as lost meanwhile leaves the attempt that replaced it alone.
     JobStore(run.store).finish(job_id, "failed", error=text.splitlines()[0][:1000] if text
-                               else type(exc).__name__)
+                               else type(exc).__name__,
+                               attempt=getattr(exc, "job_attempt", None))

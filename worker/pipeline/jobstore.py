@@ -74,49 +74,64 @@ class JobStore:
             rows = db.execute("SELECT * FROM jobs ORDER BY created_at DESC, rowid DESC")
             return [_as_dict(r) for r in rows]
 
-    def start(self, job_id: str, worker: str) -> bool:
-        """Mark running (again, after a re-delivery). False if cancelled before it began."""
+    def start(self, job_id: str, worker: str) -> int | None:
+        """Mark running (again, after a re-delivery) and return this attempt's number, the
+        token its progress and finish must carry; None if cancelled before it began."""
         with self._connect() as db:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT status, cancel_requested FROM jobs WHERE id=?",
+            row = db.execute("SELECT status, cancel_requested, attempts FROM jobs WHERE id=?",
                              (job_id,)).fetchone()
             if row is None or row["cancel_requested"] or row["status"] == "cancelled":
                 db.execute("UPDATE jobs SET status='cancelled', finished_at=? WHERE id=?",
                            (now_iso(), job_id))
                 db.execute("COMMIT")
-                return False
+                return None
             db.execute("UPDATE jobs SET status='running', started_at=?, heartbeat_at=?, "
                        "worker=?, error=NULL, attempts=attempts+1, phase_started_at=NULL "
                        "WHERE id=?",
                        (now_iso(), now_iso(), worker, job_id))
             db.execute("COMMIT")
-        return True
+        return int(row["attempts"]) + 1
 
-    def progress(self, job_id: str, done: int, total: int, message: str) -> bool:
-        """Store progress and a heartbeat; returns True when a cancel was requested.
+    def progress(self, job_id: str, done: int, total: int, message: str,
+                 attempt: int | None = None) -> str | None:
+        """Store progress and a heartbeat. Returns ``"cancel"`` when a cancel was
+        requested, ``"superseded"`` when ``attempt`` is no longer the job's running attempt
+        (it was re-queued as lost, and perhaps started again elsewhere: the caller must
+        stop and write nothing more), else None. Without ``attempt`` it is not checked.
 
         A job may count several phases (ingest, then extraction): a new total, or a count
         that goes back, starts a new phase, and ``phase_started_at`` (what an ETA is
         measured from) restarts with it."""
         now = now_iso()
+        fence, args = _fence(attempt)
         with self._connect() as db:
             # SET expressions see the row's old values: compare before overwriting.
-            db.execute("UPDATE jobs SET phase_started_at=CASE WHEN phase_started_at IS NULL "
-                       "OR total<>? OR done>? THEN ? ELSE phase_started_at END, "
-                       "done=?, total=?, message=?, heartbeat_at=? WHERE id=?",
-                       (int(total), int(done), now, int(done), int(total), message[:500], now,
-                        job_id))
+            cur = db.execute(
+                "UPDATE jobs SET phase_started_at=CASE WHEN phase_started_at IS NULL "
+                "OR total<>? OR done>? THEN ? ELSE phase_started_at END, "
+                "done=?, total=?, message=?, heartbeat_at=? WHERE id=?" + fence,
+                (int(total), int(done), now, int(done), int(total), message[:500], now,
+                 job_id, *args))
+            if cur.rowcount == 0 and attempt is not None:
+                return "superseded"
             row = db.execute("SELECT cancel_requested FROM jobs WHERE id=?", (job_id,)).fetchone()
-        return bool(row and row["cancel_requested"])
+        return "cancel" if row and row["cancel_requested"] else None
 
     def finish(self, job_id: str, status: str, error: str | None = None,
-               result: dict[str, Any] | None = None) -> None:
+               result: dict[str, Any] | None = None, attempt: int | None = None) -> bool:
+        """Record the job's end. With ``attempt``, only while that attempt is the job's
+        running one (a lost worker's late answer changes nothing); returns whether the
+        record changed."""
         if status not in FINAL:
             raise ValueError(f"not a final status: {status}")
+        fence, args = _fence(attempt)
         with self._connect() as db:
-            db.execute("UPDATE jobs SET status=?, error=?, result=?, finished_at=? WHERE id=?",
-                       (status, error, json.dumps(result) if result is not None else None,
-                        now_iso(), job_id))
+            cur = db.execute(
+                "UPDATE jobs SET status=?, error=?, result=?, finished_at=? WHERE id=?" + fence,
+                (status, error, json.dumps(result) if result is not None else None, now_iso(),
+                 job_id, *args))
+            return cur.rowcount == 1
 
     def requeue(self, job_id: str, heartbeat_at: str | None) -> bool:
         """Put a job whose worker died back to ``queued`` (it keeps its attempt count).
@@ -168,6 +183,13 @@ class JobStore:
                     status = "cancelled"
             db.execute("COMMIT")
         return status
+
+
+def _fence(attempt: int | None) -> tuple[str, tuple]:
+    """The WHERE clause (and its argument) that limits a write to the running ``attempt``
+    (none: no limit)."""
+    return ("", ()) if attempt is None else (" AND status='running' AND attempts=?",
+                                             (int(attempt),))
 
 
 def _as_dict(row: sqlite3.Row) -> dict[str, Any]:
