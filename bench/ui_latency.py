@@ -127,7 +127,9 @@ const api = () => dash_ag_grid.getApi('review-grid');
 const focused = () => { const c = api().getFocusedCell(); return c ? c.rowIndex : -1; };
 document.addEventListener('keydown', (e) => {
   if (e.key !== 'j') return;
-  const t0 = e.timeStamp, want = focused() + 1, rec = {done: false};
+  // The last row stays focused at the end of the list (review.js clamps the same way).
+  const t0 = e.timeStamp, want = Math.min(focused() + 1, api().getDisplayedRowCount() - 1);
+  const rec = {done: false};
   window.triage.push(rec);
   const shown = () => {
     const node = api().getDisplayedRowAtIndex(want);
