@@ -81,6 +81,7 @@
   function show(index) {
     const grid = api();
     if (!grid) return null;
+    hook();  // a key in the first half second after the grid appeared: its events count too
     const n = grid.getDisplayedRowCount();
     if (!n) return null;
     const at = Math.max(0, Math.min(index, n - 1));
@@ -202,6 +203,7 @@
     if (!node.displayed) {
       return "#" + sample + " is in the list, hidden by its filters: Clear filters to see it";
     }
+    hook();
     grid.ensureNodeVisible(node, "middle");
     grid.setFocusedCell(node.rowIndex, FOCUS_COLUMN);
     node.setSelected(true, true);

@@ -332,6 +332,28 @@ def test_two_tabs_keep_each_others_changes(driver, server, ui_root):
         driver.switch_to.window(first)
 
 
+def test_a_key_the_moment_the_list_appears_is_explained(driver, server):
+    """A ``j`` pressed in the same frame the review list first has rows (before any timer of
+    assets/review.js has run) still rings its point and brings the row's explanation."""
+    driver.get(f"{server.url}/curate/gallery")
+    driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        (function poll() {
+          let api = null;
+          try { api = dash_ag_grid.getApi('review-grid'); } catch (e) { api = null; }
+          if (api && api.getDisplayedRowCount() > 0) {
+            document.dispatchEvent(new KeyboardEvent('keydown', {key: 'j', bubbles: true}));
+            done();
+          } else requestAnimationFrame(poll);
+        })();""")
+    sample = wait_for(lambda: focused_sample(driver))
+    why = wait_for(lambda: driver.find_element(By.ID, "review-detail").text, timeout=10)
+    assert why.startswith(f"#{sample} · "), why
+    assert driver.execute_script(
+        "const r = document.querySelector('#curate-graph .map-ring');"
+        "return r && r.dataset.sample") == str(sample)
+
+
 def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_root):
     """The review list's focused row is explained in words under it; the Summary tab has a
     relabelled column beside overridden."""
