@@ -136,6 +136,11 @@ def review_panel(classes: list[str]) -> html.Div:
                          # The map's lasso or box selection (assets/dashAgGridFunctions.js).
                          "isExternalFilterPresent": {"function": "mapSelectionPresent()"},
                          "doesExternalFilterPass": {"function": "inMapSelection(params)"}},
+        # Added by dash-ag-grid when the grid is ready, so no event is missed
+        # (assets/dashAgGridFunctions.js → assets/review.js).
+        eventListeners={"cellFocused": ["reviewFocused(params)"],
+                        "cellMouseOver": ["reviewHovered(params)"],
+                        "modelUpdated": ["reviewCounted(params)"]},
         className="ag-theme-alpine review-grid",
         style={"height": "clamp(260px, calc(100vh - 390px), 900px)"})
     keys = html.Div(["keys: ", *[html.Span([html.Kbd(k), f" {what}"], className="me-2")

@@ -27,3 +27,15 @@ dagfuncs.reviewStateText = function (params) {
 dagfuncs.thumbStyle = function (params) {
   return {backgroundImage: 'url("' + encodeURI(params.value) + '")'};
 };
+
+// The review list's events (eventListeners in app/review_panel.py), handled in
+// assets/review.js: the focused or hovered row rings its point, a sort or filter recounts.
+dagfuncs.reviewFocused = function (params) {
+  window.curateReview.focused(params);
+};
+dagfuncs.reviewHovered = function (params) {
+  window.curateReview.hovered(params);
+};
+dagfuncs.reviewCounted = function () {
+  window.curateReview.countListed();
+};

@@ -48,7 +48,6 @@
     const img = box.querySelector("img");
     const src = box.dataset.thumbs + sample + ".png";
     if (img && img.getAttribute("src") !== src) img.src = src;
-    box.dataset.sample = String(sample);
     box.classList.add("open");
     last = [gd, point.bbox];
     place(box);
@@ -57,10 +56,7 @@
   function close() {
     const box = document.getElementById(IDS.hoverBox);
     last = null;
-    if (box) {
-      box.classList.remove("open");
-      delete box.dataset.sample;
-    }
+    if (box) box.classList.remove("open");
   }
 
   // Hook each plot Dash draws (it may replace the element) the first time the pointer

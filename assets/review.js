@@ -81,7 +81,6 @@
   function show(index) {
     const grid = api();
     if (!grid) return null;
-    hook();  // a key in the first half second after the grid appeared: its events count too
     const n = grid.getDisplayedRowCount();
     if (!n) return null;
     const at = Math.max(0, Math.min(index, n - 1));
@@ -105,23 +104,18 @@
     focusTimer = setTimeout(() => setProps(FOCUS, {data: sample}), 120);
   }
 
-  // The grid's focus follows its own events: ring the point, tell the server.
-  let hooked = null;
-  function hook() {
-    const grid = api();
-    if (!grid || grid === hooked) return;
-    hooked = grid;
-    grid.addEventListener("cellFocused", function (event) {
-      const node = event.rowIndex === null ? null : grid.getDisplayedRowAtIndex(event.rowIndex);
-      if (!node || !node.data) return;
-      ring(node.data.sample);
-      tellFocus(node.data.sample);
-    });
-    grid.addEventListener("cellMouseOver", function (event) {
-      if (event.data) ring(event.data.sample);
-    });
-    grid.addEventListener("modelUpdated", countListed);
-    countListed();
+  // The grid's own events, added by dash-ag-grid when each grid is ready (eventListeners
+  // in app/review_panel.py, through assets/dashAgGridFunctions.js), so none is missed:
+  // the focused row rings its point and is told to the server; a hovered row rings its
+  // point; a sort or filter recounts the list.
+  function focused(event) {
+    const node = event.rowIndex === null ? null : event.api.getDisplayedRowAtIndex(event.rowIndex);
+    if (!node || !node.data) return;
+    ring(node.data.sample);
+    tellFocus(node.data.sample);
+  }
+  function hovered(event) {
+    if (event.data) ring(event.data.sample);
   }
 
   // "N listed", written once the rows have painted: a sort or filter of 17,000 rows should
@@ -139,8 +133,7 @@
     clearTimeout(countTimer);
     countTimer = setTimeout(writeCount, 50);
   }
-  // The grid is (re)created by Dash: hook each new one.
-  setInterval(() => { hook(); writeCount(); }, 500);
+  setInterval(writeCount, 500);
 
   function act(action) {
     const grid = api();
@@ -203,7 +196,6 @@
     if (!node.displayed) {
       return "#" + sample + " is in the list, hidden by its filters: Clear filters to see it";
     }
-    hook();
     grid.ensureNodeVisible(node, "middle");
     grid.setFocusedCell(node.rowIndex, FOCUS_COLUMN);
     node.setSelected(true, true);
@@ -249,5 +241,6 @@
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {review: {filterBySelection, goToPoint, followClass,
                                                    listed}});
-  window.curateReview = {ring, show};  // for the browser tests
+  // The grid's event handlers (assets/dashAgGridFunctions.js); ring and show for the tests.
+  window.curateReview = {ring, show, focused, hovered, countListed};
 })();

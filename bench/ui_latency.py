@@ -384,8 +384,13 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
         results["hover image"] = hover_ms(driver, args.hovers)
         results.update(class_switches(driver, args.run, args.switches))
         pick_class(driver, 1)
+        # The list follows the class after the map has painted: wait for its filter, so the
+        # keys do not race the refilter (which moves the rows under the focus).
+        wait_for(lambda: driver.execute_script(
+            "return 'given' in dash_ag_grid.getApi('review-grid').getFilterModel()"), timeout=30)
         wait_for(lambda: len(driver.find_elements("css selector", "#review-grid .ag-row")) > 2,
                  timeout=30)
+        time.sleep(0.3)
         triage, triage_events = triage_ms(driver, args.triage) if args.triage else ({}, "")
         results.update(triage)
         # Apply to all classes: from the click until the server's answer (every class
