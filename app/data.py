@@ -43,6 +43,8 @@ from worker.pipeline.curation import (
 )
 from worker.pipeline.datasets import SampleTable
 from worker.pipeline.errors import InputError
+from worker.pipeline.findings import default_drops, load_findings
+from worker.pipeline.findings.files import files_stamp
 from worker.pipeline.rundir import RunDir
 from worker.runs import resolve_run
 
@@ -75,6 +77,10 @@ class RunData:
     # (x0, x1, y0, y1) the map and its backdrop cover (background.extent): once per run,
     # not per class switch (~60 ms at 1.28M points)
     bounds: tuple[float, float, float, float] = (0.0, 1.0, 0.0, 1.0)
+    # Every finding kind's table (worker/pipeline/findings), and per sample the kind
+    # whose default drops it ('' none), which decide() applies before the overrides.
+    findings: dict = field(default_factory=dict)
+    drops: np.ndarray | None = None
 
 
 @functools.lru_cache(maxsize=8)
@@ -89,17 +95,19 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     inputs = rule_inputs(load_agreement(run), evidence)
     order, starts = class_members(samples.labels, len(samples.classes))  # one sort, not C masks
     members = tuple(members_of(order, starts))
+    findings = load_findings(run, len(samples))
     return RunData(run, samples, emb, inputs, evidence and evidence["score"],
                    evidence and evidence["suggested"], nn[:, :10], members, (order, starts),
                    stamp,
-                   recorded_clusters(run, samples), extent(emb))
+                   recorded_clusters(run, samples), extent(emb), findings,
+                   default_drops(findings, len(samples)))
 
 
 def _stamp(run: RunDir) -> tuple[int, ...]:
     return tuple(_mtime(p) for p in (run.samples_csv, run.embedding, run.features,
                                      run.path / "clusters.npy", run.run_json,
                                      agreement_path(run), neighbours_path(run),
-                                     *evidence_paths(run).values()))
+                                     *evidence_paths(run).values())) + files_stamp(run)
 
 
 def run_data(runs_root: Path, run_id: str) -> RunData:
@@ -209,7 +217,8 @@ def current_state(data: RunData) -> RunState:
                                             in enumerate(data.members) if len(idx)}).items():
         clusters[data.members[code]] = labels
     inputs = cut_rule_inputs(data.inputs, data.score, data.members, stored.cuts)
-    decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels)
+    decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels,
+                       data.drops)
     for array in vars(decisions).values():  # shared by every request: read-only
         array.flags.writeable = False
     state = RunState(decisions,

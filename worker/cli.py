@@ -57,6 +57,17 @@ def _dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
                         "partner (cat↔dog, automobile↔truck, …)")
     g.add_argument("--seed", type=cli_type("seed"), default=0,
                    help="for noise injection and sampling")
+    g.add_argument("--inject-duplicates", type=cli_type("inject_duplicates"), default=0.0,
+                   metavar="RATE", help="add this fraction of near copies of random samples "
+                                        "(truth recorded in injected.csv)")
+    g.add_argument("--duplicate-strength", default="mixed",
+                   choices=["exact", "light", "medium", "strong", "mixed"],
+                   help="how injected copies differ: exact pixels; light (JPEG, resize); "
+                        "medium (mirror, shift, brightness); strong (crop, mirror, colour, "
+                        "JPEG); mixed cycles through all four")
+    g.add_argument("--inject-outliers", type=cli_type("inject_outliers"), default=0,
+                   metavar="N", help="add N images from other sources (digits, photographs, "
+                                     "noise, blank) with random labels")
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -99,15 +110,37 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rule", choices=RULES, help=f"flagging rule (default {DEFAULT_RULE})")
 
 
+def _finding_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("findings (distances relative to the data's typical "
+                             "nearest-neighbour distance; docs/method.md)")
+    g.add_argument("--duplicate-threshold", type=cli_type("duplicate_threshold"),
+                   metavar="T", help="near copies lie closer than T (default 0.3)")
+    g.add_argument("--leak-threshold", type=cli_type("leak_threshold"), metavar="T",
+                   help="a train image within T of a test image leaks (default 0.3)")
+    g.add_argument("--outlier-threshold", type=cli_type("outlier_threshold"), metavar="T",
+                   help="outliers lie T times farther from their 10 nearest images than "
+                        "the typical image (default 2.0)")
+
+
+def _thresholds(a: argparse.Namespace) -> dict[str, float]:
+    """The finding cuts given on the command line, by kind name."""
+    return {k: v for k in ("duplicate", "leak", "outlier")
+            if (v := getattr(a, f"{k}_threshold", None)) is not None}
+
+
 # --------------------------------------------------------------------------- builders
 def _dataset_opts(a: argparse.Namespace):
-    from .pipeline.datasets import parse_spec
+    from .pipeline.datasets import has_split, open_dataset, parse_spec
     from .pipeline.ingest import DatasetOptions
 
     if not a.dataset:
         return None
-    return DatasetOptions(parse_spec(a.dataset, a.split), a.labels, a.label_column,
-                          a.true_label_column, a.inject_noise, a.seed, a.noise_kind)
+    spec = parse_spec(a.dataset, a.split)
+    if not has_split(spec, a.split):  # refused before --out is touched (the reason: one line)
+        open_dataset(spec)
+    return DatasetOptions(spec, a.labels, a.label_column, a.true_label_column, a.inject_noise,
+                          a.seed, a.noise_kind, a.inject_duplicates, a.inject_outliers,
+                          a.duplicate_strength)
 
 
 def _feature_opts(a: argparse.Namespace):
@@ -210,12 +243,41 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
         raise InputError("a fine-tuned extraction runs as one job: leave out --shards")
     # Held for the whole command, so a second pipeline on this --out is refused at once
     # rather than racing this one (the steps' own jobs take the step lock).
+    bar = TqdmProgress()  # the findings step's (the other steps' jobs show their own)
     with run_lock(run, f"curator pipeline (pid {os.getpid()})", PIPELINE_LOCK):
-        run_pipeline(run, dataset, _feature_opts(a), _embed_opts(a), rule=a.rule,
-                     min_samples=a.min_samples, eps=a.eps,
-                     steps=_JobSteps(dispatcher, run_id, a.shards))
+        try:
+            run_pipeline(run, dataset, _feature_opts(a), _embed_opts(a), rule=a.rule,
+                         min_samples=a.min_samples, eps=a.eps,
+                         steps=_JobSteps(dispatcher, run_id, a.shards),
+                         thresholds=_thresholds(a), progress=bar)
+        finally:
+            bar.close()
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {_skipped_text(run)})")
     _print_summary(run)
+    print(_findings_line(run))
+
+
+def _findings_line(run: RunDir) -> str:
+    """'findings: label 188 · duplicate 3 · leak 0 (no test split) · outlier 12'."""
+    from .pipeline.findings.report import counts_line
+
+    return counts_line(run)
+
+
+def cmd_findings(a: argparse.Namespace) -> None:
+    from .pipeline.findings import ensure_findings, get_kind
+    from .pipeline.findings.report import findings_report, format_findings
+
+    run = _rundir(a.run).require()
+    if a.kind:
+        get_kind(a.kind)  # an unknown kind is one line before any work
+    bar = TqdmProgress()
+    try:
+        ensure_findings(run, _thresholds(a), redo=a.redo, progress=bar)
+    finally:
+        bar.close()
+    report = findings_report(run, a.kind, a.top)
+    print(json.dumps(report, indent=2) if a.json else format_findings(report))
 
 
 class _JobSteps:
@@ -614,6 +676,7 @@ EXAMPLES = {
     "cluster": "curator cluster runs/demo --class 3 --eps 1.2 --min-samples 8",
     "export": "curator export runs/demo --format imagefolder --dest v1",
     "evaluate": "curator evaluate runs/demo",
+    "findings": "curator findings runs/cifar --kind duplicate --top 20",
     "override": "curator override runs/demo drop 17 42",
     "retrain": "curator retrain runs/demo --subset filtered",
     "experiment": "curator experiment runs/demo --seeds 3",
@@ -641,7 +704,7 @@ _Add = Callable[[str, Callable, str], argparse.ArgumentParser]
 
 def _step_commands(add: _Add) -> None:
     """pipeline, extract, embed, cluster: the steps that build a run."""
-    sp = add("pipeline", cmd_pipeline, "all steps: ingest, extract, embed, cluster")
+    sp = add("pipeline", cmd_pipeline, "all steps: ingest, extract, embed, cluster, findings")
     sp.add_argument("--out", required=True, type=Path, help="run directory")
     _dataset_args(sp, required=False)
     _model_args(sp)
@@ -652,6 +715,7 @@ def _step_commands(add: _Add) -> None:
                          f"{AUTO_SHARD_MIN:,} images when two or more consume it)")
     _embed_args(sp)
     _cluster_args(sp)
+    _finding_args(sp)
 
     sp = add("extract", cmd_extract, "create a run (if needed) and extract features")
     sp.add_argument("--out", required=True, type=Path, help="run directory")
@@ -682,6 +746,18 @@ def _output_commands(add: _Add) -> None:
     sp.add_argument("run", type=Path)
     sp.add_argument("--format", default="csv", choices=["csv", "imagefolder", "indices"])
     sp.add_argument("--dest", required=True, metavar="NAME", help="export name")
+
+    sp = add("findings", cmd_findings,
+             "every kind of finding (wrong labels, near-duplicates, leaks into the test "
+             "split, outliers): counts and the top items with why")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--kind", metavar="KIND", help="only this kind (label, duplicate, leak, "
+                                                   "outlier)")
+    sp.add_argument("--top", type=cli_type("top"), default=10, metavar="N",
+                    help="items listed per kind (default 10)")
+    sp.add_argument("--redo", action="store_true", help="compute every kind again")
+    sp.add_argument("--json", action="store_true")
+    _finding_args(sp)
 
     sp = add("evaluate", cmd_evaluate,
              "estimated noise per class; precision/recall/F1 against true labels, with cleanlab")

@@ -21,8 +21,11 @@ def test_csv_manifest_in_sample_order(fresh_run):
     rows = list(csv.DictReader(open(dest / "manifest.csv")))
     samples, decisions, _ = current_decisions(fresh_run)
     assert len(rows) == len(samples) == len(np.load(fresh_run.features))
-    assert list(rows[0]) == ["index", "path", "label", "true_label", "cluster", "kept", "reason",
-                             "score", "suggested_label", "given_label"]
+    # The base columns, then each finding kind's, in registry order.
+    assert list(rows[0]) == ["index", "path", "label", "given_label", "true_label", "cluster",
+                             "kept", "reason", "findings", "score", "suggested_label",
+                             "duplicate_group", "duplicate_of", "leaks_to", "outlier_score",
+                             "outlier"]
     assert [r["path"] for r in rows] == samples.paths
     assert rows[0]["reason"] == "override_drop" and rows[0]["kept"] == "0"
     assert rows[5]["reason"] == "override_keep" and rows[5]["kept"] == "1"

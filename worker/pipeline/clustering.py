@@ -242,7 +242,9 @@ def cluster_all(embedding: np.ndarray, labels: np.ndarray,
 class Decisions:
     """What happens to each sample, all arrays shape (N,).
 
-    ``reason`` is one of ``noise``, ``cluster``, ``override_keep``, ``override_drop``.
+    ``reason`` is one of ``noise``, ``cluster``, ``relabel``, ``override_keep``,
+    ``override_drop``, or the name of the finding kind whose default drops the sample
+    (``duplicate``, ``leak``, ``outlier``).
     """
 
     clusters: np.ndarray
@@ -347,11 +349,16 @@ def flag_bits(inputs: RuleInputs | None, rule: str, n: int) -> np.ndarray:
 
 
 def decide(clusters: np.ndarray, inputs: RuleInputs | None, overrides: dict[int, str],
-           rule: str = DEFAULT_RULE, relabelled: Iterable[int] = ()) -> Decisions:
-    """Combine DBSCAN labels, the flagging rule, relabels and overrides.
+           rule: str = DEFAULT_RULE, relabelled: Iterable[int] = (),
+           drops: np.ndarray | None = None) -> Decisions:
+    """Combine DBSCAN labels, the flagging rule, relabels, the other finding kinds'
+    default drops and overrides.
 
     A sample a reviewer relabelled is kept (reason ``relabel``): its corrected label is
-    what it trains with. Keep/drop overrides win over everything."""
+    what it trains with. ``drops`` (N,) names, per sample, the finding kind whose default
+    drops it ('' for none: worker/pipeline/findings ``default_drops``); a relabel does not
+    undo those (a relabelled duplicate copy is still a copy). Keep/drop overrides win over
+    everything."""
     flagged = flagged_by(flag_bits(inputs, rule, len(clusters)), clusters == -1)
     kept = ~flagged
     # A fixed-width string array built in place: object arrays and astype(str) cost
@@ -362,6 +369,10 @@ def decide(clusters: np.ndarray, inputs: RuleInputs | None, overrides: dict[int,
         if 0 <= sample < len(kept):
             kept[sample] = True
             reason[sample] = "relabel"
+    if drops is not None:
+        by_kind = drops != ""
+        kept[by_kind] = False
+        reason[by_kind] = drops[by_kind]
     for sample, decision in overrides.items():
         if 0 <= sample < len(kept):
             kept[sample] = decision == "keep"

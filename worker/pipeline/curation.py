@@ -352,11 +352,20 @@ def set_cut(run: RunDir, code: int, flagged: int | None, description: str = "",
 
 @dataclass(frozen=True)
 class CurationSnapshot:
-    """The samples, what happens to each, and the one store read it all comes from."""
+    """The samples, what happens to each, and the one store read it all comes from;
+    ``findings``: every finding kind's table (worker/pipeline/findings)."""
 
     samples: SampleTable
     decisions: Decisions
     stored: StoredCuration
+    findings: dict = field(default_factory=dict)
+
+    def view(self, test_paths: Sequence[str] = ()):  # noqa: ANN201 - findings.View
+        """What the finding kinds' columns and why-lines read, at this snapshot."""
+        from .findings import View
+
+        return View(self.samples.paths, self.samples.classes, self.samples.labels,
+                    test_paths, self.decisions.flagged, self.findings)
 
     @property
     def labels(self) -> np.ndarray:
@@ -381,8 +390,12 @@ def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[fl
         inputs = cut_rule_inputs(inputs, evidence and evidence["score"],
                                  members_of(*class_members(samples.labels, len(samples.classes))),
                                  stored.cuts)
-    decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels)
-    return CurationSnapshot(samples, decisions, stored)
+    from .findings import default_drops, load_findings
+
+    findings = load_findings(run, len(samples))
+    decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels,
+                       default_drops(findings, len(samples)))
+    return CurationSnapshot(samples, decisions, stored, findings)
 
 
 def current_decisions(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[float, int]]]

@@ -4,7 +4,8 @@ A *spec* names where images come from:
 
 - ``digits``: scikit-learn's bundled 8×8 digits (1,797 images, the embedded default);
 - ``cifar10:DIR``: the standard torchvision ``cifar-10-batches-py`` folder;
-- ``folder:DIR``: one subfolder per class (``DIR/<split>/<class>/…`` when split folders exist);
+- ``folder:DIR``: one subfolder per class, or ``DIR/<split>/<class>/…`` when DIR holds split
+  folders (``train/``, ``test/`` or both; see :func:`has_split`);
 - ``features:FILE.npy``: bring your own embeddings, an (N, D) float16/float32 array, with a
   labels CSV of N rows in the same order (:func:`read_features_labels`). Image paths in
   its optional ``path`` column are relative to FILE's folder; without them the run has
@@ -18,11 +19,12 @@ Labels are integer codes into ``classes``; an unknown true label is -1.
 from __future__ import annotations
 
 import csv
+import os
 import pickle
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,10 +65,10 @@ def parse_spec(text: str, split: str = "train") -> DatasetSpec:
     Raises
     ------
     InputError
-        For an unknown kind, a missing directory or an unknown split.
+        For an unknown kind, a missing directory or an unknown split, or the test split of
+        a features file (:func:`has_split` says which splits a dataset has).
     """
-    if split not in SPLITS:
-        raise InputError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
+    _check_split(split)
     if "\x00" in text:
         raise InputError("dataset spec has a NUL character: give 'digits', 'cifar10:DIR', "
                          "'folder:DIR' or 'features:FILE.npy'")
@@ -78,7 +80,7 @@ def parse_spec(text: str, split: str = "train") -> DatasetSpec:
         if not file.is_file() or file.suffix != ".npy":
             raise InputError(f"features file not found: {rest} (give an existing .npy file of "
                              "shape N×D)")
-        return DatasetSpec("features", file.parent, split, file)
+        return _features_split(DatasetSpec("features", file.parent, split, file))
     if kind in ("cifar10", "folder") and rest:
         root = Path(rest).expanduser().resolve()
         if not root.is_dir():
@@ -88,6 +90,76 @@ def parse_spec(text: str, split: str = "train") -> DatasetSpec:
         f"unknown dataset spec {text!r}: use 'digits', 'cifar10:DIR', 'folder:DIR' or "
         "'features:FILE.npy'"
     )
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise InputError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
+
+
+def _features_split(spec: DatasetSpec) -> DatasetSpec:
+    """``spec`` unchanged; a features spec for the test split is refused.
+
+    A features file is one set of rows: reading it as the test split would give the
+    training rows under another name, so it is refused where the spec is made, before any
+    run is started.
+    """
+    if spec.kind == "features" and spec.split != "train":
+        name = spec.file.name if spec.file is not None else str(spec)
+        raise InputError(f"features file {name} has no {spec.split} split (a features file is "
+                         "read whole): use --split train")
+    return spec
+
+
+def has_split(spec: DatasetSpec, split: str) -> bool:
+    """Whether ``spec``'s dataset has ``split``, so that reading it is not refused for
+    want of that split.
+
+    ``digits`` and a features file have only ``train`` (all their samples); a
+    ``cifar10:`` folder has each split whose batch files and ``batches.meta`` are there;
+    a ``folder:`` DIR of class folders has only ``train`` (the whole folder), one of split
+    folders has those of ``train/`` and ``test/`` that exist, and one that mixes split and
+    class folders has neither (:func:`open_dataset` refuses it).
+
+    Parameters
+    ----------
+    spec : DatasetSpec
+        The dataset; its own ``split`` plays no part.
+    split : str
+        ``"train"`` or ``"test"``; any other value has no split (False).
+
+    Returns
+    -------
+    bool
+    """
+    if split not in SPLITS:
+        return False
+    if spec.kind in ("digits", "features") or spec.root is None:
+        return split == "train"
+    if spec.kind == "cifar10":
+        batch_dir, names = _cifar_files(spec.root, split)
+        return all((batch_dir / n).is_file() for n in [*names, "batches.meta"])
+    try:
+        _split_base(spec.root, split)
+    except InputError:
+        return False
+    return True
+
+
+def split_spec(spec: DatasetSpec, split: str) -> DatasetSpec:
+    """The same dataset as ``spec``, for ``split``.
+
+    Checked as :func:`parse_spec` checks (an unknown split, a features file's test split),
+    so that the spec round-trips through a run's record; whether the dataset has the
+    split is :func:`has_split`'s question, and :func:`open_dataset` refuses one it lacks.
+
+    Raises
+    ------
+    InputError
+        For an unknown split, or the test split of a features file.
+    """
+    _check_split(split)
+    return _features_split(replace(spec, split=split))
 
 
 @dataclass
@@ -130,7 +202,8 @@ class Dataset:
     """Samples plus a way to read their pixels.
 
     For array datasets ``arrays`` holds the uint8 images, shape (N, H, W) or (N, H, W, 3);
-    for folders it is None and images are read from ``root / path``.
+    for folders it is None and images are read from ``root / path``. ``extra`` (M, S, S, 3)
+    uint8 holds injected images (worker/pipeline/findings/inject.py): the last M samples.
     """
 
     spec: DatasetSpec
@@ -138,15 +211,36 @@ class Dataset:
     arrays: np.ndarray | None = None
     skipped: list[tuple[str, str]] = field(default_factory=list)
     has_images: bool = True  # False: a features file without image paths
+    extra: np.ndarray | None = None
+
+    def _extra_row(self, i: int) -> int:
+        """Row of sample i in ``extra``, or -1 when it is one of the dataset's own."""
+        if self.extra is None:
+            return -1
+        k = i - (len(self.samples) - len(self.extra))
+        return k if k >= 0 else -1
 
     def file_path(self, i: int) -> Path | None:
-        """The image file of sample i, or None for array datasets."""
-        if self.arrays is not None or self.spec.root is None or not self.has_images:
+        """The image file of sample i, or None for array datasets and injected images."""
+        if self.arrays is not None or self.spec.root is None or not self.has_images \
+                or self._extra_row(i) >= 0:
             return None
         return self.spec.root / self.samples.paths[i]
 
+    def pixels(self, i: int) -> np.ndarray:
+        """Sample i's uint8 pixels, (H, W) or (H, W, 3), as stored."""
+        k = self._extra_row(i)
+        if k >= 0:
+            return self.extra[k]
+        if self.arrays is not None:
+            return self.arrays[i]
+        return np.asarray(self.load_image(i))
+
     def load_image(self, i: int) -> Image.Image:
         """Sample i as an RGB PIL image (grayscale is expanded to three channels)."""
+        k = self._extra_row(i)
+        if k >= 0:
+            return Image.fromarray(self.extra[k]).convert("RGB")
         if self.arrays is not None:
             return Image.fromarray(self.arrays[i]).convert("RGB")
         with Image.open(self.file_path(i)) as img:
@@ -169,12 +263,17 @@ def _read_digits(split: str) -> tuple[np.ndarray, np.ndarray, list[str], list[st
     return images, labels, [str(c) for c in range(10)], paths
 
 
-def _read_cifar10(root: Path, split: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+def _cifar_files(root: Path, split: str) -> tuple[Path, list[str]]:
+    """The folder holding a CIFAR-10 dataset's batch files, and ``split``'s batch names."""
     batch_dir = root / "cifar-10-batches-py" if (root / "cifar-10-batches-py").is_dir() else root
-    meta_file = batch_dir / "batches.meta"
-    names = ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5"]
     if split == "test":
-        names = ["test_batch"]
+        return batch_dir, ["test_batch"]
+    return batch_dir, [f"data_batch_{k}" for k in range(1, 6)]
+
+
+def _read_cifar10(root: Path, split: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    batch_dir, names = _cifar_files(root, split)
+    meta_file = batch_dir / "batches.meta"
     missing = [n for n in [*names, "batches.meta"] if not (batch_dir / n).is_file()]
     if missing:
         raise InputError(
@@ -203,14 +302,60 @@ def _leaves(link: Path, root: Path) -> bool:
     return not link.resolve().is_relative_to(root)
 
 
+def _is_flat_class(folder: Path) -> bool:
+    """Whether ``folder`` holds images and no subfolders: a class folder even when it is
+    named ``train`` or ``test`` (CIFAR-100 has a class named train). A split folder holds
+    class folders; so may a class folder, and then the name decides."""
+    has_image = False
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():
+                return False
+            has_image = has_image or Path(entry.name).suffix.lower() in IMAGE_SUFFIXES
+    return has_image
+
+
+def _split_base(root: Path, split: str) -> Path:
+    """The folder whose subfolders are ``split``'s classes: ``root / split`` when ``root``
+    holds split folders, else ``root`` itself (the train split).
+
+    Raises
+    ------
+    InputError
+        When ``root`` lacks ``split``, or mixes split folders with other folders.
+    """
+    names = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    splits = [n for n in names if n in SPLITS and not _is_flat_class(root / n)]
+    others = [n for n in names if n not in splits]
+    if not splits:
+        if split != "train":
+            raise InputError(f"{root} has no {split}/ folder (its subfolders are the classes): "
+                             "use --split train")
+        return root
+    # With both split folders the layout is plain (and has been read so: other folders,
+    # such as val/, are not read). With one, a folder beside it could be a class as well
+    # as a stray, and reading either way could be silently wrong: refuse.
+    if others and len(splits) < len(SPLITS):
+        shown = ", ".join(f"{n}/" for n in others[:3]) + (", …" if len(others) > 3 else "")
+        raise InputError(f"{root} has {splits[0]}/ beside other folders ({shown}): keep only "
+                         f"train/ and test/ in it, or give folder:{root / splits[0]}")
+    if split not in splits:
+        raise InputError(f"{root} has no {split}/ folder (it has {splits[0]}/): use --split "
+                         f"{splits[0]}")
+    return root / split
+
+
 def _list_folder(root: Path, split: str
                  ) -> tuple[list[str], np.ndarray, list[str], list[tuple[str, str]]]:
     """The images of a class-per-folder dataset: (paths relative to ``root``, labels,
     classes, skipped). A class folder or file that is a link resolving outside ``root`` is
-    not read: it is listed in ``skipped`` (path, reason), as unreadable images are."""
-    base = root / split if all((root / s).is_dir() for s in SPLITS) else root
-    if base == root and split == "test":
-        raise InputError(f"{root} has no train/ and test/ folders: use --split train")
+    not read: it is listed in ``skipped`` (path, reason), as unreadable images are.
+
+    When ``root`` holds split folders it is read at ``root / split``, paths still relative
+    to ``root`` (``train/cat/0001.jpg``); see :func:`_split_base`."""
+    base = _split_base(root, split)
     inside = root.resolve()
     skipped: list[tuple[str, str]] = []
     classes = []

@@ -15,6 +15,7 @@ import numpy as np
 from .clustering import RULES, decide
 from .curation import current_snapshot, load_agreement, load_evidence, rule_inputs, run_gauge
 from .errors import InputError
+from .findings.inject import read_truth
 from .gauge import Gauge
 from .rundir import RunDir
 
@@ -132,21 +133,30 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
     parameters and overrides, i.e. what an export would drop), ``rules`` (each rule at the
     same parameters, without overrides) and ``cleanlab`` (per classifier).
     """
+    from .findings.evaluate import findings_scores, label_dropped
+
     snap = current_snapshot(run)
     samples, decisions = snap.samples, snap.decisions
+    # Injected outliers belong to no class: they have no true label, and are scored as
+    # outliers (findings_scores), not as wrong labels.
+    truth_rows = read_truth(run.path)
+    scored = np.ones(len(samples), bool)
+    scored[[r["index"] for r in truth_rows if r["kind"] == "outlier"]] = False
     known = samples.true_labels >= 0
     evidence = load_evidence(run)
     out: dict = {"run": run.run_id, "n_samples": len(samples), "known": int(known.sum()),
                  "rule": snap.stored.rule, "store_revision": snap.stored.revision,
                  "noise_estimate": noise_estimate(samples, evidence),
-                 "features": _features_info(run)}
+                 "features": _features_info(run),
+                 "findings": findings_scores(snap, truth_rows)}
     if not known.any():
         return out
-    if not known.all():
+    if not known[scored].all():
         raise InputError(f"true labels are known for only {int(known.sum())} of "
                          f"{len(samples)} samples; give a true label for every sample")
-    noisy = samples.true_labels != samples.labels
-    out["current"] = detection_scores(~decisions.kept, noisy)
+    noisy = (samples.true_labels != samples.labels) & scored
+    # What the label rule and the reviewers drop; other kinds' drops are scored apart.
+    out["current"] = detection_scores(label_dropped(decisions) & scored, noisy)
     inputs = rule_inputs(load_agreement(run), evidence)
     out["rules"] = {rule: detection_scores(decide(decisions.clusters, inputs, {}, rule).flagged,
                                            noisy) for rule in RULES
@@ -186,7 +196,8 @@ def format_report(result: dict) -> str:
     estimate += "\n" + features if features else ""
     if "current" not in result:
         return (f"{result['run']}: no true labels are known, so detection cannot be scored "
-                "(use --inject-noise or --true-label-column)" + estimate)
+                "(use --inject-noise or --true-label-column)"
+                + format_findings_scores(result.get("findings", {})) + estimate)
     lines = [f"{result['run']}: {result['n_samples']} samples, "
              f"{result['current']['noisy']} with a wrong label",
              f"{'method':<34}{'precision':>10}{'recall':>9}{'F1':>8}{'flagged':>9}"]
@@ -200,7 +211,22 @@ def format_report(result: dict) -> str:
     lines += [row(f"cleanlab ({c})", s) for c, s in result.get("cleanlab", {}).items()]
     if result.get("score_auroc") is not None:
         lines.append(f"mislabel score AUROC {result['score_auroc']:.3f}")
-    return "\n".join(lines) + estimate
+    return "\n".join(lines) + format_findings_scores(result.get("findings", {})) + estimate
+
+
+def format_findings_scores(scores: dict) -> str:
+    """The other finding kinds against injected truth, as text ('' when none is known)."""
+    lines = []
+    for name, s in scores.items():
+        if "truth" not in s:
+            continue
+        extra = f", AUROC {s['auroc']:.3f}" if s.get("auroc") is not None else ""
+        by = s.get("recall_by_strength")
+        extra += ("; recall by strength " + ", ".join(f"{k} {v:.2f}" for k, v in by.items())
+                  ) if by else ""
+        lines.append(f"{name}: P {s['precision']:.3f} R {s['recall']:.3f} F1 {s['f1']:.3f} "
+                     f"({s['marked']} marked, {s['truth']} injected{extra})")
+    return ("\n\ninjected findings\n" + "\n".join(lines)) if lines else ""
 
 
 def format_estimate(rows: list[dict]) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from .curation import current_snapshot, load_evidence, summary_rows
+from .curation import current_snapshot, summary_rows
 from .datasets import Dataset
 from .errors import InputError
 from .progress import ProgressFn, report
@@ -45,30 +45,45 @@ def check_export_name(run: RunDir, name: str) -> Path:
     return dest
 
 
-MANIFEST_COLUMNS = ("index", "path", "label", "true_label", "cluster", "kept", "reason",
-                    "score", "suggested_label", "given_label")
+# The columns every manifest has; each finding kind adds its own after them, in registry
+# order (worker/pipeline/findings: label's score and suggested_label, duplicate_group,
+# duplicate_of, leaks_to, outlier_score, outlier).
+BASE_COLUMNS = ("index", "path", "label", "given_label", "true_label", "cluster", "kept",
+                "reason", "findings")
 
 
-def _write_manifest(path: Path, samples, decisions, evidence: dict | None,
-                    labels: np.ndarray) -> None:
+def manifest_columns() -> tuple[str, ...]:
+    from .findings import kinds
+
+    return BASE_COLUMNS + tuple(c for k in kinds() for c in k.columns)
+
+
+def _write_manifest(path: Path, snap, labels: np.ndarray, test_paths: list[str]) -> None:
     """One row per sample, in sample order. ``label`` is the label to train with (a
     reviewer's relabel where there is one, else the given label, which ``given_label``
-    always holds); ``score`` is the mislabel score (empty for runs clustered before it
-    existed); ``suggested_label`` is filled for flagged samples only."""
+    always holds); ``findings`` names the kinds that mark the sample now; ``kept``
+    reflects every kind's default and the reviewers' overrides. Each kind's columns
+    follow (label's ``suggested_label`` is filled for flagged samples only)."""
+    from .findings import kinds, marks, sample_findings
+
+    samples, decisions = snap.samples, snap.decisions
+    view = snap.view(test_paths)
+    per_kind: dict[str, list[str]] = {}
+    for kind in kinds():
+        per_kind.update(kind.column_values(snap.findings[kind.name], view))
+    found = sample_findings(marks(snap.findings, view), len(samples))
+    names = samples.classes
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(MANIFEST_COLUMNS)
+        columns = manifest_columns()
+        w.writerow(columns)
+        extra = [per_kind[c] for c in columns[len(BASE_COLUMNS):]]
         for i in range(len(samples)):
             true = samples.true_labels[i]
-            score = suggested = ""
-            if evidence is not None:
-                score = f"{evidence['score'][i]:.4f}"
-                if decisions.flagged[i]:
-                    suggested = samples.classes[int(evidence["suggested"][i])]
-            w.writerow([i, samples.paths[i], samples.classes[labels[i]],
-                        samples.classes[true] if true >= 0 else "",
-                        int(decisions.clusters[i]), int(decisions.kept[i]), decisions.reason[i],
-                        score, suggested, samples.classes[samples.labels[i]]])
+            w.writerow([i, samples.paths[i], names[labels[i]], names[samples.labels[i]],
+                        names[true] if true >= 0 else "", int(decisions.clusters[i]),
+                        int(decisions.kept[i]), decisions.reason[i], found[i],
+                        *(col[i] for col in extra)])
 
 
 def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray, labels: np.ndarray,
@@ -84,7 +99,7 @@ def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray, labels: np.nda
         if src is not None:
             os.symlink(src.resolve(), root / cls / f"{i:06d}_{src.name}")
         else:
-            Image.fromarray(ds.arrays[i]).save(root / cls / f"{i:06d}.png")
+            Image.fromarray(ds.pixels(int(i))).save(root / cls / f"{i:06d}.png")
         if done % 500 == 0 or done == len(idx):
             report(progress, done, len(idx), "export: writing images")
 
@@ -127,9 +142,13 @@ def _clean_leftovers(exports: Path) -> None:
 
 def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
             progress: ProgressFn | None) -> Path:
+    from .findings import marks
+    from .findings.step import stored_thresholds
+    from .findings.testsplit import read_test_paths
+
     snap = current_snapshot(run)
     samples, decisions, stored = snap.samples, snap.decisions, snap.stored
-    evidence = load_evidence(run)
+    test_paths = read_test_paths(run)
     run.exports.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=run.exports))
     # mkdtemp makes the folder private (0700); an export is meant to be shared like any
@@ -140,7 +159,7 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
     try:
         labels = snap.labels
         if fmt == "csv":
-            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence, labels)
+            _write_manifest(tmp / "manifest.csv", snap, labels, test_paths)
         elif fmt == "indices":
             kept = np.flatnonzero(decisions.kept)
             (tmp / "kept_indices.txt").write_text("".join(f"{i}\n" for i in kept))
@@ -150,7 +169,7 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
 
                 ds = open_run_dataset(run)
             _write_imagefolder(tmp / "images", ds, decisions.kept, labels, progress)
-            _write_manifest(tmp / "manifest.csv", samples, decisions, evidence, labels)
+            _write_manifest(tmp / "manifest.csv", snap, labels, test_paths)
         info = {
             "format": fmt, "name": name, "created_at": now_iso(), "run": run.run_id,
             "rule": stored.rule, "store_revision": stored.revision,
@@ -162,6 +181,9 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
             "relabels": {str(k): samples.classes[v] for k, v in sorted(stored.relabels.items())},
             "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),
             "summary": summary_rows(samples, decisions),
+            # How many samples each finding kind marks, and the cuts they were found with.
+            "findings": {k: int(m.sum()) for k, m in marks(snap.findings, snap.view()).items()},
+            "finding_thresholds": stored_thresholds(run),
         }
         (tmp / "params.json").write_text(json.dumps(info, indent=2) + "\n")
         try:

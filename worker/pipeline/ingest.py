@@ -20,6 +20,7 @@ from PIL import Image
 from .datasets import (
     Dataset,
     DatasetSpec,
+    SampleTable,
     apply_labels_csv,
     features_shape,
     inject_noise,
@@ -29,7 +30,7 @@ from .datasets import (
 from .errors import InputError
 from .params import check
 from .progress import ProgressFn, report
-from .rundir import RunDir, atomic_path, package_versions
+from .rundir import RunDir, atomic_path, package_versions, save_npy
 
 MAX_THUMB = 64
 
@@ -45,11 +46,27 @@ class DatasetOptions:
     inject_noise: float = 0.0
     seed: int = 0
     noise_kind: str = "symmetric"
+    # Injected copies and outliers whose truth is recorded (findings/inject.py).
+    inject_duplicates: float = 0.0
+    inject_outliers: int = 0
+    duplicate_strength: str = "mixed"
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
+        from .findings.inject import DUPLICATE_STRENGTHS
+
         object.__setattr__(self, "inject_noise", check("inject_noise", self.inject_noise))
         object.__setattr__(self, "seed", check("seed", self.seed))
+        object.__setattr__(self, "inject_duplicates",
+                           check("inject_duplicates", self.inject_duplicates))
+        object.__setattr__(self, "inject_outliers", check("inject_outliers",
+                                                          self.inject_outliers))
+        if self.duplicate_strength not in DUPLICATE_STRENGTHS:
+            raise InputError(f"--duplicate-strength must be one of "
+                             f"{', '.join(DUPLICATE_STRENGTHS)}, got {self.duplicate_strength!r}")
+        if (self.inject_duplicates or self.inject_outliers) and self.spec.kind == "features":
+            raise InputError("--inject-duplicates and --inject-outliers need images: a "
+                             "features: dataset has none")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +78,9 @@ class DatasetOptions:
             "inject_noise": self.inject_noise,
             "noise_kind": self.noise_kind,
             "seed": self.seed,
+            "inject_duplicates": self.inject_duplicates,
+            "inject_outliers": self.inject_outliers,
+            "duplicate_strength": self.duplicate_strength,
         }
 
     @staticmethod
@@ -75,6 +95,9 @@ class DatasetOptions:
             inject_noise=float(d.get("inject_noise", 0.0)),
             seed=int(d.get("seed", 0)),
             noise_kind=d.get("noise_kind", "symmetric"),
+            inject_duplicates=float(d.get("inject_duplicates", 0.0)),
+            inject_outliers=int(d.get("inject_outliers", 0)),
+            duplicate_strength=d.get("duplicate_strength", "mixed"),
         )
 
 
@@ -94,7 +117,33 @@ def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
             raise InputError("--true-label-column needs --labels CSV")
     if opts.inject_noise != 0 or opts.noise_kind != "symmetric":
         ds.samples = inject_noise(ds.samples, opts.inject_noise, opts.seed, opts.noise_kind)
+    if opts.inject_duplicates or opts.inject_outliers:
+        _inject(ds, opts)
     return ds
+
+
+# Injected images are kept in the run at the dataset's image size, at most this side.
+MAX_INJECTED = 256
+
+
+def _inject(ds: Dataset, opts: DatasetOptions) -> None:
+    """Append injected copies and outliers to ``ds`` (findings/inject.py); their truth is
+    written at ingest (``injected.csv``)."""
+    from .findings.inject import inject
+
+    if ds.arrays is not None:
+        size, grey = max(ds.arrays.shape[1:3]), ds.arrays.ndim == 3
+    else:
+        size, grey = min(MAX_INJECTED, _thumb_size(ds, limit=MAX_INJECTED)), False
+    s = ds.samples
+    made = inject(ds.load_image if not grey else lambda i: Image.fromarray(ds.arrays[i]),
+                  s.labels, s.true_labels, len(s.classes), size, grey, opts.spec.kind,
+                  opts.inject_duplicates, opts.inject_outliers, opts.duplicate_strength,
+                  opts.seed)
+    ds.samples = SampleTable(s.paths + made.paths, np.concatenate([s.labels, made.labels]),
+                             np.concatenate([s.true_labels, made.true_labels]), s.classes)
+    ds.extra = made.images
+    ds.injected = made  # type: ignore[attr-defined]  # written by ingest
 
 
 def thumbnail(img: Image.Image, size: int) -> np.ndarray:
@@ -108,25 +157,29 @@ def thumbnail(img: Image.Image, size: int) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8)
 
 
-def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool] | str:
-    """(thumbnail, longer side, thumbnail is exact) of sample i, or the error text."""
+def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int] | str:
+    """(thumbnail, longer side, thumbnail is exact, hash of the decoded pixels) of sample
+    i, or the error text."""
+    from .findings.hashing import pixel_digest
+
     try:
         img = ds.load_image(i)
-        return thumbnail(img, size), max(img.size), img.size == (size, size)
+        return (thumbnail(img, size), max(img.size), img.size == (size, size),
+                pixel_digest(np.asarray(img)))
     except Exception as exc:  # noqa: BLE001 - any decoder failure means "skip this file"
         return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
 
 
-def _thumb_size(ds: Dataset) -> int:
-    """Thumbnail side: the first readable image's longer side, at most MAX_THUMB."""
+def _thumb_size(ds: Dataset, limit: int = MAX_THUMB) -> int:
+    """Thumbnail side: the first readable image's longer side, at most ``limit``."""
     if ds.arrays is not None:
-        return min(MAX_THUMB, max(ds.arrays.shape[1:3]))
+        return min(limit, max(ds.arrays.shape[1:3]))
     for i in range(min(len(ds.samples), 50)):
         try:
-            return min(MAX_THUMB, max(ds.load_image(i).size))
+            return min(limit, max(ds.load_image(i).size))
         except Exception:  # noqa: BLE001, S112 - corrupt files are reported by ingest itself
             continue
-    return MAX_THUMB
+    return limit
 
 
 def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None) -> Dataset:
@@ -158,6 +211,7 @@ def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
     ok = np.ones(n, dtype=bool)
     sides = np.zeros(n, dtype=np.int64)
     exact = np.zeros(n, dtype=bool)
+    hashes = np.zeros(n, dtype=np.uint64)
     skipped: list[tuple[str, str]] = []
     chunk, part = 2048, 128
 
@@ -182,7 +236,7 @@ def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
                         ok[i] = False
                         skipped.append((ds.samples.paths[i], res))
                     else:
-                        thumbs[i], sides[i], exact[i] = res
+                        thumbs[i], sides[i], exact[i], hashes[i] = res
                 report(progress, stop, n, "ingest: decoding images")
         if not ok.any():
             raise InputError(f"none of the {n} images in {opts.spec} could be read")
@@ -191,9 +245,10 @@ def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
     if not ok.all():  # keep only the readable images' rows, block by block
         with atomic_path(run.thumbnails, ".npy") as kept:
             _copy_rows(np.load(run.thumbnails, mmap_mode="r"), ok, kept)
+    save_npy(run.path / "pixel_hash.npy", hashes[ok])
     ds.samples = ds.samples.subset(ok)
     if ds.arrays is not None:
-        ds.arrays = ds.arrays[ok]
+        ds.arrays = ds.arrays[ok[:len(ds.arrays)]]
     ds.skipped = [*ds.skipped, *skipped]  # after the links the listing left out
     _write_run(run, opts, ds, exact=bool(exact[ok].all()), native_size=int(np.median(sides[ok])))
 
@@ -251,6 +306,13 @@ def _write_run(run: RunDir, opts: DatasetOptions, ds: Dataset, exact: bool = Fal
         meta.setdefault("steps", {})
     run.write_samples(ds.samples)
     run.write_skipped(ds.skipped)
+    made = getattr(ds, "injected", None)
+    if made is not None:  # the injected images and their truth (findings/inject.py)
+        from .findings.inject import truth_path, write_truth
+
+        save_npy(run.path / "injected.npy", made.images)
+        with atomic_path(truth_path(run.path)) as tmp:
+            write_truth(tmp, len(ds.samples) - len(made.images), made)
     run.mark_step("ingest", n_samples=len(ds.samples), n_skipped=len(ds.skipped))
 
 
@@ -262,9 +324,13 @@ def open_run_dataset(run: RunDir) -> Dataset:
         return Dataset(opts.spec, run.read_samples(), has_images=meta.get("has_images", False))
     ds = open_dataset(opts.spec)
     samples = run.read_samples()
+    injected = run.path / "injected.npy"
+    extra = run.load_array(injected, "ingest") if injected.is_file() else None
+    own = len(samples) - (0 if extra is None else len(extra))
     if ds.arrays is not None:
         index = {p: i for i, p in enumerate(ds.samples.paths)}
-        ds.arrays = ds.arrays[[index[p] for p in samples.paths]]
+        ds.arrays = ds.arrays[[index[p] for p in samples.paths[:own]]]
     ds.samples = samples
+    ds.extra = extra
     ds.skipped = run.read_skipped()
     return ds

@@ -56,6 +56,8 @@ def _fmt(x: float) -> str:
 PARAMS: dict[str, Param] = {
     # ingest and features
     "inject_noise": Param("--inject-noise", False, 0.0, 1.0, below=True),
+    "inject_duplicates": Param("--inject-duplicates", False, 0.0, 1.0),
+    "inject_outliers": Param("--inject-outliers", True, 0, 1_000_000),
     "seed": Param("--seed", True, 0, 2**32 - 1),
     # Below 32 px the networks' strides leave nothing to see.
     "input_size": Param("--input-size", True, 32, 512),
@@ -73,6 +75,12 @@ PARAMS: dict[str, Param] = {
     # How many of a class's highest scores a reviewer's cut flags.
     "cut": Param("--cut", True, 0, 10_000_000),
     "shards": Param("--shards", True, 0, 4096),
+    # Finding kinds' cuts (worker/pipeline/findings/): distances relative to the data's own
+    # typical nearest-neighbour distance, so > 0 and far below anything meaningful above.
+    "duplicate_threshold": Param("--duplicate-threshold", False, 0.0, 100.0, above=True),
+    "leak_threshold": Param("--leak-threshold", False, 0.0, 100.0, above=True),
+    "outlier_threshold": Param("--outlier-threshold", False, 0.0, 100.0, above=True),
+    "top": Param("--top", True, 0, 1_000_000),
     # training
     "epochs": Param("--epochs", True, 1, 10_000),
     "train_batch": Param("--batch-size", True, 1, 10_000_000),

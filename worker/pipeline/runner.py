@@ -16,12 +16,13 @@ from dataclasses import asdict
 from typing import Protocol
 
 from .clustering import Decisions, check_rule
-from .curation import cluster_step
+from .curation import cluster_step, current_decisions
 from .datasets import Dataset
 from .dbscan import check_params
 from .embedding import EmbeddingOptions, embed
 from .errors import InputError
 from .features import FeatureOptions, extract
+from .findings import ensure_findings
 from .ingest import DatasetOptions, ingest, open_run_dataset
 from .progress import ProgressFn
 from .rundir import RunDir
@@ -102,9 +103,11 @@ class LocalSteps:
 def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureOptions,
                  embedding: EmbeddingOptions, rule: str | None = None,
                  min_samples: int | None = None, eps: float | None = None,
-                 progress: ProgressFn | None = None, steps: Steps | None = None) -> Decisions:
-    """ingest → extract → embed → cluster; every step is skipped when already current.
-    ``steps`` says where the heavy ones run (default: here, reporting to ``progress``)."""
+                 progress: ProgressFn | None = None, steps: Steps | None = None,
+                 thresholds: dict[str, float] | None = None) -> Decisions:
+    """ingest → extract → embed → cluster → findings; every step is skipped when already
+    current. ``steps`` says where the heavy ones run (default: here, reporting to
+    ``progress``); ``thresholds``: finding kinds' cuts by kind name."""
     # Refuse bad clustering parameters before minutes of extraction, not after.
     check_params(eps if eps is not None else 1.0,
                  min_samples if min_samples is not None else 1)
@@ -116,4 +119,6 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
         steps.features(run, dataset, features)
         steps.embedding(run, embedding)
         # Clustering takes seconds even at 1.28M samples: always in this process.
-        return cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)
+        cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)
+        ensure_findings(run, thresholds, progress=progress)
+        return current_decisions(run)[1]

@@ -1,0 +1,121 @@
+"""What a finding kind is: a name, a ``compute`` from the run's context, a default
+decision, its columns and its why-line.
+
+Modelled on cleanlab Datalab's ``IssueManager`` (one class per issue type, found through
+a registry): every consumer (the run directory, the store's decisions, the review list,
+the map marks, the counts, ``curator findings``, ``curator evaluate`` and the export)
+loops over :data:`~worker.pipeline.findings.registry.REGISTRY`, so adding a kind is one
+module and one ``@register`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .context import FindingContext
+
+# A kind's default decision for the samples it marks: dropped unless a reviewer keeps
+# them, or only listed for review (kept unless a reviewer drops them).
+DROP, REVIEW = "drop", "review"
+
+
+@dataclass
+class FindingTable:
+    """One kind's per-sample result; every array has shape (N,), in sample order.
+
+    Attributes
+    ----------
+    issue : bool, the kind marks the sample.
+    score : float32, higher = more likely an issue (ranks the review list; AUROC).
+    related : int64, the related sample (a duplicate's kept copy, the leaked test image's
+        index in the test split), -1 where none.
+    facts : name → (N,) array the why-line and the columns read (distances, group ids…).
+    info : run-level facts (the threshold used, the scale it is relative to, counts).
+    """
+
+    issue: np.ndarray
+    score: np.ndarray
+    related: np.ndarray
+    facts: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @staticmethod
+    def empty(n: int) -> FindingTable:
+        return FindingTable(np.zeros(n, bool), np.zeros(n, np.float32),
+                            np.full(n, -1, np.int64))
+
+    def __len__(self) -> int:
+        return len(self.issue)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a kind's columns and why-lines name besides its own table.
+
+    Attributes
+    ----------
+    paths : each sample's path (N,)
+    classes : class names; ``labels`` (N,) are the given labels' codes
+    test_paths : the test split's paths (``leak``'s related samples)
+    flagged : bool (N,), the label rule's flags now (None outside a snapshot)
+    tables : every kind's table (a kind may read another's: label reads duplicate's)
+    """
+
+    paths: Sequence[str]
+    classes: Sequence[str]
+    labels: np.ndarray
+    test_paths: Sequence[str] = ()
+    flagged: np.ndarray | None = None
+    tables: dict = field(default_factory=dict)
+
+
+class FindingKind:
+    """Base class of a finding kind; subclasses set the class attributes and
+    :meth:`compute`, and register with ``@register``.
+
+    Attributes
+    ----------
+    name : one word, the ``finding`` column's value and the ``--kind`` choice.
+    title : what a person calls one finding ("near-duplicate").
+    decision : :data:`DROP` or :data:`REVIEW`, the default for the samples it marks.
+    columns : the manifest and review-list columns it adds (:meth:`column_values`).
+    threshold : name of its cut in :data:`~worker.pipeline.params.PARAMS` (its CLI flag),
+        or None; the default is :attr:`default_threshold`.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    order: ClassVar[int] = 100  # where it is listed: label 0, duplicate 10, leak 20, …
+    decision: ClassVar[str] = DROP
+    columns: ClassVar[tuple[str, ...]] = ()
+    threshold: ClassVar[str | None] = None
+    default_threshold: ClassVar[float | None] = None
+    # What the default decision does, for `curator findings` and the docs.
+    advice: ClassVar[str] = ""
+
+    def compute(self, ctx: FindingContext) -> FindingTable:
+        """The kind's per-sample table for the run ``ctx`` describes."""
+        raise NotImplementedError
+
+    def key(self, ctx: FindingContext) -> str:
+        """What the stored table depends on besides the features and labels (the cut);
+        a change recomputes it."""
+        return f"t={ctx.threshold(self)}"
+
+    def current(self, table: FindingTable, view: View | None = None) -> np.ndarray:
+        """The samples the kind marks now (bool (N,)). Only ``label`` depends on the
+        store (the rule's flags, ``view.flagged``); every other kind's marks are fixed."""
+        return table.issue
+
+    def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
+        """Its :attr:`columns` as text, one value per sample ('' where none)."""
+        return {c: [""] * len(table) for c in self.columns}
+
+    def why(self, table: FindingTable, i: int, view: View) -> str:
+        """One line on why sample ``i`` is marked."""
+        return f"{self.title} (score {float(table.score[i]):.3f})"

@@ -1,0 +1,76 @@
+"""What a finding kind's ``compute`` reads: one object per run, every part loaded once
+and only when a kind asks for it."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..datasets import SampleTable
+from ..progress import ProgressFn
+from ..rundir import RunDir
+from .index import FeatureSpace, fit_space
+
+if TYPE_CHECKING:
+    from .base import FindingKind
+    from .testsplit import TestSplit
+
+
+@dataclass
+class FindingContext:
+    """The run's features, labels, neighbour index and (where there is one) test split.
+
+    ``thresholds``: a kind's cut given on the command line (``--duplicate-threshold``),
+    by kind name; kinds without one use their default.
+    """
+
+    run: RunDir
+    samples: SampleTable
+    thresholds: dict[str, float] = field(default_factory=dict)
+    progress: ProgressFn | None = None
+
+    def threshold(self, kind: FindingKind) -> float | None:
+        return self.thresholds.get(kind.name, kind.default_threshold)
+
+    @functools.cached_property
+    def features(self) -> np.ndarray:
+        """(N, D), memory-mapped."""
+        return self.run.load_array(self.run.features, "extract", mmap=True)
+
+    @functools.cached_property
+    def space(self) -> FeatureSpace:
+        """The map's PCA space and the stored neighbours (findings/index.py)."""
+        embed = self.run.read_meta().get("steps", {}).get("embed", {})
+        neighbours = self.run.load_array(self.run.path / "neighbours.npy", "cluster")
+        return fit_space(self.features, int(embed.get("pca_dims", 50)),
+                         int(embed.get("seed", 0)), neighbours)
+
+    @functools.cached_property
+    def label_score(self) -> np.ndarray | None:
+        """The label evidence's mislabel score (N,), None before the cluster step."""
+        path = self.run.path / "score.npy"
+        return self.run.load_array(path, "cluster") if path.is_file() else None
+
+    @functools.cached_property
+    def pixel_hash(self) -> np.ndarray | None:
+        """A hash of each sample's decoded pixels (uint64 (N,)), or None for a run without
+        images. Written at ingest from the full image; runs ingested before that hash
+        their thumbnails, which are the image itself for CIFAR-size data."""
+        path = self.run.path / "pixel_hash.npy"
+        if path.is_file():
+            return self.run.load_array(path, "ingest")
+        if not self.run.read_meta().get("has_images", True) or not self.run.thumbnails.is_file():
+            return None
+        from .hashing import hash_rows
+
+        return hash_rows(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
+
+    @functools.cached_property
+    def test(self) -> TestSplit | None:
+        """The dataset's test split with features from the same backbone, or None."""
+        from .testsplit import load_test_split
+
+        return load_test_split(self.run, self.progress)

@@ -1,0 +1,148 @@
+"""``duplicate``: exact and near copies of one picture, in groups with one kept.
+
+- Exact copies share a hash of their decoded pixels (findings/hashing.py).
+- Near copies lie closer than ``threshold`` × the dataset's typical nearest-neighbour
+  distance (:attr:`~.index.FeatureSpace.scale`) in the map's PCA space, through the stored
+  neighbour index: a cut relative to the data's own spacing fits any backbone.
+- Groups are stars, not chains: the sample with the most near copies (ties: the lowest
+  index) takes every copy not yet grouped, then the next; every member is within the cut
+  of its group's centre, so A≈B≈C never joins A and C when they are not alike
+  (single-linkage components would).
+- One member per group is kept: the one whose label the evidence supports best (lowest
+  mislabel score), ties to the lowest index; the others are proposed for removal.
+- A group whose members carry different labels is also a label finding (label.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import DROP, FindingKind, FindingTable, View
+from .context import FindingContext
+from .registry import register
+
+# Chosen from the injected-copies table in docs/benchmarks.md (bench/findings.py).
+DEFAULT_DUPLICATE_THRESHOLD = 0.3
+
+
+def exact_units(hashes: np.ndarray | None, n: int) -> np.ndarray:
+    """Each sample's unit: the lowest index among the samples with its pixel hash
+    (itself when it has no exact copy). int64 (N,)."""
+    unit = np.arange(n, dtype=np.int64)
+    if hashes is None:
+        return unit
+    order = np.argsort(hashes, kind="stable")
+    h = hashes[order]
+    starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
+    first = order[starts]  # stable sort: the lowest index of each run of equal hashes
+    unit[order] = np.repeat(first, np.diff(np.r_[starts, n]))
+    return unit
+
+
+def star_groups(units: np.ndarray, pairs: np.ndarray, n: int) -> np.ndarray:
+    """Group ids (-1: no group) from exact ``units`` (N,) and near pairs (P, 2) of sample
+    indices: stars around the unit with the most partners (module docstring)."""
+    group = np.full(n, -1, np.int64)
+    u = units[pairs] if len(pairs) else np.empty((0, 2), np.int64)
+    u = u[u[:, 0] != u[:, 1]]
+    both = np.unique(np.sort(np.concatenate([u, u[:, ::-1]]), axis=1), axis=0) if len(u) \
+        else u
+    partners: dict[int, list[int]] = {}
+    for a, b in both.tolist():
+        partners.setdefault(a, []).append(b)
+        partners.setdefault(b, []).append(a)
+    centre_of = np.full(n, -1, np.int64)
+    for c in sorted(partners, key=lambda x: (-len(partners[x]), x)):
+        if centre_of[c] >= 0:
+            continue
+        centre_of[c] = c
+        for p in partners[c]:
+            if centre_of[p] < 0:
+                centre_of[p] = c
+    # Exact copies: every sample follows its unit (a unit alone with copies is a group).
+    multi = np.bincount(units, minlength=n) > 1
+    centre_of[multi & (centre_of < 0)] = np.flatnonzero(multi & (centre_of < 0))
+    centre = centre_of[units]
+    grouped = np.flatnonzero(centre >= 0)
+    _, ids = np.unique(centre[grouped], return_inverse=True)
+    group[grouped] = ids
+    return group
+
+
+@register
+class DuplicateKind(FindingKind):
+    name = "duplicate"
+    title = "near-duplicate"
+    decision = DROP
+    order = 10
+    columns = ("duplicate_group", "duplicate_of")
+    threshold = "duplicate_threshold"
+    default_threshold = DEFAULT_DUPLICATE_THRESHOLD
+    advice = ("one copy per group is kept, the others dropped unless kept: a copy costs "
+              "compute every epoch and adds nothing; keep another member with 'a'")
+
+    def compute(self, ctx: FindingContext) -> FindingTable:
+        n, labels = len(ctx.samples), ctx.samples.labels
+        sp, t = ctx.space, float(ctx.threshold(self))
+        scale = sp.scale
+        units = exact_units(ctx.pixel_hash, n)
+        close = sp.distances <= t * scale
+        rows, cols = np.nonzero(close)
+        pairs = np.stack([rows, sp.neighbours[rows, cols]], axis=1).astype(np.int64)
+        group = star_groups(units, pairs, n)
+        # The kept member: best-supported label, then the lowest index.
+        support = ctx.label_score if ctx.label_score is not None else np.zeros(n, np.float32)
+        rep = np.full(n, -1, np.int64)
+        members = np.flatnonzero(group >= 0)
+        order = members[np.lexsort((members, support[members], group[members]))]
+        firsts = order[np.r_[True, group[order][1:] != group[order][:-1]]] if len(order) \
+            else order
+        rep_of_group = np.empty(group.max() + 1 if len(members) else 0, np.int64)
+        rep_of_group[group[firsts]] = firsts
+        rep[members] = rep_of_group[group[members]]
+        diff = sp.x[members] - sp.x[rep[members]]
+        ratio = np.zeros(n, np.float32)
+        ratio[members] = np.sqrt((diff * diff).sum(1)) / scale
+        exact = np.zeros(n, bool)
+        exact[members] = units[members] == units[rep[members]]
+        size = np.zeros(n, np.int64)
+        size[members] = np.bincount(group[members])[group[members]]
+        n_labels = np.zeros(n, np.int64)
+        if len(members):
+            pairs_gl = np.unique(np.stack([group[members], labels[members]], 1), axis=0)
+            n_labels[members] = np.bincount(pairs_gl[:, 0])[group[members]]
+        conflict = (n_labels > 1) & (rep >= 0) & (labels != labels[np.maximum(rep, 0)])
+        issue = (rep >= 0) & (rep != np.arange(n))
+        d1 = sp.distances[:, 0] if sp.distances.shape[1] else np.full(n, np.inf, np.float32)
+        score = np.where(units != np.arange(n), 1.0, 1.0 / (1.0 + d1 / scale))
+        score[issue & exact] = 1.0
+        return FindingTable(
+            issue, score.astype(np.float32), np.where(issue, rep, -1),
+            {"group": group, "representative": rep, "ratio": ratio, "exact": exact,
+             "group_size": size, "label_conflict": conflict,
+             "support": support.astype(np.float32)},
+            {"threshold": t, "scale": scale, "groups": int(group.max() + 1) if len(members)
+             else 0, "exact_copies": int((issue & exact).sum())})
+
+    def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
+        group = table.facts.get("group", np.full(len(table), -1))
+        rep = table.facts.get("representative", np.full(len(table), -1))
+        return {"duplicate_group": ["" if g < 0 else str(g) for g in group.tolist()],
+                "duplicate_of": [str(r) if m else "" for r, m in
+                                 zip(rep.tolist(), table.issue.tolist(), strict=True)]}
+
+    def why(self, table: FindingTable, i: int, view: View) -> str:
+        f, labels, classes = table.facts, view.labels, view.classes
+        rep, size = int(f["representative"][i]), int(f["group_size"][i])
+        if rep < 0:
+            return "not a duplicate"
+        same = labels[i] == labels[rep]
+        label_text = "same label" if same else \
+            f"labelled {classes[int(labels[i])]}, the kept copy {classes[int(labels[rep])]}"
+        kept_why = ("the best-supported label" if f["support"][rep] < f["support"][i]
+                    else "the lowest index of equal support")
+        if rep == i:
+            return f"kept copy of a group of {size} near-duplicates ({kept_why})"
+        how = "identical pixels to" if f["exact"][i] else "near-duplicate of"
+        dist = "" if f["exact"][i] else f", distance {float(f['ratio'][i]):.2f}× the typical"
+        return f"{how} #{rep} (kept: {kept_why} of {size}){dist}, {label_text}"

@@ -1,0 +1,122 @@
+"""The one neighbour index every finding kind reads, and exact queries against it.
+
+The train samples' neighbours are the ones the embed step already found for the t-SNE
+(exact up to ``EXACT_KNN_MAX`` points, openTSNE's Annoy index above: worker/pipeline/
+embedding.py), saved as ``neighbours.npy`` and read by the label evidence too. They live
+in the map's PCA space, so this module fits the same PCA again (same dimensions, seed and
+rows), projects the features, and measures the distances to those neighbours there. The
+test split is queried against the projected train samples by exact search (test splits
+are small next to their train sets: 10,000 × 50,000 × 50 is a second of BLAS here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..embedding import BLOCK, PCA_FIT_MAX
+
+
+@dataclass
+class FeatureSpace:
+    """The train samples in the map's PCA space with their stored neighbours.
+
+    Attributes
+    ----------
+    x : float32 (N, d), the projected train features
+    neighbours : int64 (N, k), nearest first (self excluded)
+    distances : float32 (N, k), Euclidean, in ``x``
+    """
+
+    x: np.ndarray
+    neighbours: np.ndarray
+    distances: np.ndarray
+    mean: np.ndarray | None = None
+    components: np.ndarray | None = None
+
+    @property
+    def scale(self) -> float:
+        """The median distance of a sample to its nearest other sample: the unit every
+        finding's distance cut is relative to, so one cut fits features of any scale."""
+        d = self.distances[:, 0]
+        positive = d[d > 0]
+        return float(np.median(positive)) if len(positive) else 1.0
+
+    def project(self, features: np.ndarray) -> np.ndarray:
+        """Other features (M, D), e.g. the test split's, in the same space: (M, d)."""
+        out = np.empty((len(features), self.x.shape[1]), np.float32)
+        for s in range(0, len(features), BLOCK):
+            block = np.asarray(features[s:s + BLOCK], np.float32)
+            out[s:s + BLOCK] = block if self.mean is None else \
+                (block - self.mean) @ self.components.T
+        return out
+
+    def query(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest train samples of each query (M, d), by exact search.
+
+        Returns
+        -------
+        indices : int64 (M, k), distances : float32 (M, k), nearest first
+        """
+        return knn_query(self.x, queries, k)
+
+
+def knn_query(base: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Euclidean k nearest rows of ``base`` (N, d) for every row of ``queries``
+    (M, d), by blocks of BLAS products (torch: all cores, memory flat in M)."""
+    import torch
+
+    k = min(k, len(base))
+    b = torch.from_numpy(np.ascontiguousarray(base, np.float32))
+    bsq = (b * b).sum(1)
+    m = len(queries)
+    idx = np.empty((m, k), np.int64)
+    dist = np.empty((m, k), np.float32)
+    block = max(64, 25_000_000 // max(len(base), 1))  # ~100 MB of distances at a time
+    for s in range(0, m, block):
+        q = torch.from_numpy(np.ascontiguousarray(queries[s:s + block], np.float32))
+        d2 = torch.addmm(bsq[None, :], q, b.T, alpha=-2).add_((q * q).sum(1)[:, None])
+        val, nn = torch.topk(d2, k, dim=1, largest=False, sorted=True)
+        idx[s:s + block] = nn.numpy()
+        dist[s:s + block] = val.clamp_min_(0).sqrt_().numpy()
+    return idx, dist
+
+
+def fit_space(features: np.ndarray, dims: int, seed: int,
+              neighbours: np.ndarray) -> FeatureSpace:
+    """Fit the map's PCA (as :func:`~worker.pipeline.embedding.pca_reduce` does: every row
+    up to ``PCA_FIT_MAX``, a seeded sample above) and measure each stored neighbour's
+    distance.
+
+    Parameters
+    ----------
+    features : (N, D) float16/float32, possibly memory-mapped
+    neighbours : int64 (N, k) from ``neighbours.npy``
+    """
+    from sklearn.decomposition import PCA
+
+    n, d = features.shape
+    k = min(dims, d, n)
+    if k >= d:
+        x = np.asarray(features, np.float32)
+        mean = components = None
+    else:
+        rows = slice(None) if n <= PCA_FIT_MAX else \
+            np.sort(np.random.default_rng(seed).choice(n, PCA_FIT_MAX, replace=False))
+        pca = PCA(n_components=k, random_state=seed).fit(np.asarray(features[rows], np.float32))
+        mean = pca.mean_.astype(np.float32)
+        components = pca.components_.astype(np.float32)
+        x = FeatureSpace(np.empty((0, k)), neighbours, np.empty(0), mean, components
+                         ).project(features)
+    return FeatureSpace(x, neighbours, pair_distances(x, neighbours), mean, components)
+
+
+def pair_distances(x: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
+    """Euclidean distance from each row of ``x`` (N, d) to its ``neighbours`` (N, k), by
+    blocks: float32 (N, k)."""
+    out = np.empty(neighbours.shape, np.float32)
+    for s in range(0, len(x), 8192):
+        diff = x[neighbours[s:s + 8192]] - x[s:s + 8192, None, :]
+        out[s:s + 8192] = np.sqrt((diff * diff).sum(-1))
+    return out

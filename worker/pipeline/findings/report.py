@@ -1,0 +1,69 @@
+"""``curator findings``: counts per kind and the top items with their why-lines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..curation import current_snapshot
+from ..rundir import RunDir
+from .registry import get_kind, kinds
+from .step import marks
+from .testsplit import read_test_paths
+
+
+def findings_report(run: RunDir, kind: str | None = None, top: int = 10) -> dict:
+    """Every kind (or ``kind``) at the run's current state.
+
+    Returns
+    -------
+    dict with ``run`` and ``kinds``: per kind its ``name``, ``title``, ``decision``,
+    ``advice``, ``count`` (marked now), ``info`` (cut, scale…) and ``top``: the ``top``
+    marked samples by score, each ``{sample, path, label, score, related, kept, why}``.
+    """
+    snap = current_snapshot(run)
+    view = snap.view(read_test_paths(run))
+    marked = marks(snap.findings, view)
+    chosen = [get_kind(kind)] if kind else kinds()
+    out = []
+    for k in chosen:
+        table, m = snap.findings[k.name], marked[k.name]
+        idx = np.flatnonzero(m)
+        idx = idx[np.argsort(-table.score[idx], kind="stable")][:top]
+        out.append({
+            "name": k.name, "title": k.title, "decision": k.decision, "advice": k.advice,
+            "count": int(m.sum()), "info": table.info,
+            "top": [{"sample": int(i), "path": snap.samples.paths[i],
+                     "label": snap.samples.classes[int(snap.samples.labels[i])],
+                     "score": round(float(table.score[i]), 4),
+                     "related": int(table.related[i]), "kept": bool(snap.decisions.kept[i]),
+                     "why": k.why(table, int(i), view)} for i in idx.tolist()]})
+    return {"run": run.run_id, "n_samples": len(snap.samples), "kinds": out}
+
+
+def _note(info: dict) -> str:
+    return f" ({info['note']})" if info.get("note") else ""
+
+
+def counts_line(run: RunDir) -> str:
+    """One line of counts per kind: 'findings: label 188 · duplicate 3 · …'."""
+    report = findings_report(run, top=0)
+    return "findings: " + " · ".join(f"{k['name']} {k['count']}{_note(k['info'])}"
+                                     for k in report["kinds"])
+
+
+def format_findings(report: dict) -> str:
+    """Text of :func:`findings_report`."""
+    lines = [f"{report['run']}: {report['n_samples']} samples"]
+    for k in report["kinds"]:
+        cut = k["info"].get("threshold")
+        cut_text = f", cut {cut:g}" if isinstance(cut, int | float) else ""
+        lines += ["", f"{k['name']} ({k['title']}): {k['count']} marked, default "
+                      f"{k['decision']}{cut_text}{_note(k['info'])}"]
+        if k["advice"]:
+            lines.append(f"  what to do: {k['advice']}")
+        for item in k["top"]:
+            state = "kept" if item["kept"] else "dropped"
+            lines.append(f"  #{item['sample']:<7} {item['label'][:12]:<12} "
+                         f"{item['score']:>7.3f} {state:<8} {item['path']}")
+            lines.append(f"           {item['why']}")
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""The findings step: every stored kind's table, computed when its inputs changed."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..progress import ProgressFn, report
+from ..rundir import RunDir
+from .base import DROP, FindingTable, View
+from .context import FindingContext
+from .files import load_findings, save_table, table_path
+from .registry import kinds
+
+# Part of every kind's key: change it when a kind's method changes.
+FINDINGS_VERSION = "1"
+
+
+def stored_thresholds(run: RunDir) -> dict[str, float]:
+    """The cuts given before (``curator findings --duplicate-threshold``…), by kind."""
+    return dict(run.read_meta().get("steps", {}).get("findings", {}).get("thresholds", {}))
+
+
+def _base_key(run: RunDir, labels: np.ndarray) -> hashlib._Hash:
+    steps = run.read_meta().get("steps", {})
+    h = hashlib.sha256(FINDINGS_VERSION.encode())
+    h.update(str(steps.get("extract", {}).get("cache_key")).encode())
+    h.update(str(steps.get("embed", {}).get("at")).encode())
+    h.update(str(steps.get("evidence", {}).get("key")).encode())
+    h.update(np.ascontiguousarray(labels, np.int64).tobytes())
+    return h
+
+
+def ensure_findings(run: RunDir, thresholds: dict[str, float] | None = None,
+                    redo: bool = False, progress: ProgressFn | None = None
+                    ) -> dict[str, FindingTable]:
+    """Compute every stored kind whose inputs (features, map, labels, evidence, its cut)
+    changed since its table was written, and record what each was computed with.
+
+    ``thresholds``: new cuts by kind name, kept for later runs of the step.
+
+    Returns
+    -------
+    kind name → its table (every registered kind, :func:`~.files.load_findings`)
+    """
+    samples = run.read_samples()
+    cuts = {**stored_thresholds(run), **(thresholds or {})}
+    ctx = FindingContext(run, samples, cuts, progress)
+    record = dict(run.read_meta().get("steps", {}).get("findings", {}).get("kinds", {}))
+    base = _base_key(run, samples.labels)
+    todo = [k for k in kinds() if getattr(k, "stored", True)]
+    for done, kind in enumerate(todo, 1):
+        h = base.copy()
+        h.update(f"{kind.name}:{kind.key(ctx)}".encode())
+        key = h.hexdigest()[:16]
+        if not redo and record.get(kind.name, {}).get("key") == key \
+                and table_path(run, kind.name).is_file():
+            continue
+        report(progress, done - 1, len(todo), f"findings: {kind.name}")
+        table = kind.compute(ctx)
+        save_table(run, kind.name, table)
+        record[kind.name] = {"key": key, "count": int(table.issue.sum()),
+                             "threshold": ctx.threshold(kind), **table.info}
+    run.mark_step("findings", kinds=record, thresholds=cuts)
+    report(progress, len(todo), len(todo), "findings: done")
+    return load_findings(run, len(samples))
+
+
+def default_drops(tables: dict[str, FindingTable], n: int) -> np.ndarray:
+    """Per sample, the first kind (in registry order) whose default drops it, or '':
+    what :func:`~worker.pipeline.clustering.decide` applies before the overrides.
+    ``label`` is the rule's own and is not among them."""
+    out = np.full(n, "", dtype="<U13")
+    for kind in reversed(kinds()):
+        table = tables.get(kind.name)
+        if kind.decision == DROP and getattr(kind, "stored", True) and table is not None \
+                and len(table) == n:
+            out[kind.current(table)] = kind.name
+    return out
+
+
+def marks(tables: dict[str, FindingTable], view: View) -> dict[str, np.ndarray]:
+    """Which samples each kind marks now, bool (N,) by kind name."""
+    return {k.name: np.asarray(k.current(tables[k.name], view), bool) for k in kinds()
+            if k.name in tables}
+
+
+def sample_findings(marked: dict[str, np.ndarray], n: int) -> list[str]:
+    """Per sample, the kinds that mark it, comma-separated ('' for none)."""
+    out = [""] * n
+    for name, m in marked.items():
+        for i in np.flatnonzero(m).tolist():
+            out[i] = f"{out[i]},{name}" if out[i] else name
+    return out
