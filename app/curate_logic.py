@@ -354,6 +354,8 @@ def why(data: RunData, state: RunState, sample: int) -> str:
         bits = int(flag_bits(state.inputs.take(np.array([sample])), state.rule, 1)[0])
         head = ("flagged: its label looks wrong" if bits & ALWAYS_FLAGGED
                 else NOISE_WHY[state.rule])
+    elif reason != "cluster":  # another finding kind's default drops it
+        head = f"dropped by default: {reason}"
     else:
         head = "kept by the rule"
     nn = data.neighbours[sample]
@@ -368,7 +370,24 @@ def why(data: RunData, state: RunState, sample: int) -> str:
     cluster = int(d.clusters[sample])
     parts.append(f"DBSCAN: noise in {classes[label]}" if cluster == -1
                  else f"DBSCAN: cluster {cluster} of {classes[label]}")
-    return " · ".join(parts)
+    return " · ".join([*finding_lines(data, state, sample), *parts])
+
+
+def finding_lines(data: RunData, state: RunState, sample: int) -> list[str]:
+    """The why-line of every kind other than ``label`` that marks ``sample`` (the label
+    rule's own words follow in :func:`why`); a reviewer's decision is said first."""
+    from worker.pipeline.findings import View, kinds
+    from worker.pipeline.findings.testsplit import read_test_paths
+
+    s = data.samples
+    view = View(s.paths, s.classes, s.labels, read_test_paths(data.run),
+                state.decisions.flagged, data.findings)
+    out = []
+    for kind in kinds():
+        table = data.findings.get(kind.name)
+        if kind.name != "label" and table is not None and kind.current(table, view)[sample]:
+            out.append(kind.why(table, sample, view))
+    return out
 
 
 def suggestion(data: RunData, state: RunState, sample: int) -> str | None:

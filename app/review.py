@@ -22,6 +22,7 @@ import numpy as np
 
 from worker.pipeline.curation import open_store
 from worker.pipeline.errors import InputError
+from worker.pipeline.findings import View, marks, sample_findings
 
 from .caching import lookup, memoized
 from .curate_logic import set_decision
@@ -35,8 +36,17 @@ BULK = {"accept": "Accept suggestions", "keep": "Keep all", "drop": "Drop all"}
 CONFUSION_TOP = 12
 
 
+def finding_marks(data: RunData, state: RunState) -> dict[str, np.ndarray]:
+    """Which samples each finding kind marks at ``state`` (bool (N,) by kind name): the
+    label rule's flags and every other registered kind's (worker/pipeline/findings)."""
+    s = data.samples
+    view = View(s.paths, s.classes, s.labels, (), state.decisions.flagged, data.findings)
+    return marks(data.findings, view)
+
+
 def queue_samples(data: RunData, state: RunState) -> np.ndarray:
-    """Every sample the rule flags or a reviewer decided, most likely wrong first.
+    """Every sample a finding kind marks (the label rule's flags included) or a reviewer
+    decided, most likely wrong first.
 
     Returns
     -------
@@ -45,6 +55,8 @@ def queue_samples(data: RunData, state: RunState) -> np.ndarray:
     """
     d = state.decisions
     member = d.flagged.copy()
+    for marked in finding_marks(data, state).values():
+        member |= marked
     decided = np.fromiter(state.decided, dtype=np.int64, count=len(state.decided))
     member[decided[(decided >= 0) & (decided < len(member))]] = True
     chosen = np.flatnonzero(member)
@@ -57,6 +69,8 @@ def row_states(state: RunState, samples: np.ndarray) -> list[str]:
     """The badge word of each sample in ``samples`` (see the module docstring)."""
     reason = state.decisions.reason
     words = {"override_keep": "kept", "override_drop": "dropped", "relabel": "relabelled"}
+    # A relabelled sample another kind still drops (a duplicate copy) shows as relabelled:
+    # its class is what the reviewer set; the finding column says why it is listed.
     return [words.get(str(reason[s]), "flagged") for s in samples]
 
 
@@ -65,11 +79,13 @@ def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
 
     Each row: ``id`` (the sample as a string, the grid's row id), ``sample``, ``thumb``
     (its image URL), ``given`` (class name), ``suggested`` (the evidence's class when it
-    differs from the given one, else ""), ``score`` (3 decimals, or None), ``state``,
-    ``now`` (the class it trains with, "" when dropped).
+    differs from the given one, else ""), ``score`` (3 decimals, or None), ``finding``
+    (the kinds that mark it, e.g. "label,duplicate"; "" for a decided sample no kind marks),
+    ``state``, ``now`` (the class it trains with, "" when dropped).
     """
     s = data.samples
     samples = queue_samples(data, state)
+    found = sample_findings(finding_marks(data, state), len(s))
     classes = s.classes
     given = s.labels[samples]
     suggested = (data.suggested[samples] if data.suggested is not None
@@ -83,7 +99,7 @@ def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
         now = "" if st in ("flagged", "dropped") else classes[state.relabels.get(i, g)]
         rows.append({"id": str(i), "sample": i, "thumb": f"/thumb/{run}/{i}.png",
                      "given": classes[g], "suggested": classes[sg] if sg != g else "",
-                     "score": sc, "state": st, "now": now})
+                     "score": sc, "finding": found[i], "state": st, "now": now})
     return rows
 
 

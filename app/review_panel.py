@@ -66,6 +66,11 @@ COLUMNS = [
      "sort": "desc", "filter": "agNumberColumnFilter",
      "headerTooltip": "How likely the given label is wrong, 0 to 1 (1 − its estimated "
                       "probability)"},
+    {"field": "finding", "headerName": "finding", "width": 110, "suppressSizeToFit": True,
+     "filter": "agTextColumnFilter",
+     "headerTooltip": "What kind of harm: label (wrong label), duplicate (a copy of another "
+                      "sample), leak (nearly identical to a test image), outlier (fits no "
+                      "class)"},
     # A relabelled row's badge also names the class it trains with ("relabelled → dog").
     {"field": "state", "headerName": "state",
      "valueFormatter": {"function": "reviewStateText(params)"},

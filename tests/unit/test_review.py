@@ -25,8 +25,13 @@ def _state(root):
 def test_the_queue_spans_every_class_most_likely_wrong_first(root):
     data, state = _state(root)
     rows = review.queue_rows(data, state, "digits")
-    flagged = np.flatnonzero(state.decisions.flagged)
-    assert sorted(r["sample"] for r in rows) == flagged.tolist()
+    marks = review.finding_marks(data, state)
+    listed = np.flatnonzero(np.logical_or.reduce(list(marks.values())))
+    assert sorted(r["sample"] for r in rows) == listed.tolist()
+    assert set(np.flatnonzero(state.decisions.flagged)) <= set(listed.tolist())
+    # Each row names the kinds that mark it; the rule's flags are label findings.
+    for r in rows:
+        assert r["finding"].split(",") == [k for k, m in marks.items() if m[r["sample"]]]
     assert len({r["given"] for r in rows}) == len(data.samples.classes)  # all 10 digits
     scores = [r["score"] for r in rows]
     assert scores == sorted(scores, reverse=True)

@@ -75,10 +75,11 @@ PARAMS: dict[str, Param] = {
     # How many of a class's highest scores a reviewer's cut flags.
     "cut": Param("--cut", True, 0, 10_000_000),
     "shards": Param("--shards", True, 0, 4096),
-    # Finding kinds' cuts (worker/pipeline/findings/): distances relative to the data's own
-    # typical nearest-neighbour distance, so > 0 and far below anything meaningful above.
-    "duplicate_threshold": Param("--duplicate-threshold", False, 0.0, 100.0, above=True),
-    "leak_threshold": Param("--leak-threshold", False, 0.0, 100.0, above=True),
+    # Finding kinds' cuts (worker/pipeline/findings/): a pixel match for copies; for
+    # outliers a ratio of distances (how much farther the nearest class lies than the
+    # nearest images).
+    "duplicate_threshold": Param("--duplicate-threshold", False, 0.0, 1.0, above=True),
+    "leak_threshold": Param("--leak-threshold", False, 0.0, 1.0, above=True),
     "outlier_threshold": Param("--outlier-threshold", False, 0.0, 100.0, above=True),
     "top": Param("--top", True, 0, 1_000_000),
     # training

@@ -69,6 +69,27 @@ class FindingContext:
         return hash_rows(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
 
     @functools.cached_property
+    def grey(self) -> np.ndarray | None:
+        """Small grey views of every sample's thumbnail (findings/pixels.py), or None for
+        a run without images."""
+        if not self.run.read_meta().get("has_images", True) or not self.run.thumbnails.is_file():
+            return None
+        from .pixels import grey_views
+
+        return grey_views(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
+
+    @functools.cached_property
+    def test_grey(self) -> np.ndarray | None:
+        """The test split's grey views, or None without a test split."""
+        from .testsplit import test_thumbnails
+
+        if self.test is None or not test_thumbnails(self.run).is_file():
+            return None
+        from .pixels import grey_views
+
+        return grey_views(self.run.load_array(test_thumbnails(self.run), "cluster", mmap=True))
+
+    @functools.cached_property
     def test(self) -> TestSplit | None:
         """The dataset's test split with features from the same backbone, or None."""
         from .testsplit import load_test_split

@@ -1,13 +1,19 @@
 """``duplicate``: exact and near copies of one picture, in groups with one kept.
 
 - Exact copies share a hash of their decoded pixels (findings/hashing.py).
-- Near copies lie closer than ``threshold`` × the dataset's typical nearest-neighbour
-  distance (:attr:`~.index.FeatureSpace.scale`) in the map's PCA space, through the stored
-  neighbour index: a cut relative to the data's own spacing fits any backbone.
+- Near copies are found among each sample's ``K_CANDIDATES`` nearest samples in the
+  map's PCA space (the stored neighbour index) that lie within ``CANDIDATE_RATIO`` × the
+  data's typical nearest-neighbour distance (:attr:`~.index.FeatureSpace.scale`). A
+  candidate pair is a copy when its pixel match (findings/pixels.py: small grey images,
+  best over mirroring and one-pixel shifts) reaches ``threshold``, or, for runs without
+  images, when its feature distance is within ``FEATURE_ONLY`` × the typical. Features
+  alone cannot tell a re-encoded copy from a close but different picture (a JPEG-and-
+  resize copy of a CIFAR image lies at 0.86× the typical distance, and 1% of different
+  pictures lie closer than 0.48×: docs/benchmarks.md); pixels can.
 - Groups are stars, not chains: the sample with the most near copies (ties: the lowest
-  index) takes every copy not yet grouped, then the next; every member is within the cut
-  of its group's centre, so A≈B≈C never joins A and C when they are not alike
-  (single-linkage components would).
+  index) takes every copy not yet grouped, then the next; every member is a copy of its
+  group's centre, so A≈B≈C never joins A and C when they are not alike (single-linkage
+  components would).
 - One member per group is kept: the one whose label the evidence supports best (lowest
   mislabel score), ties to the lowest index; the others are proposed for removal.
 - A group whose members carry different labels is also a label finding (label.py).
@@ -19,10 +25,16 @@ import numpy as np
 
 from .base import DROP, FindingKind, FindingTable, View
 from .context import FindingContext
+from .pixels import match_pairs
 from .registry import register
 
-# Chosen from the injected-copies table in docs/benchmarks.md (bench/findings.py).
-DEFAULT_DUPLICATE_THRESHOLD = 0.3
+# The pixel match a near copy needs: chosen by looking at the injected-copies table in
+# docs/benchmarks.md (CIFAR-10 mini, 2,000 images: at 0.9 light copies are all found,
+# medium 80%, strong 52%, and 10 of 9,500 candidate pairs of other pictures pass).
+DEFAULT_DUPLICATE_THRESHOLD = 0.9
+K_CANDIDATES = 5
+CANDIDATE_RATIO = 1.5
+FEATURE_ONLY = 0.3
 
 
 def exact_units(hashes: np.ndarray | None, n: int) -> np.ndarray:
@@ -86,9 +98,7 @@ class DuplicateKind(FindingKind):
         sp, t = ctx.space, float(ctx.threshold(self))
         scale = sp.scale
         units = exact_units(ctx.pixel_hash, n)
-        close = sp.distances <= t * scale
-        rows, cols = np.nonzero(close)
-        pairs = np.stack([rows, sp.neighbours[rows, cols]], axis=1).astype(np.int64)
+        pairs, best = copy_pairs(sp.neighbours, sp.distances / scale, ctx.grey, ctx.grey, t)
         group = star_groups(units, pairs, n)
         # The kept member: best-supported label, then the lowest index.
         support = ctx.label_score if ctx.label_score is not None else np.zeros(n, np.float32)
@@ -103,6 +113,9 @@ class DuplicateKind(FindingKind):
         diff = sp.x[members] - sp.x[rep[members]]
         ratio = np.zeros(n, np.float32)
         ratio[members] = np.sqrt((diff * diff).sum(1)) / scale
+        match = np.zeros(n, np.float32)
+        if ctx.grey is not None and len(members):
+            match[members] = match_pairs(ctx.grey, members, ctx.grey, rep[members])
         exact = np.zeros(n, bool)
         exact[members] = units[members] == units[rep[members]]
         size = np.zeros(n, np.int64)
@@ -113,13 +126,12 @@ class DuplicateKind(FindingKind):
             n_labels[members] = np.bincount(pairs_gl[:, 0])[group[members]]
         conflict = (n_labels > 1) & (rep >= 0) & (labels != labels[np.maximum(rep, 0)])
         issue = (rep >= 0) & (rep != np.arange(n))
-        d1 = sp.distances[:, 0] if sp.distances.shape[1] else np.full(n, np.inf, np.float32)
-        score = np.where(units != np.arange(n), 1.0, 1.0 / (1.0 + d1 / scale))
-        score[issue & exact] = 1.0
+        score = best.copy()
+        score[np.bincount(units, minlength=n)[units] > 1] = 1.0  # an exact copy exists
         return FindingTable(
-            issue, score.astype(np.float32), np.where(issue, rep, -1),
-            {"group": group, "representative": rep, "ratio": ratio, "exact": exact,
-             "group_size": size, "label_conflict": conflict,
+            issue, score, np.where(issue, rep, -1),
+            {"group": group, "representative": rep, "ratio": ratio, "match": match,
+             "exact": exact, "group_size": size, "label_conflict": conflict,
              "support": support.astype(np.float32)},
             {"threshold": t, "scale": scale, "groups": int(group.max() + 1) if len(members)
              else 0, "exact_copies": int((issue & exact).sum())})
@@ -144,5 +156,42 @@ class DuplicateKind(FindingKind):
         if rep == i:
             return f"kept copy of a group of {size} near-duplicates ({kept_why})"
         how = "identical pixels to" if f["exact"][i] else "near-duplicate of"
-        dist = "" if f["exact"][i] else f", distance {float(f['ratio'][i]):.2f}× the typical"
+        dist = "" if f["exact"][i] else \
+            f", pixel match {float(f['match'][i]):.2f}, feature distance " \
+            f"{float(f['ratio'][i]):.2f}× the typical"
         return f"{how} #{rep} (kept: {kept_why} of {size}){dist}, {label_text}"
+
+
+def copy_pairs(neighbours: np.ndarray, ratio: np.ndarray, views_a: np.ndarray | None,
+               views_b: np.ndarray | None, threshold: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pairs that are copies (module docstring).
+
+    Parameters
+    ----------
+    neighbours : int64 (N, k), each row's nearest rows of the other side, nearest first
+    ratio : float (N, k), their distances over the typical nearest-neighbour distance
+    views_a, views_b : grey views (findings/pixels.py) of the rows and of the neighbours'
+        side, or None for runs without images (feature distance alone decides)
+    threshold : the pixel match a copy needs
+
+    Returns
+    -------
+    pairs : int64 (P, 2), (row, neighbour) of each copy
+    best : float32 (N,), each row's best pixel match among its candidates (without
+        images: 1 / (1 + its nearest ratio)), the score copies are ranked by
+    """
+    n = len(neighbours)
+    kk = min(K_CANDIDATES, neighbours.shape[1])
+    r = ratio[:, :kk]
+    rows, cols = np.nonzero(r <= CANDIDATE_RATIO)
+    a, b = rows.astype(np.int64), neighbours[rows, cols].astype(np.int64)
+    close = r[rows, cols] <= FEATURE_ONLY
+    best = np.zeros(n, np.float32)
+    if views_a is None or views_b is None:
+        best[:] = 1.0 / (1.0 + (r[:, 0] if kk else np.inf))
+    elif len(a):
+        m = match_pairs(views_a, a, views_b, b)
+        close |= m >= threshold
+        np.maximum.at(best, a, m)
+    return np.stack([a[close], b[close]], axis=1), best

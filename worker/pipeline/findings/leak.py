@@ -2,10 +2,11 @@
 
 When the dataset has a test split (``folder:`` with ``train/`` and ``test/``, or
 ``cifar10:``), its images go through the same backbone (findings/testsplit.py, cached)
-and are projected into the train samples' PCA space; each train image whose nearest test
-image lies within ``threshold`` × the train set's typical nearest-neighbour distance is
-marked, with that test image as the related sample. The default drops the train copy, so
-the test set stays comparable with published numbers.
+and are projected into the train samples' PCA space; each train image's nearest test
+images are candidates, and one that is a copy by the duplicate kind's rule
+(duplicate.copy_pairs: the same candidate gate, pixel match ≥ ``threshold``) marks the
+train image, with the best-matching test image as the related sample. The default drops
+the train copy, so the test set stays comparable with published numbers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import numpy as np
 
 from .base import DROP, FindingKind, FindingTable, View
 from .context import FindingContext
-from .duplicate import DEFAULT_DUPLICATE_THRESHOLD
+from .duplicate import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs
+from .index import knn_query
+from .pixels import match_pairs
 from .registry import register
 
 
@@ -45,15 +48,27 @@ class LeakKind(FindingKind):
             return table
         sp, t = ctx.space, float(ctx.threshold(self))
         scale = sp.scale
-        nearest, dist = _nearest_test(sp.x, sp.project(test.features))
-        ratio = (dist / scale).astype(np.float32)
-        issue = ratio <= t
-        same = np.asarray(test.labels)[nearest] == ctx.samples.labels
-        return FindingTable(issue, (1.0 / (1.0 + ratio)).astype(np.float32),
-                            np.where(issue, nearest, -1),
-                            {"ratio": ratio, "nearest_test": nearest, "same_label": same},
+        nearest, dist = knn_query(sp.project(test.features), sp.x, K_CANDIDATES)
+        ratio = dist / scale
+        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, t)
+        related = np.full(n, -1, np.int64)
+        if len(pairs):  # the best-matching test copy of each train image
+            m = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1]) \
+                if ctx.grey is not None and ctx.test_grey is not None else \
+                -np.linalg.norm(sp.x[pairs[:, 0]] - sp.project(test.features)[pairs[:, 1]],
+                                axis=1)
+            order = np.lexsort((-m, pairs[:, 0]))
+            first = order[np.r_[True, pairs[order, 0][1:] != pairs[order, 0][:-1]]]
+            related[pairs[first, 0]] = pairs[first, 1]
+        issue = related >= 0
+        j = np.where(issue, related, nearest[:, 0])
+        r_rel = np.linalg.norm(sp.x - sp.project(test.features)[j], axis=1) / scale
+        same = np.asarray(test.labels)[j] == ctx.samples.labels
+        return FindingTable(issue, best, related,
+                            {"ratio": r_rel.astype(np.float32), "match": best,
+                             "same_label": same},
                             {"threshold": t, "scale": scale, "test_images": len(test.paths),
-                             "leaked_test_images": int(len(np.unique(nearest[issue])))})
+                             "leaked_test_images": int(len(np.unique(related[issue])))})
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
         return {"leaks_to": [view.test_paths[r] if r >= 0 else "" for r in table.related.tolist()]}
@@ -62,12 +77,5 @@ class LeakKind(FindingKind):
         j = int(table.related[i])
         same = "same label" if table.facts["same_label"][i] else "another label"
         return (f"nearly identical to test image {view.test_paths[j]} "
-                f"(distance {float(table.facts['ratio'][i]):.2f}× the typical, {same})")
-
-
-def _nearest_test(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each train row's nearest test row and its distance, by exact search."""
-    from .index import knn_query
-
-    idx, dist = knn_query(test, train, 1)
-    return idx[:, 0], dist[:, 0]
+                f"(pixel match {float(table.facts['match'][i]):.2f}, feature distance "
+                f"{float(table.facts['ratio'][i]):.2f}× the typical, {same})")
