@@ -19,7 +19,7 @@ from worker.pipeline.store import CurationStore
 
 from .caching import memoized
 from .data import RunData, RunState, current_state, run_data
-from .figures import MARKER_STYLE, look_table, override_codes, typed_array
+from .figures import MARKER_STYLE, finding_slots, look_table, override_codes, typed_array
 
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
 STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} flagged · "
@@ -321,7 +321,8 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
     idx = data.members[code]
     eps, ms = state.params[code]
     bits = flag_bits(state.inputs.take(idx), state.rule, len(idx))
-    looks = look_table(bits, override_codes(idx, state.marks))
+    looks = look_table(bits, override_codes(idx, state.marks),
+                       finding_slots(state.decisions.reason[idx]))
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),

@@ -36,6 +36,7 @@ LEGEND = [
     ("✕", NOISE_COLOUR, "flagged: will be dropped"),
     ("◆", KEEP_COLOUR, "kept by you (override or relabel)"),
     ("✕", DROP_COLOUR, "dropped by you"),
+    ("■▲★", "#6f42c1", "a copy, a leak into the test split, an outlier: dropped by default"),
 ]
 
 
@@ -43,7 +44,12 @@ LEGEND = [
 # change's response on a 5,314-point class from 145 kB to about 90 kB. Colours stay hex
 # strings: integer codes through a colorscale were smaller still (52 kB) but Plotly's
 # colorscale path made each repaint ~20 ms slower in Chromium here.
-SYMBOLS = {"circle": 0, "diamond": 2, "x": 4}
+SYMBOLS = {"circle": 0, "square": 1, "diamond": 2, "x": 4, "triangle-up": 5, "star": 17}
+# Samples another finding kind drops by default (worker/pipeline/findings), one symbol per
+# kind in registry order after label: a copy ■, a leak ▲, an outlier ★ (a fourth ◆).
+FINDING_COLOUR = "#6f42c1"
+FINDING_SYMBOLS = (SYMBOLS["square"], SYMBOLS["triangle-up"], SYMBOLS["star"],
+                   SYMBOLS["diamond"])
 SIZES = {"point": 6, "flagged": 8, "override": 10}
 OVERRIDE_CODES = {"keep": 1, "drop": 2}  # 0: no override
 
@@ -63,7 +69,8 @@ class Look:
 
 # Every kind of point, by code: the one table the server's markers (marker_style) and the
 # browser's re-cluster (assets/recluster.js, through look_table) read. Codes: 0 cluster,
-# 1 noise the rule keeps, 2 flagged, 3 + flagged kept by you, 5 + flagged dropped by you.
+# 1 noise the rule keeps, 2 flagged, 3 + flagged kept by you, 5 + flagged dropped by you,
+# 7 + 2·slot + flagged dropped by default by the finding kind in that slot.
 LOOKS = [
     Look("cluster", None, SYMBOLS["circle"], SIZES["point"], False, True, False),
     Look("noise kept", UNFLAGGED_NOISE_COLOUR, SYMBOLS["circle"], SIZES["point"], False, True,
@@ -74,19 +81,26 @@ LOOKS = [
       for what, colour, symbol in (("keep", KEEP_COLOUR, SYMBOLS["diamond"]),
                                    ("drop", DROP_COLOUR, SYMBOLS["x"]))
       for flagged in (False, True)),
+    *(Look(f"finding {slot}{' flagged' if flagged else ''}", FINDING_COLOUR, symbol,
+           SIZES["flagged"], flagged, False, False)
+      for slot, symbol in enumerate(FINDING_SYMBOLS) for flagged in (False, True)),
 ]
+FIRST_FINDING_LOOK = 7
 _LOOK_SYMBOL = np.array([look.symbol for look in LOOKS])
 _LOOK_SIZE = np.array([look.size for look in LOOKS])
 _LOOK_COLOUR = np.array([look.colour for look in LOOKS], dtype=object)
 
 
-def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray) -> np.ndarray:
+def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray,
+               finding: np.ndarray | None = None) -> np.ndarray:
     """Each point's row of LOOKS.
 
     Parameters
     ----------
     flagged, noise : ndarray of bool, shape (n,)
     overrides : ndarray of uint8, shape (n,): 0 or an OVERRIDE_CODES value
+    finding : ndarray of uint8, shape (n,): 0, or 1 + the slot of the finding kind whose
+        default drops the point (:func:`finding_slots`); it already yields to overrides
 
     Returns
     -------
@@ -96,17 +110,34 @@ def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray) ->
     for value, first in ((OVERRIDE_CODES["keep"], 3), (OVERRIDE_CODES["drop"], 5)):
         hit = overrides == value
         codes[hit] = first + flagged[hit]
+    if finding is not None:
+        hit = finding > 0
+        codes[hit] = FIRST_FINDING_LOOK + 2 * ((finding[hit] - 1) % len(FINDING_SYMBOLS)) \
+            + flagged[hit]
     return codes
 
 
-def look_table(bits: np.ndarray, overrides: np.ndarray) -> np.ndarray:
+def finding_slots(reason: np.ndarray) -> np.ndarray:
+    """uint8 (n,): for samples whose decision ``reason`` (Decisions.reason) names a
+    finding kind other than label, 1 + that kind's slot; else 0."""
+    from worker.pipeline.findings import kinds
+
+    out = np.zeros(len(reason), np.uint8)
+    for slot, kind in enumerate(k for k in kinds() if k.name != "label"):
+        out[reason == kind.name] = slot + 1
+    return out
+
+
+def look_table(bits: np.ndarray, overrides: np.ndarray,
+               finding: np.ndarray | None = None) -> np.ndarray:
     """Each point's look for both DBSCAN outcomes, for the browser to look up after it
     re-clusters: shape (n, 2), column 0 if the point is in a cluster, 1 if it is noise.
 
-    ``bits``: :func:`~worker.pipeline.clustering.flag_bits`, shape (n,).
+    ``bits``: :func:`~worker.pipeline.clustering.flag_bits`, shape (n,); ``finding``: as
+    in :func:`look_codes` (another kind's drop does not depend on DBSCAN).
     """
-    return np.stack([look_codes(flagged_by(bits, noise), np.full(len(bits), noise), overrides)
-                     for noise in (False, True)], axis=1)
+    return np.stack([look_codes(flagged_by(bits, noise), np.full(len(bits), noise), overrides,
+                                finding) for noise in (False, True)], axis=1)
 
 
 # Everything assets/recluster.js needs besides each point's look codes.
@@ -135,7 +166,8 @@ def marker_style(idx: np.ndarray, d: Decisions,
     """Colours (hex), symbol numbers (values of ``SYMBOLS``) and sizes for the samples
     ``idx`` (shape (n,), ascending), from LOOKS."""
     clusters = d.clusters[idx]
-    codes = look_codes(d.flagged[idx], clusters == -1, override_codes(idx, overrides))
+    codes = look_codes(d.flagged[idx], clusters == -1, override_codes(idx, overrides),
+                       finding_slots(d.reason[idx]))
     colours = _LOOK_COLOUR[codes]
     own = codes == 0
     colours[own] = np.array(CLUSTER_COLOURS, dtype=object)[clusters[own] % len(CLUSTER_COLOURS)]

@@ -350,29 +350,33 @@ def flag_bits(inputs: RuleInputs | None, rule: str, n: int) -> np.ndarray:
 
 def decide(clusters: np.ndarray, inputs: RuleInputs | None, overrides: dict[int, str],
            rule: str = DEFAULT_RULE, relabelled: Iterable[int] = (),
-           drops: np.ndarray | None = None) -> Decisions:
+           drops: tuple[np.ndarray, np.ndarray] | None = None) -> Decisions:
     """Combine DBSCAN labels, the flagging rule, relabels, the other finding kinds'
     default drops and overrides.
 
     A sample a reviewer relabelled is kept (reason ``relabel``): its corrected label is
-    what it trains with. ``drops`` (N,) names, per sample, the finding kind whose default
-    drops it ('' for none: worker/pipeline/findings ``default_drops``); a relabel does not
-    undo those (a relabelled duplicate copy is still a copy). Keep/drop overrides win over
-    everything."""
+    what it trains with. ``drops`` is (reason, sticky), both (N,): the finding kind whose
+    default drops the sample ('' for none) and whether that drop outlasts a relabel
+    (worker/pipeline/findings ``default_drops``: a relabelled duplicate copy is still a
+    copy, a relabelled outlier was said to belong to a class). Keep/drop overrides win
+    over everything."""
     flagged = flagged_by(flag_bits(inputs, rule, len(clusters)), clusters == -1)
     kept = ~flagged
     # A fixed-width string array built in place: object arrays and astype(str) cost
     # ~6 ms per call at 50,000 samples, and the app calls this on every edit.
     reason = np.full(len(kept), "cluster", dtype="<U13")
     reason[flagged] = "noise"
+    was_relabelled = np.zeros(len(kept), bool)
     for sample in relabelled:
         if 0 <= sample < len(kept):
             kept[sample] = True
             reason[sample] = "relabel"
+            was_relabelled[sample] = True
     if drops is not None:
-        by_kind = drops != ""
+        why, sticky = drops
+        by_kind = (why != "") & (sticky | ~was_relabelled)
         kept[by_kind] = False
-        reason[by_kind] = drops[by_kind]
+        reason[by_kind] = why[by_kind]
     for sample, decision in overrides.items():
         if 0 <= sample < len(kept):
             kept[sample] = decision == "keep"

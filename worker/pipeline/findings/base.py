@@ -97,6 +97,9 @@ class FindingKind:
     default_threshold: ClassVar[float | None] = None
     # What the default decision does, for `curator findings` and the docs.
     advice: ClassVar[str] = ""
+    # Whether a reviewer's relabel undoes the default drop: it does for a kind that says
+    # the sample belongs to no class (outlier), not for a copy or a leak.
+    cleared_by_relabel: ClassVar[bool] = False
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         """The kind's per-sample table for the run ``ctx`` describes."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from .base import DROP, FindingKind, FindingTable, View
 from .context import FindingContext
-from .duplicate import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs
+from .duplicate import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs, pixel_cut
 from .index import knn_query
 from .pixels import match_pairs
 from .registry import register
@@ -50,7 +50,8 @@ class LeakKind(FindingKind):
         scale = sp.scale
         nearest, dist = knn_query(sp.project(test.features), sp.x, K_CANDIDATES)
         ratio = dist / scale
-        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, t)
+        cut = pixel_cut(ctx.grey, sp.neighbours, t)  # the train set's, as for duplicates
+        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, cut)
         related = np.full(n, -1, np.int64)
         if len(pairs):  # the best-matching test copy of each train image
             m = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1]) \
@@ -67,7 +68,8 @@ class LeakKind(FindingKind):
         return FindingTable(issue, best, related,
                             {"ratio": r_rel.astype(np.float32), "match": best,
                              "same_label": same},
-                            {"threshold": t, "scale": scale, "test_images": len(test.paths),
+                            {"threshold": t, "pixel_cut": cut, "scale": scale,
+                             "test_images": len(test.paths),
                              "leaked_test_images": int(len(np.unique(related[issue])))})
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:

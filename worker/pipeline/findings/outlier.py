@@ -93,8 +93,9 @@ class OutlierKind(FindingKind):
     columns = ("outlier_score", "outlier")
     threshold = "outlier_threshold"
     default_threshold = DEFAULT_OUTLIER_THRESHOLD
+    cleared_by_relabel = True  # a relabel says it belongs to a class
     advice = ("dropped unless kept: it fits no class; keep it ('a') when it is a rare but "
-              "real case of its class")
+              "real case of its class, or relabel it")
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         sp, t = ctx.space, float(ctx.threshold(self))

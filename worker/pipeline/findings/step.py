@@ -67,17 +67,26 @@ def ensure_findings(run: RunDir, thresholds: dict[str, float] | None = None,
     return load_findings(run, len(samples))
 
 
-def default_drops(tables: dict[str, FindingTable], n: int) -> np.ndarray:
-    """Per sample, the first kind (in registry order) whose default drops it, or '':
+def default_drops(tables: dict[str, FindingTable], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample, the first kind (in registry order) whose default drops it ('' for
+    none), and whether that drop outlasts a reviewer's relabel (``cleared_by_relabel``):
     what :func:`~worker.pipeline.clustering.decide` applies before the overrides.
-    ``label`` is the rule's own and is not among them."""
+    ``label`` is the rule's own and is not among them.
+
+    Returns
+    -------
+    reason : str (N,), sticky : bool (N,)
+    """
     out = np.full(n, "", dtype="<U13")
+    sticky = np.zeros(n, bool)
     for kind in reversed(kinds()):
         table = tables.get(kind.name)
         if kind.decision == DROP and getattr(kind, "stored", True) and table is not None \
                 and len(table) == n:
-            out[kind.current(table)] = kind.name
-    return out
+            marked = kind.current(table)
+            out[marked] = kind.name
+            sticky[marked] = not kind.cleared_by_relabel
+    return out, sticky
 
 
 def marks(tables: dict[str, FindingTable], view: View) -> dict[str, np.ndarray]:
