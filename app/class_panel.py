@@ -13,7 +13,8 @@ import dash_ag_grid as dag
 from dash import html
 
 from app import ids
-from app.curate_logic import COUNT_KEYS
+from app.curate_logic import COUNT_KEYS, FINDING_KEYS
+from worker.pipeline.findings import kinds
 
 GRID = ids.CLASS_LIST
 MATCHED = "curate-class-matched"  # "12 of 1,000 classes" while the name filter is set
@@ -37,6 +38,9 @@ COLUMNS = [
     {"field": "relabelled", "headerName": "rel", **_COUNT,
      "headerTooltip": "Given another class by a reviewer"},
     {"field": "kept", **_COUNT, "headerTooltip": "Samples the exported subset keeps"},
+    # One count per finding kind besides label (worker/pipeline/findings).
+    *({"field": k.name, "headerName": k.name[:4], **_COUNT,
+       "headerTooltip": f"Samples marked {k.title}"} for k in kinds() if k.name != "label"),
 ]
 
 
@@ -73,7 +77,7 @@ def grid_rows(rows: list[dict]) -> tuple[list[dict], dict]:
     def row(code: int | str, r: dict, name: str) -> dict:
         share = round(100.0 * r["flagged"] / r["size"], 1) if r["size"] else 0.0
         return {"id": str(code), "code": code, "class": name, "share": share,
-                **{k: r[k] for k in COUNT_KEYS}}
+                **{k: r[k] for k in COUNT_KEYS}, **{k: r.get(k, 0) for k in FINDING_KEYS}}
 
     return ([row(c, r, str(r["class"])) for c, r in enumerate(rows[:-1])],
             row(ALL, rows[-1], "All classes"))

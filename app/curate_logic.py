@@ -15,6 +15,7 @@ from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_eps, 
 from worker.pipeline.curation import open_store, set_cut, summary_rows
 from worker.pipeline.dbscan import SMALL_N, check_params, noise_until
 from worker.pipeline.errors import InputError
+from worker.pipeline.findings import kinds
 from worker.pipeline.store import CurationStore
 
 from .caching import memoized
@@ -22,8 +23,11 @@ from .data import RunData, RunState, current_state, run_data
 from .figures import MARKER_STYLE, finding_slots, look_table, override_codes, typed_array
 
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
+# The finding kinds besides label (worker/pipeline/findings), each counted under its name.
+FINDING_KEYS = tuple(k.name for k in kinds() if k.name != "label")
 STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} flagged · "
-                   "{overridden} overridden · {relabelled} relabelled · rule {rule}")
+                   "{overridden} overridden · {relabelled} relabelled · rule {rule}"
+                   + "".join(f" · {{{k}}} {k}" for k in FINDING_KEYS))
 # The class list's and the summary's counts, in their order. "overridden": kept or dropped
 # by a reviewer with the label as it is; "relabelled": given another class.
 COUNT_KEYS = ("size", "flagged", "overridden", "relabelled", "kept")
@@ -297,7 +301,7 @@ def noise_per_class(data: RunData, state: RunState) -> list[int]:
 def status_text(rows: list[dict], noise: list[int], rule: str) -> str:
     """The one-line run summary over the page: ``rows`` from :func:`class_counts`."""
     return STATUS_TEMPLATE.format(noise=sum(noise), rule=rule,
-                                  **{k: rows[-1][k] for k in COUNT_KEYS})
+                                  **{k: rows[-1].get(k, 0) for k in COUNT_KEYS + FINDING_KEYS})
 
 
 def client_model(data: RunData, state: RunState, code: int, noise: list[int]) -> dict:

@@ -223,7 +223,8 @@ def current_state(data: RunData) -> RunState:
         array.flags.writeable = False
     state = RunState(decisions,
                      stored.params, stored.overrides, stored.revision, stored.rule,
-                     stored.relabels, inputs, stored.cuts, summary_rows(data.samples, decisions))
+                     stored.relabels, inputs, stored.cuts,
+                     summary_rows(data.samples, decisions, data.findings))
     with _STATES_LOCK:
         _STATES[key[:2] + (stored.revision,)] = state
         while len(_STATES) > STATES_KEPT:

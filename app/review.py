@@ -22,7 +22,7 @@ import numpy as np
 
 from worker.pipeline.curation import open_store
 from worker.pipeline.errors import InputError
-from worker.pipeline.findings import View, marks, sample_findings
+from worker.pipeline.findings import View, kinds, marks, sample_findings
 
 from .caching import lookup, memoized
 from .curate_logic import set_decision
@@ -32,7 +32,8 @@ STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
           "kept": "kept by you", "dropped": "dropped by you",
           "relabelled": "relabelled by you: trains with the new class"}
 # Bulk actions on the rows the grid shows, as (label, what it does) for their buttons.
-BULK = {"accept": "Accept suggestions", "keep": "Keep all", "drop": "Drop all"}
+BULK = {"accept": "Accept suggestions", "keep": "Keep all", "drop": "Drop all",
+        "drop_duplicates": "Drop duplicates (keep one per group)", "drop_leaks": "Drop leaks"}
 CONFUSION_TOP = 12
 
 
@@ -132,6 +133,13 @@ def row_changes(before: list[dict], after: list[dict]) -> dict:
             "remove": [{"id": i} for i in old if i not in new_ids], "async": False}
 
 
+def finding_counts(rows: list[dict]) -> dict[str, int]:
+    """How many rows each finding kind marks, in registry order."""
+    counts = Counter(k for r in rows for k in r["finding"].split(",") if k)
+    return {k.name: counts[k.name] for k in kinds() if counts[k.name]} | \
+        {k: n for k, n in counts.items() if k not in {kind.name for kind in kinds()}}
+
+
 def confusion(rows: list[dict], top: int = CONFUSION_TOP) -> list[dict]:
     """The most frequent given → suggested pairs among ``rows`` (queue rows), largest
     first: ``[{"given", "suggested", "count"}]``, at most ``top``."""
@@ -165,6 +173,14 @@ def bulk_plan(data: RunData, state: RunState, samples: list[int], action: str,
         raise InputError(f"no bulk action {action!r}: use one of {', '.join(BULK)}")
     n = len(data.samples)
     chosen = sorted({int(s) for s in samples if 0 <= int(s) < n})
+    if action == "drop_duplicates":
+        return _keep_one_per_group(data, state, chosen)
+    if action == "drop_leaks":
+        leak = data.findings.get("leak")
+        todo = [s for s in chosen if leak is not None and leak.issue[s]
+                and state.overrides.get(s) != "drop"]
+        return BulkPlan({"overrides": dict.fromkeys(todo, "drop")}, len(todo),
+                        f"drop {len(todo)} leak(s) into the test split")
     if action in ("keep", "drop"):
         todo = [s for s in chosen if state.overrides.get(s) != action]
         return BulkPlan({"overrides": dict.fromkeys(todo, action)}, len(todo),
@@ -187,6 +203,76 @@ def bulk_plan(data: RunData, state: RunState, samples: list[int], action: str,
     changed = len(set(relabels) | set(overrides))
     return BulkPlan({"relabels": relabels, "overrides": overrides}, changed,
                     f"accept {changed} suggestion(s) with score ≥ {float(min_score):g}")
+
+
+def group_members(data: RunData, sample: int) -> np.ndarray:
+    """The members of ``sample``'s duplicate group (itself alone when it has none)."""
+    dup = data.findings.get("duplicate")
+    group = None if dup is None else dup.facts.get("group")
+    if group is None or group[sample] < 0:
+        return np.array([sample], np.int64)
+    return np.flatnonzero(group == group[sample])
+
+
+def _keep_one_per_group(data: RunData, state: RunState, chosen: list[int]) -> BulkPlan:
+    """Every duplicate group with a listed member keeps one member (the one a reviewer
+    kept, else the representative) and drops the others, as explicit decisions."""
+    dup = data.findings.get("duplicate")
+    group = None if dup is None else dup.facts.get("group")
+    if group is None:
+        raise InputError("this run has no duplicate groups: run 'curator findings RUN'")
+    rep = dup.facts["representative"]
+    overrides: dict[int, object] = {}
+    groups = {int(group[s]) for s in chosen if group[s] >= 0}
+    for g in sorted(groups):
+        members = np.flatnonzero(group == g).tolist()
+        kept = [m for m in members if state.overrides.get(m) == "keep"]
+        keep = kept[0] if kept else int(rep[members[0]])
+        for m in members:
+            want = "keep" if m == keep else "drop"
+            if state.overrides.get(m) != want:
+                overrides[m] = want
+    return BulkPlan({"overrides": overrides}, len(overrides),
+                    f"keep one of each of {len(groups)} duplicate group(s), drop the others")
+
+
+def keep_member(runs_root: Path, run_id: str, sample: int) -> int:
+    """Keep ``sample`` as its duplicate group's copy and drop the group's others: one
+    undoable step (the side-by-side view's ``m`` key)."""
+    data = run_data(runs_root, run_id)
+    members = group_members(data, sample)
+    if len(members) < 2:
+        raise InputError(f"#{sample} has no near-duplicates: nothing to choose between")
+    values = {"overrides": {int(m): "keep" if m == sample else "drop" for m in members}}
+    return open_store(data.run).set_sample_values(
+        values, f"keep #{sample} of its {len(members)} near-duplicates",
+        n_samples=len(data.samples), n_classes=len(data.samples.classes))
+
+
+def related_images(data: RunData, state: RunState, sample: int, run_id: str) -> list[dict]:
+    """What the side-by-side view shows for ``sample``: its duplicate group's members
+    (itself first) and, for a leak, the test image it nearly copies. Each item:
+    ``{"src", "caption", "kept"}`` (kept None for a test image); [] when it has neither."""
+    from worker.pipeline.findings.testsplit import read_test_paths
+
+    run = quote(run_id, safe="")
+    classes, labels, kept = data.samples.classes, data.samples.labels, state.decisions.kept
+    items = []
+    members = group_members(data, sample)
+    if len(members) > 1:
+        for m in [sample, *[int(x) for x in members if x != sample]]:
+            items.append({"src": f"/thumb/{run}/{m}.png", "kept": bool(kept[m]),
+                          "caption": f"#{m} {classes[labels[m]]}"})
+    leak = data.findings.get("leak")
+    if leak is not None and leak.issue[sample]:
+        j = int(leak.related[sample])
+        if not items:
+            items.append({"src": f"/thumb/{run}/{sample}.png", "kept": bool(kept[sample]),
+                          "caption": f"#{sample} {classes[labels[sample]]}"})
+        paths = read_test_paths(data.run)
+        items.append({"src": f"/testthumb/{run}/{j}.png", "kept": None,
+                      "caption": f"test: {paths[j] if j < len(paths) else j}"})
+    return items
 
 
 def bulk_apply(runs_root: Path, run_id: str, samples: list[int], action: str,
@@ -215,7 +301,10 @@ def key_action(runs_root: Path, run_id: str, key: dict) -> int:
         return relabel_to(runs_root, run_id, [sample], key.get("label") or "")
     if action in ("keep", "drop"):
         return set_decision(runs_root, run_id, sample, action)
-    raise InputError(f"no action {action!r} for a key: use keep, drop or relabel")
+    if action == "keep_member":
+        return keep_member(runs_root, run_id, sample)
+    raise InputError(f"no action {action!r} for a key: use keep, drop, relabel or "
+                     "keep_member")
 
 
 def relabel_to(runs_root: Path, run_id: str, samples: list[int], label: str) -> int:

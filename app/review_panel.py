@@ -43,8 +43,12 @@ DETAIL = "review-detail"  # why the focused row is flagged
 SELECTION = "review-selection"  # "only the N points selected on the map" (assets/review.js)
 REV = "review-rev"  # the store revision whose rows the grid holds
 FOLLOWED = "review-followed"  # the class the grid's filter last followed (assets/review.js)
+FINDINGS = "review-findings"  # a button per finding kind, filtering the list to it
+FINDING_BTN = "review-finding-btn"
+RELATED = "review-related"  # the focused row's duplicate group or leak pair, side by side
 KEYS = [("j / k", "next / previous row"), ("a", "keep"), ("d", "drop"),
-        ("r", "relabel to the suggestion"), ("l", "relabel to any class"), ("u", "undo")]
+        ("r", "relabel to the suggestion"), ("l", "relabel to any class"),
+        ("m", "keep this copy, drop its near-duplicates"), ("u", "undo")]
 
 COLUMNS = [
     # No cell renderers (assets/dashAgGridFunctions.js says why): the thumbnail is the
@@ -117,6 +121,15 @@ def review_panel(classes: list[str]) -> html.Div:
             small_button(BULK["drop"], {"type": BULK_BTN, "action": "drop"}, "danger",
                          "Drop every listed sample"),
         ]), width="auto"),
+        dbc.Col(dbc.ButtonGroup([
+            small_button(BULK["drop_duplicates"], {"type": BULK_BTN,
+                                                   "action": "drop_duplicates"}, "secondary",
+                         "Every near-duplicate group with a listed member keeps one member "
+                         "(the one you kept, else the representative) and drops the others"),
+            small_button(BULK["drop_leaks"], {"type": BULK_BTN, "action": "drop_leaks"},
+                         "secondary", "Drop every listed train image that nearly copies a "
+                                      "test image"),
+        ]), width="auto"),
         dbc.Col(dbc.Button("Clear filters", id=CLEAR_FILTERS, color="link", size="sm"),
                 width="auto"),
     ], class_name="g-2 align-items-center mb-1")
@@ -154,10 +167,42 @@ def review_panel(classes: list[str]) -> html.Div:
     return html.Div([
         dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
         dcc.Store(id=KEY), dcc.Store(id=FOCUS), dcc.Store(id=REV), dcc.Store(id=FOLLOWED),
+        html.Div(id=FINDINGS, className="mb-1 review-findings"),
         html.Div(id=PAIRS, className="mb-1 review-pairs"), selected, listed, confirm,
         html.Div(id=SELECTION, className="small text-muted review-selection"), grid,
-        html.Div(id=DETAIL, className="small mt-1 review-detail"), keys,
+        html.Div(id=DETAIL, className="small mt-1 review-detail"),
+        html.Div(id=RELATED, className="d-flex flex-wrap gap-2 mt-1 review-related"), keys,
     ], className="mt-2")
+
+
+def finding_buttons(counts: dict[str, int]) -> list:
+    """A button per finding kind that marks listed rows, "duplicate · 62", each filtering
+    the grid to that kind."""
+    shown = {k: n for k, n in counts.items() if n}
+    if not shown:
+        return []
+    return [html.Span("finding:", className="small text-muted me-2 text-nowrap"),
+            *[dbc.Button(f"{kind} · {n}", id={"type": FINDING_BTN, "kind": kind},
+                         color="light", size="sm", class_name="me-1 mb-1 review-finding")
+              for kind, n in shown.items()]]
+
+
+def finding_filter(kind: str) -> dict:
+    """The grid's filter model for rows that ``kind`` marks."""
+    return {"finding": {"filterType": "text", "type": "contains", "filter": kind}}
+
+
+def side_by_side(items: list[dict]) -> list:
+    """The focused row's duplicate group or leak pair (review.related_images), each image
+    with its caption and whether it is kept."""
+    out = []
+    for item in items:
+        badge = "" if item["kept"] is None else (" · kept" if item["kept"] else " · dropped")
+        out.append(html.Figure([
+            html.Img(src=item["src"], className="review-related-img", alt=item["caption"]),
+            html.Figcaption(item["caption"] + badge, className="small text-muted")],
+            className="m-0 text-center review-related-item"))
+    return out
 
 
 def pair_buttons(pairs: list[dict]) -> list:

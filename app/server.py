@@ -53,7 +53,7 @@ def dispatcher():
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DASH_UPDATE = "/_dash-update-component"
-FILE_ROUTES = ("/thumb/", "/background/", "/download/")
+FILE_ROUTES = ("/thumb/", "/testthumb/", "/background/", "/download/")
 RUN_PAGES = ("curate", "results")
 
 
@@ -242,9 +242,10 @@ def _remember_token(response: Response) -> Response:
 
 
 @files.memoize(timeout=3600)
-def thumbnail_png(run_path: str, index: int, mtime: int) -> bytes:
-    """PNG bytes of one thumbnail (cached: thumbnails never change for a run)."""
-    thumbs = load_npy(Path(run_path) / "thumbnails.npy", "ingest", mmap=True)
+def thumbnail_png(run_path: str, index: int, mtime: int, name: str = "thumbnails.npy") -> bytes:
+    """PNG bytes of one thumbnail (cached: thumbnails never change for a run); ``name``:
+    ``test_thumbnails.npy`` for the test split's images (findings/testsplit.py)."""
+    thumbs = load_npy(Path(run_path) / name, "ingest", mmap=True)
     if not 0 <= index < len(thumbs):
         abort(404)
     buf = io.BytesIO()
@@ -298,6 +299,24 @@ def background_png(run_path: str, mtimes: tuple[int, int]) -> bytes:
     return render_png(run.load_embedding(), samples.labels, samples.classes)
 
 
+def _run_image(subpath: str) -> tuple[RunDir, int]:
+    """The run and image index of an image route's ``RUN/INDEX.png`` (404 otherwise)."""
+    run_id, _, leaf = subpath.rpartition("/")
+    index = leaf.removesuffix(".png")
+    if not leaf.endswith(".png") or not index.isdigit():
+        abort(404)
+    try:
+        return resolve_run(settings().runs_root, run_id), int(index)
+    except InputError:
+        abort(404)
+
+
+def _png(png: bytes) -> Response:
+    resp = Response(png, mimetype="image/png")
+    resp.headers["Cache-Control"] = "private, max-age=86400"
+    return resp
+
+
 def _register_routes(server: Flask) -> None:
     @server.get("/healthz")
     def healthz() -> Response:
@@ -313,24 +332,23 @@ def _register_routes(server: Flask) -> None:
     # falling through to the Dash page shell.
     @server.get("/thumb/<path:subpath>")
     def thumb(subpath: str) -> Response:
-        run_id, _, leaf = subpath.rpartition("/")
-        index = leaf.removesuffix(".png")
-        if not leaf.endswith(".png") or not index.isdigit():
-            abort(404)
-        index = int(index)
-        try:
-            run = resolve_run(settings().runs_root, run_id)
-        except InputError:
-            abort(404)
+        run, index = _run_image(subpath)
         if run.thumbnails.is_file():
             png = thumbnail_png(str(run.path), index, run.thumbnails.stat().st_mtime_ns)
         elif run.exists():  # a features: run: its images, if it has paths, read on demand
             png = image_png(str(run.path), index, run.samples_csv.stat().st_mtime_ns)
         else:
             abort(404)
-        resp = Response(png, mimetype="image/png")
-        resp.headers["Cache-Control"] = "private, max-age=86400"
-        return resp
+        return _png(png)
+
+    # The test split's images, for the side-by-side view of a leak (findings/testsplit.py).
+    @server.get("/testthumb/<path:subpath>")
+    def test_thumb(subpath: str) -> Response:
+        run, index = _run_image(subpath)
+        path = run.path / "test_thumbnails.npy"
+        if not path.is_file():
+            abort(404)
+        return _png(thumbnail_png(str(run.path), index, path.stat().st_mtime_ns, path.name))
 
     @server.get("/background/<path:subpath>")
     def background(subpath: str) -> Response:

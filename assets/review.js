@@ -6,7 +6,7 @@
 //   redrawn).
 // - Clicking a point scrolls the list to its row, focuses and selects it.
 // - Keys act on the focused row: j / k next / previous row, a keep, d drop, r relabel to
-//   the suggestion, u undo. An action writes {sample, action, label, at} into the
+//   the suggestion, m keep this copy and drop its near-duplicates, u undo. An action writes {sample, action, label, at} into the
 //   review-key store (the server's on_review_edit stores it) and moves the focus on at
 //   once; the focused row's sample goes into review-focus (the server explains it).
 (function () {
@@ -162,6 +162,7 @@
     else if (key === "a") act("keep");
     else if (key === "d") act("drop");
     else if (key === "r") act("relabel");
+    else if (key === "m") act("keep_member");
     else if (key === "u") {
       const undo = document.getElementById(IDS.undo);
       if (undo && !undo.disabled) undo.click();

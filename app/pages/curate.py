@@ -535,9 +535,9 @@ def on_rule_facts(shown, _revision, run_id):
 
 
 def _summary_table(rows: list[dict]) -> dbc.Table:
-    head = html.Thead(html.Tr([html.Th(h) for h in
-                               ("class", *logic.COUNT_KEYS, "reduction")]))
-    body = html.Tbody([html.Tr([html.Td(r["class"]), *[html.Td(r[k]) for k in logic.COUNT_KEYS],
+    keys = (*logic.COUNT_KEYS, *logic.FINDING_KEYS)
+    head = html.Thead(html.Tr([html.Th(h) for h in ("class", *keys, "reduction")]))
+    body = html.Tbody([html.Tr([html.Td(r["class"]), *[html.Td(r.get(k, 0)) for k in keys],
                                 html.Td(f"{r['reduction_pct']:.2f}%")],
                                className="fw-semibold" if r["class"] == "total" else None)
                        for r in rows])
@@ -600,6 +600,7 @@ def _hovered(hover) -> int | None:
 @callback(
     output={"rows": Output(rp.GRID, "rowData"), "changes": Output(rp.GRID, "rowTransaction"),
             "pairs": Output(rp.PAIRS, "children"), "pair_data": Output(rp.PAIR_DATA, "data"),
+            "findings": Output(rp.FINDINGS, "children"),
             "rev": Output(rp.REV, "data"),
             "first_filter": Output(rp.GRID, "filterModel", allow_duplicate=True)},
     inputs={"shown_rev": Input(SHOWN_REV, "data"), "tab": Input(TABS, "active_tab"),
@@ -619,6 +620,7 @@ def on_queue(shown_rev, tab, shown, run_id, grid_rev, names):
     before = None if grid_rev is None else review.rows_at(data, run_id, grid_rev)
     pairs = review.confusion(rows)
     out = {"pairs": rp.pair_buttons(pairs), "pair_data": pairs, "rev": state.revision,
+           "findings": rp.finding_buttons(review.finding_counts(rows)),
            "rows": no_update, "changes": no_update, "first_filter": no_update}
     if before is None:
         code = _code(shown)
@@ -632,14 +634,18 @@ def on_queue(shown_rev, tab, shown, run_id, grid_rev, names):
 @callback(
     Output(rp.GRID, "filterModel"),
     Input({"type": rp.PAIR_BTN, "index": ALL}, "n_clicks"), Input(rp.CLEAR_FILTERS, "n_clicks"),
+    Input({"type": rp.FINDING_BTN, "kind": ALL}, "n_clicks"),
     State(rp.PAIR_DATA, "data"), prevent_initial_call=True,
 )
-def on_grid_filter(_pairs, _clear, pairs):
-    """Filter the review list to a confusion table's pair, or back to every row."""
+def on_grid_filter(_pairs, _clear, _kinds, pairs):
+    """Filter the review list to a confusion table's pair, to one finding kind, or back to
+    every row."""
     trigger = ctx.triggered_id
-    if isinstance(trigger, dict):  # a pair's button (pattern-matching id)
+    if isinstance(trigger, dict):  # a pair's or a kind's button (pattern-matching id)
         if not ctx.triggered[0]["value"]:
             raise PreventUpdate  # the buttons were just drawn
+        if trigger["type"] == rp.FINDING_BTN:
+            return rp.finding_filter(trigger["kind"])
         pair = (pairs or [])[trigger["index"]]
         return rp.class_filter(pair["given"], pair["suggested"])
     return {}
@@ -763,16 +769,21 @@ clientside_callback(
 
 
 @callback(
-    Output(rp.DETAIL, "children"), Input(rp.FOCUS, "data"), State(RUN, "data"),
+    Output(rp.DETAIL, "children"), Output(rp.RELATED, "children"),
+    Input(rp.FOCUS, "data"), Input(SHOWN_REV, "data"), State(RUN, "data"),
     prevent_initial_call=True,
 )
-def on_focus(sample, run_id):
-    """Why the focused row is flagged or decided, in the reviewer's words."""
+def on_focus(sample, _revision, run_id):
+    """Why the focused row is flagged or decided, in the reviewer's words, and its
+    near-duplicates or the test image it leaks to, side by side (again after an edit:
+    which copy is kept may have changed)."""
     if sample is None:
         raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
     s, i = data.samples, int(sample)
     if not 0 <= i < len(s):
         raise PreventUpdate
-    why = logic.why(data, current_state(data), i)
-    return [html.B(f"#{i} · {s.classes[s.labels[i]]}"), html.Span(f" · {why}")]
+    state = current_state(data)
+    why = logic.why(data, state, i)
+    return ([html.B(f"#{i} · {s.classes[s.labels[i]]}"), html.Span(f" · {why}")],
+            rp.side_by_side(review.related_images(data, state, i, run_id)))

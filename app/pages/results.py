@@ -19,7 +19,7 @@ from worker.pipeline.errors import InputError
 from worker.runs import resolve_run
 from worker.train.experiment import read_results
 from worker.train.launch import read_metrics
-from worker.train.verdict import compare, verdict
+from worker.train.verdict import compare, mean_without_leaks, verdict
 
 dash.register_page(__name__, path_template="/results/<run_id>", title="Results · tsne-curator")
 
@@ -83,17 +83,26 @@ def training_curves(items: list[dict], n_classes: int) -> go.Figure:
 
 
 def trainings_table(items: list[dict]) -> dbc.Table:
-    head = html.Thead(html.Tr([html.Th(h) for h in (
-        "training", "subset", "images", "batch", "epochs", "status", "test acc")]))
+    head = html.Thead(html.Tr([html.Th(h, title=tip) for h, tip in (
+        ("training", None), ("subset", None), ("images", None), ("batch", None),
+        ("epochs", None), ("status", None), ("test acc", "on the whole test split"),
+        ("without leaks", "on the test split without the test images a train image nearly "
+                          "copies (leak findings): comparable with published numbers"))]))
     body = []
+
+    def pct(acc: float | None) -> str:
+        return f"{100 * acc:.2f}%" if acc is not None else "-"
+
     for t in reversed(items):
         c, s = t["config"], t["summary"]
-        acc = s.get("final_test_acc")
         status = s.get("status") or f"running (epoch {len(t['metrics'])}/{c.get('epochs')})"
+        leaked = s.get("test_leaked")
+        clean = pct(s.get("final_test_acc_without_leaks")) + (f" ({leaked} left out)"
+                                                                if leaked else "")
         body.append(html.Tr([html.Td(t["name"], className="small"), html.Td(c.get("subset")),
                              html.Td(f"{c.get('subset_size', 0):,}"), html.Td(c.get("batch_size")),
                              html.Td(c.get("epochs")), html.Td(status),
-                             html.Td(f"{100 * acc:.2f}%" if acc is not None else "-")]))
+                             html.Td(pct(s.get("final_test_acc"))), html.Td(clean)]))
     return dbc.Table([head, html.Tbody(body)], size="sm", striped=True, class_name="small",
                      id="results-trainings-table")
 
@@ -102,9 +111,15 @@ def experiment_view(folder: Path) -> html.Div:
     """The verdict table of one experiment: per batch size and subset, images, seeds, test
     accuracy mean ± sd, difference against full and random with its standard error, and
     one verdict line per batch size."""
-    results = compare(read_results(folder))
+    rows = read_results(folder)
+    results = compare(rows)
     head = html.Thead(html.Tr([html.Th(h) for h in (
-        "batch", "subset", "images", "seeds", "test acc (mean ± sd)", "vs full", "vs random")]))
+        "batch", "subset", "images", "seeds", "test acc (mean ± sd)", "without leaks",
+        "vs full", "vs random")]))
+
+    def without_leaks(subset: str, batch: int) -> str:
+        acc = mean_without_leaks(rows, subset, batch)
+        return f"{100 * acc:.2f}%" if acc is not None else "-"
 
     def diff_cell(d) -> html.Td:  # noqa: ANN001 - Difference | None
         if d is None:
@@ -116,6 +131,7 @@ def experiment_view(folder: Path) -> html.Div:
     body = html.Tbody([html.Tr([
         html.Td(r.batch_size), html.Td(r.subset), html.Td(f"{r.images:,}"),
         html.Td(len(r.accs)), html.Td(f"{100 * r.mean:.2f}% ± {100 * r.sd:.2f}"),
+        html.Td(without_leaks(r.subset, r.batch_size)),
         diff_cell(r.vs_full), diff_cell(r.vs_random)]) for r in results])
     lines = [html.Li(verdict(results, b)) for b in sorted({r.batch_size for r in results})]
     return dbc.Card(dbc.CardBody([

@@ -407,14 +407,19 @@ def current_decisions(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[f
     return snap.samples, snap.decisions, snap.stored.params
 
 
-def summary_rows(samples: SampleTable, decisions: Decisions) -> list[dict]:
+def summary_rows(samples: SampleTable, decisions: Decisions,
+                 findings: dict | None = None) -> list[dict]:
     """Per-class and total counts in the paper's Table I format.
+
+    ``findings``: every finding kind's table (worker/pipeline/findings); each kind other
+    than label adds a count of the samples it marks, under its name.
 
     Returns
     -------
     list of dict with keys class, size, flagged, overridden, relabelled, kept,
-    reduction_pct; the last row is the total. Classes are the given labels' (the ones
-    DBSCAN ran in); ``relabelled`` counts samples a reviewer gave another label.
+    reduction_pct (and one per finding kind); the last row is the total. Classes are the
+    given labels' (the ones DBSCAN ran in); ``relabelled`` counts samples a reviewer gave
+    another label.
     """
     # One bincount per count: a mask per class cost 2.8 s at 1,000 classes of 1.28M.
     overridden = (decisions.reason == "override_keep") | (decisions.reason == "override_drop")
@@ -428,6 +433,13 @@ def summary_rows(samples: SampleTable, decisions: Decisions) -> list[dict]:
                "overridden": per_class(overridden),
                "relabelled": per_class(decisions.reason == "relabel"),
                "kept": per_class(decisions.kept)}
+    if findings:
+        from .findings import kinds
+
+        for kind in kinds():
+            table = findings.get(kind.name)
+            if kind.name != "label" and table is not None and len(table) == len(samples):
+                columns[kind.name] = per_class(kind.current(table))
     rows = []
     for k, name in enumerate([*samples.classes, "total"]):
         size, kept = int(columns["size"][k]), int(columns["kept"][k])

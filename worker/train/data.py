@@ -42,6 +42,9 @@ class TrainData:
     classes: list[str]
     train_index: np.ndarray  # sample indices of x_train in the run
     test_source: str  # "test split" or "hold-out"
+    # bool (M,): test images a train image nearly copies (the run's leak findings); the
+    # trainer also reports accuracy without them
+    test_leaked: np.ndarray | None = None
 
 
 def holdout_mask(labels: np.ndarray, fraction: float = HOLDOUT_FRACTION,
@@ -72,17 +75,26 @@ def random_like(pool: np.ndarray, labels: np.ndarray, reference: np.ndarray,
 
 def _test_spec(run: RunDir):  # noqa: ANN202 - DatasetSpec | None
     """The dataset's own test split, or None when it has none (digits, a folder without
-    train/ and test/, or a run made from the test split itself)."""
-    from dataclasses import replace
+    a test/ folder, or a run made from the test split itself)."""
+    from worker.pipeline.findings.testsplit import test_spec
 
-    from worker.pipeline.ingest import DatasetOptions
+    return test_spec(run)
 
-    spec = DatasetOptions.from_json(run.read_meta()["dataset"]).spec
-    if spec.kind in ("digits", "features") or spec.split == "test":
-        return None
-    if spec.kind == "folder" and not all((spec.root / s).is_dir() for s in ("train", "test")):
-        return None
-    return replace(spec, split="test")
+
+def leaked_mask(run: RunDir, paths: list[str]) -> np.ndarray:
+    """bool (M,): which of the test images ``paths`` a train image nearly copies (the
+    run's ``leak`` findings, whatever was decided about the train copies: the test set
+    without them is the same for every subset)."""
+    from worker.pipeline.findings.files import load_table
+    from worker.pipeline.findings.testsplit import read_test_paths
+
+    table = load_table(run, "leak", int(run.read_meta().get("n_samples", 0)))
+    if table is None or not table.issue.any():
+        return np.zeros(len(paths), bool)
+    test_paths = read_test_paths(run)
+    leaked = {test_paths[j] for j in table.related[table.issue].tolist()
+              if 0 <= j < len(test_paths)}
+    return np.array([p in leaked for p in paths], bool)
 
 
 def _has_test_split(run: RunDir) -> bool:
@@ -102,20 +114,23 @@ def _test_dataset(run: RunDir):  # noqa: ANN202 - (Dataset, ndarray)
     return test, np.array([codes[names[c]] for c in test.samples.labels], dtype=np.int64)
 
 
-def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray]:
-    """The dataset's own test split as uint8 (N, 3, S, S) images at thumbnail size."""
+def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The dataset's own test split as uint8 (N, 3, S, S) images at thumbnail size, their
+    labels and their paths."""
     from worker.pipeline.ingest import thumbnail
 
     test, codes = _test_dataset(run)
     size = int(run.load_array(run.thumbnails, "ingest", mmap=True).shape[1])
-    images, labels = [], []
+    images, labels, paths = [], [], []
     for i in range(len(test.samples)):
         try:
             images.append(thumbnail(test.load_image(i), size))
         except Exception:  # noqa: BLE001, S112 - unreadable test images are left out
             continue
         labels.append(codes[i])
-    return np.stack(images).transpose(0, 3, 1, 2).copy(), np.asarray(labels, dtype=np.int64)
+        paths.append(test.samples.paths[i])
+    return (np.stack(images).transpose(0, 3, 1, 2).copy(), np.asarray(labels, dtype=np.int64),
+            paths)
 
 
 @dataclass(frozen=True)
@@ -217,10 +232,10 @@ def load_train_data(run: RunDir, indices: np.ndarray,
         # Score against the true labels where they are known: that is what "better" means.
         truth = np.where(samples.true_labels[hold] >= 0, samples.true_labels[hold],
                          samples.labels[hold])
-        test, source = (x_test, truth), "hold-out"
+        test, source, leaked = (x_test, truth), "hold-out", np.zeros(len(hold), bool)
     else:
-        source = "test split"
-    return TrainData(x, y, test[0], test[1], samples.classes, indices, source)
+        source, leaked = "test split", leaked_mask(run, test[2])
+    return TrainData(x, y, test[0], test[1], samples.classes, indices, source, leaked)
 
 
 # --------------------------------------------------------------------------- streaming
@@ -239,10 +254,14 @@ def stream_size(run: RunDir) -> int:
 
 
 class FileImages:
-    """(uint8 (3, S, S) tensor, label) for chosen samples of a dataset, decoded on demand."""
+    """(uint8 (3, S, S) tensor, label) for chosen samples of a dataset, decoded on demand;
+    with ``flags`` (bool, like ``indices``), (tensor, label, flag): a test set's leaked
+    images."""
 
-    def __init__(self, ds, indices: np.ndarray, labels: np.ndarray, size: int) -> None:
+    def __init__(self, ds, indices: np.ndarray, labels: np.ndarray, size: int,
+                 flags: np.ndarray | None = None) -> None:
         self.ds, self.indices, self.labels, self.size = ds, indices, labels, size
+        self.flags = flags
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -254,6 +273,8 @@ class FileImages:
         img = self.ds.load_image(int(self.indices[k]))
         img = img.resize((self.size, self.size), Image.Resampling.BILINEAR)
         x = torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1)
+        if self.flags is not None:
+            return x, int(self.labels[k]), bool(self.flags[k])
         return x, int(self.labels[k])
 
 
@@ -269,8 +290,10 @@ def streaming_sets(run: RunDir, indices: np.ndarray, labels: np.ndarray | None =
                        size)
     if _has_test_split(run):
         test_ds, labels = _test_dataset(run)
-        return train, FileImages(test_ds, np.arange(len(labels)), labels, size), "test split"
+        leaked = leaked_mask(run, test_ds.samples.paths)
+        return train, FileImages(test_ds, np.arange(len(labels)), labels, size, leaked), \
+            "test split"
     s = ds.samples
     hold = np.flatnonzero(holdout_mask(s.labels))
     truth = np.where(s.true_labels[hold] >= 0, s.true_labels[hold], s.labels[hold])
-    return train, FileImages(ds, hold, truth, size), "hold-out"
+    return train, FileImages(ds, hold, truth, size, np.zeros(len(hold), bool)), "hold-out"

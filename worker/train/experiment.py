@@ -20,10 +20,11 @@ from worker.pipeline.rundir import RunDir, atomic_path
 from .data import select_subset
 from .launch import TrainConfig, launch, validate
 from .plan import resolve
-from .verdict import compare, verdict
+from .verdict import compare, mean_without_leaks, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
-                 "train_size", "test_source", "epochs", "seconds", "images_per_s", "train_dir"]
+                 "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",
+                 "epochs", "seconds", "images_per_s", "train_dir"]
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -43,6 +44,7 @@ def summarise(rows: list[dict]) -> list[dict]:
 
     return [{"subset": r.subset, "batch_size": r.batch_size, "images": r.images,
              "n": len(r.accs), "mean_test_acc": r.mean, "std_test_acc": r.sd,
+             "mean_test_acc_without_leaks": mean_without_leaks(rows, r.subset, r.batch_size),
              **cols("full", r.vs_full), **cols("random", r.vs_random)} for r in compare(rows)]
 
 
@@ -92,6 +94,8 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
         rows.append({"subset": cfg.subset, "batch_size": cfg.batch_size, "seed": cfg.seed,
                      "final_test_acc": summary["final_test_acc"],
                      "best_test_acc": summary["best_test_acc"],
+                     "final_test_acc_without_leaks": summary.get("final_test_acc_without_leaks"),
+                     "test_leaked": summary.get("test_leaked", 0),
                      "train_size": summary["train_size"], "test_source": summary["test_source"],
                      "epochs": cfg.epochs, "seconds": round(summary["seconds"], 2),
                      "images_per_s": round(summary["images_per_s"] or 0, 1),

@@ -59,6 +59,9 @@ class InMemory:
         self.y = torch.from_numpy(data.y_train).to(device)
         self.x_test = torch.from_numpy(data.x_test).to(device)
         self.y_test = torch.from_numpy(data.y_test).to(device)
+        leaked = data.test_leaked if data.test_leaked is not None else \
+            np.zeros(len(data.y_test), bool)
+        self.leaked_test = torch.from_numpy(np.asarray(leaked, bool)).to(device)
         self.rank, self.world, self.per_rank, self.device = rank, world, batch // world, device
         self.mean = self.x.float().mean(dim=(0, 2, 3), keepdim=True) / 255.0
         self.std = self.x.float().std(dim=(0, 2, 3), keepdim=True).clamp_min(1.0) / 255.0
@@ -76,10 +79,11 @@ class InMemory:
             yield self.x[idx], self.y[idx]
 
     def test_batches(self):  # noqa: ANN201 - generator
+        """(images, labels, leaked) per batch of this rank's share of the test set."""
         shard = torch.arange(self.rank, len(self.x_test), self.world, device=self.device)
         for s in range(0, len(shard), 1024):
             part = shard[s:s + 1024]
-            yield self.x_test[part], self.y_test[part]
+            yield self.x_test[part], self.y_test[part], self.leaked_test[part]
 
 
 class Streaming:
@@ -118,8 +122,9 @@ class Streaming:
             yield x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
     def test_batches(self):  # noqa: ANN201 - generator
-        for x, y in self.test_loader:
-            yield x.to(self.device), y.to(self.device)
+        """(images, labels, leaked) per batch of this rank's share of the test set."""
+        for x, y, leaked in self.test_loader:
+            yield x.to(self.device), y.to(self.device), leaked.to(self.device)
 
 
 Source = InMemory | Streaming

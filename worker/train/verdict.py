@@ -129,3 +129,13 @@ def recommend(results: list[SubsetResult], batch_size: int) -> str | None:
     if best.vs_full.clear and best.vs_full.diff > 0:
         return best.subset
     return "full (no curated subset is clearly better)"
+
+
+def mean_without_leaks(rows: list[dict], subset: str, batch: int) -> float | None:
+    """Mean final accuracy of ``subset`` at ``batch`` on the test split without the test
+    images a train image nearly copies (results.csv's ``final_test_acc_without_leaks``;
+    None for experiments run before it was measured)."""
+    accs = [float(r["final_test_acc_without_leaks"]) for r in rows
+            if r["subset"] == subset and int(r["batch_size"]) == batch
+            and r.get("final_test_acc_without_leaks") not in (None, "")]
+    return sum(accs) / len(accs) if accs else None

@@ -1,0 +1,137 @@
+"""Leaks into the test split, end to end through the ``curator`` command line: a folder
+dataset with ``train/`` and ``test/`` of real CIFAR-10 JPEGs, five test images planted
+among the train images (two byte-for-byte copies, two re-encoded at JPEG quality 85, one
+mirrored), the CIFAR ResNet-20 (akamaster's weights, trained on CIFAR-10's train split with
+its true labels) as the backbone."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageOps
+
+from tests.conftest import shared_file
+
+TRAIN_PER_CLASS, TEST_PER_CLASS = 30, 10
+# (class, which test image of it, how it is planted among the train images)
+PLANTED = [("airplane", 0, "exact"), ("cat", 1, "exact"), ("dog", 2, "jpeg85"),
+           ("ship", 3, "jpeg85"), ("truck", 4, "mirror")]
+
+
+def curator(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "worker.cli", *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def leak_run(cifar_mini, tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
+    """(run, dataset folder, planted train path → its test image's path), both paths
+    relative to the dataset folder as the run records them."""
+    weights = shared_file("weights/resnet20-12fca82f.th")
+    base = tmp_path_factory.mktemp("leak")
+    root = base / "data"
+    classes = sorted(p.name for p in (cifar_mini / "train").iterdir())
+    for split, per in (("train", TRAIN_PER_CLASS), ("test", TEST_PER_CLASS)):
+        for cls in classes:
+            (root / split / cls).mkdir(parents=True)
+            for f in sorted((cifar_mini / split / cls).glob("*.jpg"))[:per]:
+                (root / split / cls / f.name).write_bytes(f.read_bytes())
+    planted = {}
+    for cls, k, how in PLANTED:
+        src = sorted((root / "test" / cls).glob("*.jpg"))[k]
+        dest = root / "train" / cls / f"planted_{how}_{k}.jpg"
+        if how == "exact":
+            dest.write_bytes(src.read_bytes())
+        elif how == "jpeg85":
+            Image.open(src).convert("RGB").save(dest, "JPEG", quality=85)
+        else:
+            ImageOps.mirror(Image.open(src).convert("RGB")).save(dest, "JPEG", quality=95)
+        planted[dest.relative_to(root).as_posix()] = src.relative_to(root).as_posix()
+    run = base / "run"
+    r = curator("pipeline", "--dataset", f"folder:{root}", "--model", "cifar-resnet20",
+                "--weights", str(weights), "--out", str(run))
+    assert r.returncode == 0, r.stderr
+    counts = next(ln for ln in r.stdout.splitlines() if ln.startswith("findings:"))
+    assert "leak" in counts and "no test split" not in counts, counts
+    return run, root, planted
+
+
+def _exact(planted: dict[str, str]) -> dict[str, str]:
+    return {p: t for p, t in planted.items() if "_exact_" in p}
+
+
+def _findings_json(run: Path) -> dict:
+    r = curator("findings", str(run), "--kind", "leak", "--json", "--top", "1000")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_the_leak_kind_marks_the_planted_test_images(leak_run, record_property):
+    run, _, planted = leak_run
+    report = _findings_json(run)
+    assert [k["name"] for k in report["kinds"]] == ["leak"]
+    leak = report["kinds"][0]
+    assert leak["decision"] == "drop" and leak["count"] == len(leak["top"])
+    assert leak["info"]["test_images"] == 10 * TEST_PER_CLASS
+    with open(run / "test_samples.csv", newline="") as fh:
+        test_paths = [r["path"] for r in csv.DictReader(fh)]
+    found = {item["path"]: item for item in leak["top"]}
+    # The byte-for-byte copies are found, each with its own test image.
+    for path, test in _exact(planted).items():
+        assert path in found, (path, sorted(found))
+        item = found[path]
+        assert test_paths[item["related"]] == test and test in item["why"]
+        assert item["kept"] is False
+    # A re-encoded or mirrored copy found points at its own test image too; nothing else
+    # of 300 train photos is a copy of one of the 100 test photos.
+    near = {p: t for p, t in planted.items() if p not in _exact(planted)}
+    for path, item in found.items():
+        assert path in planted, f"{path} marked as a leak of {test_paths[item['related']]}"
+        assert test_paths[item["related"]] == planted[path]
+    record_property("near_leaks_found", f"{len(set(found) & set(near))} of {len(near)}")
+    print(f"near copies found as leaks: {sorted(set(found) & set(near))} of {sorted(near)}")
+    # The text report says the same.
+    r = curator("findings", str(run), "--kind", "leak")
+    assert r.returncode == 0 and f"leak (leak into the test split): {leak['count']} marked" \
+        in r.stdout and all(p in r.stdout for p in _exact(planted))
+
+
+def test_the_export_names_the_test_image_and_drops_the_train_copy(leak_run):
+    run, root, planted = leak_run
+    r = curator("export", str(run), "--dest", "e")
+    assert r.returncode == 0, r.stderr
+    with open(run / "exports" / "e" / "manifest.csv", newline="") as fh:
+        rows = {row["path"]: row for row in csv.DictReader(fh)}
+    assert len(rows) == 10 * TRAIN_PER_CLASS + len(PLANTED)
+    for path, test in _exact(planted).items():
+        row = rows[path]
+        assert row["leaks_to"] == test and (root / row["leaks_to"]).is_file()
+        assert (row["kept"], row["reason"]) == ("0", "leak")
+        assert "leak" in row["findings"].split(",")
+    for path, row in rows.items():  # leaks_to is filled for leaks only, and always right
+        assert row["leaks_to"] in ("", planted.get(path)), (path, row["leaks_to"])
+        assert bool(row["leaks_to"]) == ("leak" in row["findings"].split(","))
+    # The test split the leaks point into is listed with the run.
+    with open(run / "test_samples.csv", newline="") as fh:
+        test_rows = list(csv.DictReader(fh))
+    assert list(test_rows[0]) == ["index", "path", "label"]
+    assert [int(t["index"]) for t in test_rows] == list(range(10 * TEST_PER_CLASS))
+    assert all(t["path"] == f"test/{t['label']}/{Path(t['path']).name}"
+               and (root / t["path"]).is_file() for t in test_rows)
+
+
+def test_findings_again_reuses_the_cached_test_features(leak_run):
+    run, _, _ = leak_run
+    cached = sorted((run / "cache").glob("test-features-*.npy"))
+    assert len(cached) == 1
+    watched = [cached[0], run / "test_thumbnails.npy", run / "findings" / "leak.npz"]
+    before = [p.stat().st_mtime_ns for p in watched]
+    first = _findings_json(run)
+    second = _findings_json(run)
+    assert [p.stat().st_mtime_ns for p in watched] == before
+    assert first == second
