@@ -1,6 +1,8 @@
 """The scale path: synthetic class-structured features (bench/synth.py) through the
 pipeline as ``--dataset features:``, one step per ``curator`` subprocess, with each step's
-wall time and peak resident memory (the child's ``ru_maxrss``).
+wall time and peak resident memory (the child's ``ru_maxrss``). The findings step runs
+every finding kind (near-duplicates by feature distance: a features run has no pixels;
+outliers; no test split, so no leaks).
 
 The memory figure is printed as a ratio against two baselines computed in the same run:
 the budget (12 GB for 1,281,167 × 512) and the size of the features as float32 (what any
@@ -86,6 +88,7 @@ def main() -> None:
             ("ingest + copy features", ["extract", *dataset, "--out", str(run)]),
             ("embed (PCA + t-SNE)", ["embed", str(run)]),
             ("cluster (evidence + DBSCAN)", ["cluster", str(run)]),
+            ("findings (every kind)", ["findings", str(run), "--top", "0"]),
             ("export (csv manifest)", ["export", str(run), "--dest", "bench"])):
         steps.append(run_step(name, step_args))
         s = steps[-1]  # printed as it finishes: the 1.28M run takes hours

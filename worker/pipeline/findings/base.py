@@ -91,6 +91,9 @@ class FindingKind:
     name: ClassVar[str]
     title: ClassVar[str]
     order: ClassVar[int] = 100  # where it is listed: label 0, duplicate 10, leak 20, …
+    # Part of the stored table's key: change it when the method changes, so runs compute
+    # the kind again instead of reading facts the new why-lines do not know.
+    version: ClassVar[str] = "1"
     decision: ClassVar[str] = DROP
     columns: ClassVar[tuple[str, ...]] = ()
     threshold: ClassVar[str | None] = None
@@ -106,8 +109,8 @@ class FindingKind:
         raise NotImplementedError
 
     def key(self, ctx: FindingContext) -> str:
-        """What the stored table depends on besides the features and labels (the cut);
-        a change recomputes it."""
+        """What the stored table depends on besides the features, labels and
+        :attr:`version` (the cut); a change recomputes it."""
         return f"t={ctx.threshold(self)}"
 
     def current(self, table: FindingTable, view: View | None = None) -> np.ndarray:

@@ -69,12 +69,11 @@ def star_groups(units: np.ndarray, pairs: np.ndarray, n: int) -> np.ndarray:
         partners.setdefault(b, []).append(a)
     centre_of = np.full(n, -1, np.int64)
     for c in sorted(partners, key=lambda x: (-len(partners[x]), x)):
-        if centre_of[c] >= 0:
+        free = [p for p in partners[c] if centre_of[p] < 0]
+        if centre_of[c] >= 0 or not free:  # taken, or its partners all are: not a centre
             continue
         centre_of[c] = c
-        for p in partners[c]:
-            if centre_of[p] < 0:
-                centre_of[p] = c
+        centre_of[free] = c
     # Exact copies: every sample follows its unit (a unit alone with copies is a group).
     multi = np.bincount(units, minlength=n) > 1
     centre_of[multi & (centre_of < 0)] = np.flatnonzero(multi & (centre_of < 0))
@@ -88,6 +87,7 @@ def star_groups(units: np.ndarray, pairs: np.ndarray, n: int) -> np.ndarray:
 @register
 class DuplicateKind(FindingKind):
     name = "duplicate"
+    version = "2"  # 1: feature distance; 2: pixel match among feature candidates
     title = "near-duplicate"
     decision = DROP
     order = 10
@@ -138,7 +138,8 @@ class DuplicateKind(FindingKind):
             {"group": group, "representative": rep, "ratio": ratio, "match": match,
              "exact": exact, "group_size": size, "label_conflict": conflict,
              "support": support.astype(np.float32)},
-            {"threshold": t, "pixel_cut": cut, "scale": scale,
+            {"threshold": t, "pixel_cut": cut if ctx.grey is not None else None,
+             "scale": scale,
              "groups": int(group.max() + 1) if len(members) else 0,
              "exact_copies": int((issue & exact).sum())})
 
@@ -162,9 +163,10 @@ class DuplicateKind(FindingKind):
         if rep == i:
             return f"kept copy of a group of {size} near-duplicates ({kept_why})"
         how = "identical pixels to" if f["exact"][i] else "near-duplicate of"
+        pixels = f", pixel match {float(f['match'][i]):.2f}" \
+            if table.info.get("pixel_cut") is not None else ""
         dist = "" if f["exact"][i] else \
-            f", pixel match {float(f['match'][i]):.2f}, feature distance " \
-            f"{float(f['ratio'][i]):.2f}× the typical"
+            f"{pixels}, feature distance {float(f['ratio'][i]):.2f}× the typical"
         return f"{how} #{rep} (kept: {kept_why} of {size}){dist}, {label_text}"
 
 

@@ -24,6 +24,7 @@ from .registry import register
 @register
 class LeakKind(FindingKind):
     name = "leak"
+    version = "2"  # 1: feature distance; 2: the duplicate rule across the split
     title = "leak into the test split"
     decision = DROP
     order = 20
@@ -50,12 +51,12 @@ class LeakKind(FindingKind):
         scale = sp.scale
         nearest, dist = knn_query(sp.project(test.features), sp.x, K_CANDIDATES)
         ratio = dist / scale
-        cut = pixel_cut(ctx.grey, sp.neighbours, t)  # the train set's, as for duplicates
-        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, cut)
+        pixels = ctx.grey is not None and ctx.test_grey is not None
+        cut = pixel_cut(ctx.grey, sp.neighbours, t) if pixels else None  # the train set's
+        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, cut or t)
         related = np.full(n, -1, np.int64)
         if len(pairs):  # the best-matching test copy of each train image
-            m = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1]) \
-                if ctx.grey is not None and ctx.test_grey is not None else \
+            m = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1]) if pixels else \
                 -np.linalg.norm(sp.x[pairs[:, 0]] - sp.project(test.features)[pairs[:, 1]],
                                 axis=1)
             order = np.lexsort((-m, pairs[:, 0]))
@@ -78,6 +79,8 @@ class LeakKind(FindingKind):
     def why(self, table: FindingTable, i: int, view: View) -> str:
         j = int(table.related[i])
         same = "same label" if table.facts["same_label"][i] else "another label"
+        pixels = f"pixel match {float(table.facts['match'][i]):.2f}, " \
+            if table.info.get("pixel_cut") is not None else ""
         return (f"nearly identical to test image {view.test_paths[j]} "
-                f"(pixel match {float(table.facts['match'][i]):.2f}, feature distance "
-                f"{float(table.facts['ratio'][i]):.2f}× the typical, {same})")
+                f"({pixels}feature distance {float(table.facts['ratio'][i]):.2f}× the typical, "
+                f"{same})")

@@ -9,15 +9,19 @@ distance ranked them below the data (AUROC 0.03; cleanlab's cosine k-NN rule 0.1
 docs/benchmarks.md). What sets them apart is that no class is near:
 
     class_fit(i) = min over classes c of  d_c(i) / typical_c
-    score(i)     = class_fit(i) / (d_all(i) / typical_all)
+    crowd(i)     = class_fit(i) / (d_all(i) / typical_all)
+    score(i)     = max(class_fit(i), crowd(i))
 
 with ``d_c(i)`` the mean distance to the ``K_OUTLIER`` nearest members of class c (the
 candidate classes are the labels among its stored neighbours, and its own), ``typical_c``
 the median of that over c's own members, and ``d_all`` the mean distance to its
 ``K_OUTLIER`` nearest samples of any class. A real image has a class as near as its
 nearest images (score ≈ 1); a mislabeled one too (its true class is near); an outlier's
-nearest images are other outliers, and every class lies several times farther. A sample
-is an outlier when its score reaches ``threshold``.
+nearest images are other outliers, and every class lies several times farther (crowd); a
+lone outlier is far from its nearest images and from every class alike (class_fit; crowd
+stays near 1 there). A sample is an outlier when its score reaches ``threshold``. On CIFAR-10
+mini with EfficientNet-Lite0, 40 outliers that gather: AUROC 0.955 (crowd alone 0.959,
+class_fit alone 0.10); 4 lone ones: 0.995 (crowd alone 0.928).
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ def class_fit(x: np.ndarray, labels: np.ndarray, neighbours: np.ndarray, n_class
 @register
 class OutlierKind(FindingKind):
     name = "outlier"
+    version = "2"  # 1: k-NN distance; 2: class fit
     title = "outlier"
     decision = DROP
     order = 30
@@ -109,11 +114,13 @@ class OutlierKind(FindingKind):
         d_all = ((diff * diff).sum(-1) / 2).mean(1)
         d_all = d_all / max(float(np.median(d_all)), 1e-12)
         fit, nearest = class_fit(x, s.labels, sp.neighbours[:, :k], len(s.classes))
-        score = (fit / np.maximum(d_all, 1e-6)).astype(np.float32)
+        crowd = fit / np.maximum(d_all, 1e-6)
+        score = np.maximum(crowd, fit).astype(np.float32)
         rank = np.empty(n, np.float32)
         rank[np.argsort(score, kind="stable")] = np.arange(n, dtype=np.float32) / max(n, 1)
         return FindingTable(score >= t, score, np.full(n, -1, np.int64),
-                            {"class_fit": fit, "nearest_class": nearest, "percentile": rank},
+                            {"class_fit": fit, "crowd": crowd.astype(np.float32),
+                             "nearest_class": nearest, "percentile": rank},
                             {"threshold": t, "k": k})
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
@@ -121,8 +128,13 @@ class OutlierKind(FindingKind):
                 "outlier": [str(int(b)) for b in table.issue.tolist()]}
 
     def why(self, table: FindingTable, i: int, view: View) -> str:
-        pct = 100.0 * float(table.facts["percentile"][i])
-        near = view.classes[int(table.facts["nearest_class"][i])]
-        return (f"fits no class: the nearest class ({near}) lies {float(table.score[i]):.1f}× "
-                f"farther than its {K_OUTLIER} nearest images, more than for {pct:.1f}% of "
-                "the dataset")
+        f = table.facts
+        pct = 100.0 * float(f["percentile"][i])
+        near = view.classes[int(f["nearest_class"][i])]
+        if f["crowd"][i] >= f["class_fit"][i]:
+            how = (f"the nearest class ({near}) lies {float(f['crowd'][i]):.1f}× farther than "
+                   f"its {K_OUTLIER} nearest images")
+        else:
+            how = (f"{float(f['class_fit'][i]):.1f}× farther from the nearest class ({near}) "
+                   "than that class's own images are")
+        return f"fits no class: {how}, more than {pct:.1f}% of the dataset"

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
 from .base import FindingKind
 
 REGISTRY: dict[str, FindingKind] = {}
 
 
+# A kind's name is a decision reason (clustering.decide's fixed-width strings) and a
+# column value: a short lower-case word.
+NAME = re.compile(r"[a-z][a-z0-9_]{0,12}")
+
+
 def register(cls: type[FindingKind]) -> type[FindingKind]:
-    """Class decorator: add a kind to :data:`REGISTRY` (its ``name`` must be new)."""
+    """Class decorator: add a kind to :data:`REGISTRY` (its ``name`` must be new, and a
+    lower-case word of at most 13 characters)."""
     if cls.name in REGISTRY:
         raise ValueError(f"finding kind {cls.name!r} is registered already")
+    if not NAME.fullmatch(cls.name):
+        raise ValueError(f"finding kind name {cls.name!r}: use at most 13 lower-case letters, "
+                         "digits and '_', starting with a letter")
     REGISTRY[cls.name] = cls()
     return cls
 
@@ -29,5 +40,6 @@ def get_kind(name: str) -> FindingKind:
     from ..errors import InputError
 
     if name not in REGISTRY:
-        raise InputError(f"no finding kind {name!r}: use one of {', '.join(REGISTRY)}")
+        raise InputError(f"no finding kind {name!r}: use one of "
+                         f"{', '.join(k.name for k in kinds())}")
     return REGISTRY[name]

@@ -55,8 +55,13 @@ def format_findings(report: dict) -> str:
     """Text of :func:`findings_report`."""
     lines = [f"{report['run']}: {report['n_samples']} samples"]
     for k in report["kinds"]:
-        cut = k["info"].get("threshold")
+        info = k["info"]
+        cut = info.get("threshold")
         cut_text = f", cut {cut:g}" if isinstance(cut, int | float) else ""
+        if "pixel_cut" in info:  # copies: the pixel match used, or features alone
+            cut_text = f", pixel match ≥ {info['pixel_cut']:.3g}" \
+                if info["pixel_cut"] is not None else ", feature distance ≤ 0.3× the typical " \
+                "(no images)"
         lines += ["", f"{k['name']} ({k['title']}): {k['count']} marked, default "
                       f"{k['decision']}{cut_text}{_note(k['info'])}"]
         if k["advice"]:

@@ -52,7 +52,7 @@ def ensure_findings(run: RunDir, thresholds: dict[str, float] | None = None,
     todo = [k for k in kinds() if getattr(k, "stored", True)]
     for done, kind in enumerate(todo, 1):
         h = base.copy()
-        h.update(f"{kind.name}:{kind.key(ctx)}".encode())
+        h.update(f"{kind.name}:v{kind.version}:{kind.key(ctx)}".encode())
         key = h.hexdigest()[:16]
         if not redo and record.get(kind.name, {}).get("key") == key \
                 and table_path(run, kind.name).is_file():
