@@ -255,3 +255,15 @@ def lasso_middle(driver, half: int = 25) -> list[int]:
         "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
         "const sel = gd._fullData[1].selectedpoints; return sel && sel.length > 0 && sel"))
     return [ids[k] for k in chosen]
+
+
+def open_review_list(driver, url: str):
+    """Open the Curate page at ``url`` on its Review list tab, once the list has rows."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url)
+    tab = wait_for(lambda: [t for t in driver.find_elements(By.CSS_SELECTOR, ".nav-link")
+                            if t.text.startswith("Review list")])
+    tab[0].click()
+    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#review-grid .ag-row"), 30)
+    return driver

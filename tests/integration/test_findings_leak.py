@@ -135,3 +135,35 @@ def test_findings_again_reuses_the_cached_test_features(leak_run):
     second = _findings_json(run)
     assert [p.stat().st_mtime_ns for p in watched] == before
     assert first == second
+
+
+def test_training_reports_accuracy_without_the_leaked_test_images(leak_run):
+    """A retraining evaluates on the test split twice: whole, and without the test images
+    a train image nearly copies; the summary and the per-epoch metrics say how many were
+    left out, and the accuracy without them is computed over the others."""
+    from worker.pipeline.findings.files import load_table
+    from worker.pipeline.findings.testsplit import read_test_paths
+    from worker.pipeline.rundir import RunDir
+    from worker.train.data import leaked_mask
+
+    run, _, planted = leak_run
+    r = curator("retrain", str(run), "--subset", "full", "--epochs", "1", "--batch-size", "64",
+                "--name", "leaks")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((run / "train" / "leaks" / "summary.json").read_text())
+    table = load_table(RunDir(run), "leak", len(RunDir(run).read_samples()))
+    paths = read_test_paths(RunDir(run))
+    leaked = {paths[j] for j in table.related[table.issue].tolist()}
+    assert set(planted.values()) <= leaked
+    assert summary["test_leaked"] == len(leaked) and summary["test_size"] == 100
+    mask = leaked_mask(RunDir(run), paths)
+    assert int(mask.sum()) == len(leaked)
+    acc, clean = summary["final_test_acc"], summary["final_test_acc_without_leaks"]
+    assert 0.0 <= clean <= 1.0 and 0.0 <= acc <= 1.0
+    # Whole = the clean images' share of right answers plus the leaked ones': the two
+    # figures can differ only by what the leaked images contribute.
+    n, k = summary["test_size"], summary["test_leaked"]
+    assert abs(acc * n - clean * (n - k)) <= k + 1e-6
+    last = [json.loads(ln) for ln in (run / "train" / "leaks" / "metrics.jsonl")
+            .read_text().splitlines()][-1]
+    assert last["test_leaked"] == k and last["test_acc_without_leaks"] == clean

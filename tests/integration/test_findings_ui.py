@@ -17,6 +17,7 @@ from tests.integration.browser import (
     browser_marks,
     focused_sample,
     grid_rows,
+    open_review_list,
     served,
     wait_for,
 )
@@ -62,12 +63,7 @@ def page(findings_root):
 
 def _open_review(page):
     srv, d = page
-    d.get(f"{srv.url}/curate/cifar")
-    tab = wait_for(lambda: [t for t in d.find_elements(By.CSS_SELECTOR, ".nav-link")
-                            if t.text.startswith("Review list")])
-    tab[0].click()
-    wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#review-grid .ag-row"), 30)
-    return d
+    return open_review_list(d, f"{srv.url}/curate/cifar")
 
 
 def _finding_button(d, kind: str):

@@ -18,6 +18,7 @@ from tests.integration.browser import (
     focused_sample,
     grid_rows,
     lasso_middle,
+    open_review_list,
     pick_class,
     point_position,
     ringed_point,
@@ -48,12 +49,7 @@ def page(review_root):
 
 def _open(page, run: str):
     srv, d = page
-    d.get(f"{srv.url}/curate/{run}")
-    tab = wait_for(lambda: [t for t in d.find_elements(By.CSS_SELECTOR, ".nav-link")
-                            if t.text.startswith("Review list")])
-    tab[0].click()
-    wait_for(lambda: d.find_elements(By.CSS_SELECTOR, "#review-grid .ag-row"), 30)
-    return d
+    return open_review_list(d, f"{srv.url}/curate/{run}")
 
 
 def _listed(d) -> int:
