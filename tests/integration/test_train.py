@@ -31,7 +31,10 @@ def test_two_process_gloo_training(fresh_run):
     rows = read_metrics(out)
     assert [r["epoch"] for r in rows] == [0, 1, 2]
     assert set(rows[0]) == {"epoch", "loss", "train_acc", "test_acc", "lr", "epoch_seconds",
-                            "images_per_s"}
+                            "images_per_s", "test_acc_without_leaks", "test_leaked"}
+    # Digits has no test split, so no leaks: the two accuracies are one.
+    assert rows[-1]["test_leaked"] == 0
+    assert rows[-1]["test_acc_without_leaks"] == rows[-1]["test_acc"]
     assert json.loads((out / "summary.json").read_text())["epochs_done"] == 3
     # Progress in optimizer steps: the plan first, then the bar fills to every step.
     total = json.loads((out / "config.json").read_text())["total_steps"]
