@@ -562,7 +562,7 @@ def contact_sheet(run: Path, dest: Path, title: str, k: int = SHEET_PAIRS) -> di
     except TypeError:  # Pillow without FreeType sizes
         font = big = ImageFont.load_default()
     side, gap, cols = 96, 4, 4
-    cell_w, cell_h = 2 * side + gap + 20, side + 52
+    cell_w, cell_h = 2 * side + gap + 36, side + 52
     rows_n = max(1, -(-len(a) // cols))
     head = 44
     sheet = Image.new("RGB", (cols * cell_w + 10, head + rows_n * cell_h + 6), "white")
@@ -579,7 +579,8 @@ def contact_sheet(run: Path, dest: Path, title: str, k: int = SHEET_PAIRS) -> di
         li, lj = samples[i]["label"], tests[j]["label"]
         draw.text((x0, y0 + side + 3), f"match {m:.3f}" + ("" if li == lj else "  LABELS DIFFER"),
                   fill="black" if li == lj else "#b00", font=font)
-        draw.text((x0, y0 + side + 17), f"#{i} {li}  |  test {j} {lj}", fill="#333", font=font)
+        who = f"#{i} | test {j} · {li}" if li == lj else f"#{i} {li} | test {j} {lj}"
+        draw.text((x0, y0 + side + 17), who, fill="#333", font=font)
         draw.text((x0, y0 + side + 31), Path(samples[i]["path"]).name + " | "
                   + tests[j]["path"].split("/", 1)[-1], fill="#777", font=font)
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -277,16 +277,22 @@ def feature_precision(opts: FeatureOptions) -> str | None:
 def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -> str:
     """Hash of the images, model, weights content, fine-tune settings and precision.
 
-    Without fine-tuning the labels play no part: the key covers the dataset's spec, split
-    and image paths only, so runs of the same images with other label sets (a labels CSV,
-    injected noise) share a key, and a cached file can serve them all. Fine-tuning learns
-    from the labels, so then the whole sample table and dataset options count.
+    Without fine-tuning the labels play no part: the key covers the dataset's spec, split,
+    injected images' options (when any) and image paths only, so runs of the same images
+    with other label sets (a labels CSV, injected noise) share a key, and a cached file can
+    serve them all. Fine-tuning learns from the labels, so then the whole sample table and
+    dataset options count.
     """
     meta = run.read_meta()
     if opts.finetune_epochs:
         dataset, samples = meta["dataset"], run.samples_csv.read_bytes()
     else:
-        dataset = {k: meta["dataset"].get(k) for k in ("spec", "split")}
+        # Injected images (findings/inject.py) have the same paths whatever their pixels:
+        # their options are part of the key.
+        dataset = {k: meta["dataset"].get(k) for k in ("spec", "split", "inject_duplicates",
+                                                      "inject_outliers", "duplicate_strength")
+                   if k in ("spec", "split") or meta["dataset"].get("inject_duplicates")
+                   or meta["dataset"].get("inject_outliers")}
         samples = "\n".join(run.read_samples().paths).encode()
     key = {
         "dataset": dataset, "samples": hashlib.sha256(samples).hexdigest(), "model": opts.model,
