@@ -78,6 +78,21 @@ class FindingContext:
 
         return grey_views(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
 
+    def pixel_cut(self, threshold: float) -> float | None:
+        """The pixel match a copy needs in this run (duplicate.pixel_cut), computed once
+        for the duplicate and leak kinds; None without images."""
+        if self.grey is None:
+            return None
+        if threshold not in self._cuts:
+            from .duplicate import pixel_cut
+
+            self._cuts[threshold] = pixel_cut(self.grey, self.space.neighbours, threshold)
+        return self._cuts[threshold]
+
+    @functools.cached_property
+    def _cuts(self) -> dict[float, float]:
+        return {}
+
     @functools.cached_property
     def test_grey(self) -> np.ndarray | None:
         """The test split's grey views, or None without a test split."""

@@ -102,7 +102,7 @@ class DuplicateKind(FindingKind):
         sp, t = ctx.space, float(ctx.threshold(self))
         scale = sp.scale
         units = exact_units(ctx.pixel_hash, n)
-        cut = pixel_cut(ctx.grey, sp.neighbours, t)
+        cut = ctx.pixel_cut(t) or t
         pairs, best = copy_pairs(sp.neighbours, sp.distances / scale, ctx.grey, ctx.grey, cut)
         group = star_groups(units, pairs, n)
         # The kept member: best-supported label, then the lowest index.

@@ -15,7 +15,7 @@ import numpy as np
 
 from .base import DROP, FindingKind, FindingTable, View
 from .context import FindingContext
-from .duplicate import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs, pixel_cut
+from .duplicate import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs
 from .index import knn_query
 from .pixels import match_pairs
 from .registry import register
@@ -52,7 +52,7 @@ class LeakKind(FindingKind):
         nearest, dist = knn_query(sp.project(test.features), sp.x, K_CANDIDATES)
         ratio = dist / scale
         pixels = ctx.grey is not None and ctx.test_grey is not None
-        cut = pixel_cut(ctx.grey, sp.neighbours, t) if pixels else None  # the train set's
+        cut = ctx.pixel_cut(t) if pixels else None  # the train set's, as for duplicates
         pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, cut or t)
         related = np.full(n, -1, np.int64)
         if len(pairs):  # the best-matching test copy of each train image

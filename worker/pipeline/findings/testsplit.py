@@ -11,6 +11,7 @@ The test images are listed in ``test_samples.csv`` (index, path, label).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -55,11 +56,18 @@ def test_spec(run: RunDir) -> DatasetSpec | None:
 
 
 def read_test_paths(run: RunDir) -> list[str]:
-    """``test_samples.csv``'s paths, in index order ([] when the run has none)."""
-    if not test_paths_csv(run).is_file():
+    """``test_samples.csv``'s paths, in index order ([] when the run has none); read once
+    per version of the file (the app asks on every focused row)."""
+    path = test_paths_csv(run)
+    if not path.is_file():
         return []
-    with open(test_paths_csv(run), newline="", encoding="utf-8") as fh:
-        return [r["path"] for r in csv.DictReader(fh)]
+    return list(_read_paths(str(path), path.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_paths(path: str, mtime: int) -> tuple[str, ...]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return tuple(r["path"] for r in csv.DictReader(fh))
 
 
 def load_test_split(run: RunDir, progress: ProgressFn | None = None) -> TestSplit | None:
