@@ -888,6 +888,10 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except PermissionError as exc:  # one the commands' own checks did not name
+        print(f"error: permission denied: {exc.filename}: give this user access to it, or "
+              "choose another path", file=sys.stderr)
+        return 2
     except Cancelled as exc:
         print(f"cancelled: {exc}", file=sys.stderr)
         return 130

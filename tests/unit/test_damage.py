@@ -100,6 +100,24 @@ def test_permission_errors_are_reported_as_permission_errors(fresh_run):
         (run / "curation.sqlite").chmod(0o644)
 
 
+def test_out_under_a_folder_this_user_cannot_enter_is_one_line(tmp_path):
+    """``--out`` below a parent the user may not search (``/root/x`` as anyone but root)
+    and below one it may not write: one line each, exit 2, nothing made."""
+    closed, readonly = tmp_path / "closed", tmp_path / "readonly"
+    closed.mkdir(mode=0o000)  # not even its owner may search it
+    readonly.mkdir(mode=0o555)
+    try:
+        for parent in (closed, readonly):
+            out = parent / "run"
+            r = _without_dac("pipeline", "--dataset", "digits", "--out", str(out))
+            line = one_line_naming(r, str(out))
+            assert r.returncode == 2 and "permission denied" in line, r.stderr
+            assert not out.exists()
+    finally:
+        closed.chmod(0o755)
+        readonly.chmod(0o755)
+
+
 def test_one_damaged_run_is_one_broken_row_and_the_rest_work(fresh_run):
     from app.server import create_app
     from worker.settings import Settings

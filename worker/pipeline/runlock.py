@@ -46,7 +46,13 @@ def claim_out_dir(path: Path, dataset_root: Path | None = None) -> None:
     anything that is not ours, a folder inside the dataset (whose class folders the run's
     own folders would join), or a place this user cannot write."""
     path = Path(path)
-    if path.exists() and not path.is_dir():
+    denied = InputError(f"--out {path}: permission denied creating the run there; give a "
+                        "folder this user can write")
+    try:
+        is_file = path.exists() and not path.is_dir()  # a parent it may not search: raises
+    except PermissionError:
+        raise denied from None
+    if is_file:
         raise InputError(f"--out {path} is a file: give a folder for the run")
     if dataset_root is not None:
         root, target = Path(dataset_root).resolve(), path.resolve()
@@ -62,8 +68,7 @@ def claim_out_dir(path: Path, dataset_root: Path | None = None) -> None:
         path.mkdir(parents=True, exist_ok=True)
         (path / MARKER).touch()
     except PermissionError:
-        raise InputError(f"--out {path}: permission denied creating the run there; give a "
-                         "folder this user can write") from None
+        raise denied from None
     except OSError as exc:
         raise InputError(f"--out {path} cannot be made a folder ({exc.strerror}): give "
                          "another place") from None
