@@ -1,6 +1,8 @@
 """The Dash app factory, its Flask routes (thumbnails, downloads, health) and auth.
 
-``curator serve`` calls :func:`serve`. The app binds to 127.0.0.1 unless told otherwise.
+``curator serve`` calls :func:`serve`: the app on waitress, a production WSGI server
+(Flask's development server only with ``--debug``). ``app.wsgi:application`` is the same
+app for another WSGI server. It binds to 127.0.0.1 unless told otherwise.
 With ``CURATOR_AUTH_TOKEN`` set, every route needs the token: as ``?token=`` once (it is
 then kept in an HTTP-only cookie), or as an ``Authorization: Bearer`` header.
 
@@ -412,6 +414,18 @@ def create_app(config: Settings | None = None) -> dash.Dash:
 
 
 def serve(config: Settings, debug: bool = False) -> None:
-    """Run the app with Flask's threaded server on ``config.host:config.port``."""
+    """Serve the app on ``config.host:config.port`` until stopped.
+
+    waitress, with ``config.server_threads`` request threads, unless ``debug``: then Flask's
+    development server with Dash's dev tools and reloader.
+    """
     app = create_app(config)
-    app.run(host=config.host, port=config.port, debug=debug, threaded=True)
+    if debug:
+        app.run(host=config.host, port=config.port, debug=True, threaded=True)
+        return
+    import waitress
+
+    waitress.serve(app.server, host=config.host, port=config.port,
+                   threads=config.server_threads, ident="tsne-curator",
+                   max_request_body_size=config.max_body_bytes,
+                   clear_untrusted_proxy_headers=True)

@@ -70,6 +70,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     # Largest request body the server reads; Dash callbacks send a few kB.
     max_body_bytes: int = 16 * 1024 * 1024
+    # Request threads of the production server (waitress); bench/server.py measured the
+    # choice of server and this count (docs/benchmarks.md).
+    server_threads: int = 8
 
 
 def data_roots_of(s: Settings) -> tuple[Path, ...]:
@@ -97,4 +100,5 @@ def load_settings() -> Settings:
         allowed_hosts=tuple(h.strip().lower() for h in _env("ALLOWED_HOSTS", "").split(",")
                             if h.strip()),
         max_body_bytes=_int_env("MAX_BODY_BYTES", 16 * 1024 * 1024),
+        server_threads=_int_env("SERVER_THREADS", 8),
     )
