@@ -38,5 +38,9 @@ SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
 
 
 def script() -> str:
-    """``/ids.js``: the ids as ``window.CURATOR_IDS`` (frozen)."""
-    return f"window.CURATOR_IDS = Object.freeze({json.dumps(SHARED, sort_keys=True)});\n"
+    """``/ids.js``: the ids as ``window.CURATOR_IDS`` (frozen), and the key actions' table
+    as ``window.CURATOR_ACTIONS`` (app/actions.py)."""
+    from .actions import script as actions
+
+    return (f"window.CURATOR_IDS = Object.freeze({json.dumps(SHARED, sort_keys=True)});\n"
+            + actions())

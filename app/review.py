@@ -25,7 +25,6 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.findings import View, kinds, marks, sample_findings
 
 from .caching import lookup, memoized
-from .curate_logic import set_decision
 from .data import RunData, RunState, current_state, run_data
 
 STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
@@ -68,10 +67,12 @@ def queue_samples(data: RunData, state: RunState) -> np.ndarray:
 
 def row_states(state: RunState, samples: np.ndarray) -> list[str]:
     """The badge word of each sample in ``samples`` (see the module docstring)."""
+    from .actions import badges
+
     reason = state.decisions.reason
-    words = {"override_keep": "kept", "override_drop": "dropped", "relabel": "relabelled"}
     # A relabelled sample another kind still drops (a duplicate copy) shows as relabelled:
     # its class is what the reviewer set; the finding column says why it is listed.
+    words = badges()
     return [words.get(str(reason[s]), "flagged") for s in samples]
 
 
@@ -286,25 +287,6 @@ def bulk_apply(runs_root: Path, run_id: str, samples: list[int], action: str,
                                            n_samples=len(data.samples),
                                            n_classes=len(data.samples.classes))
     return plan.changes
-
-
-def key_action(runs_root: Path, run_id: str, key: dict) -> int:
-    """What a key on the review list's focused row sent (assets/review.js):
-    ``{sample, action, label}``, action ``keep``, ``drop`` or ``relabel`` (to ``label``,
-    the row's suggestion). One undoable step."""
-    action = key.get("action")
-    try:
-        sample = int(key["sample"])
-    except (KeyError, TypeError, ValueError):
-        raise InputError("no sample to act on: focus a row of the review list") from None
-    if action == "relabel":
-        return relabel_to(runs_root, run_id, [sample], key.get("label") or "")
-    if action in ("keep", "drop"):
-        return set_decision(runs_root, run_id, sample, action)
-    if action == "keep_member":
-        return keep_member(runs_root, run_id, sample)
-    raise InputError(f"no action {action!r} for a key: use keep, drop, relabel or "
-                     "keep_member")
 
 
 def relabel_to(runs_root: Path, run_id: str, samples: list[int], label: str) -> int:

@@ -16,6 +16,7 @@ import dash_bootstrap_components as dbc
 from dash import dcc, html
 
 from app import ids
+from app.actions import key_help
 from app.layout import small_button
 from app.review import BULK, STATES
 
@@ -46,9 +47,6 @@ FOLLOWED = "review-followed"  # the class the grid's filter last followed (asset
 FINDINGS = "review-findings"  # a button per finding kind, filtering the list to it
 FINDING_BTN = "review-finding-btn"
 RELATED = "review-related"  # the focused row's duplicate group or leak pair, side by side
-KEYS = [("j / k", "next / previous row"), ("a", "keep"), ("d", "drop"),
-        ("r", "relabel to the suggestion"), ("l", "relabel to any class"),
-        ("m", "keep this copy, drop its near-duplicates"), ("u", "undo")]
 
 COLUMNS = [
     # No cell renderers (assets/dashAgGridFunctions.js says why): the thumbnail is the
@@ -162,7 +160,7 @@ def review_panel(classes: list[str]) -> html.Div:
         className="ag-theme-alpine review-grid",
         style={"height": "clamp(260px, calc(100vh - 390px), 900px)"})
     keys = html.Div(["keys: ", *[html.Span([html.Kbd(k), f" {what}"], className="me-2")
-                                 for k, what in KEYS]],
+                                 for k, what in key_help()]],
                     className="small text-muted review-keys")
     return html.Div([
         dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),

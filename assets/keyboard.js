@@ -1,23 +1,48 @@
-// Ctrl+Z / Ctrl+Shift+Z (Cmd on macOS) press the Curate page's Undo / Redo buttons.
-document.addEventListener("keydown", function (event) {
-  if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== "z") return;
-  const tag = (event.target && event.target.tagName) || "";
-  if (tag === "INPUT" || tag === "TEXTAREA") return;  // leave text fields their own undo
-  const button = document.getElementById(
-    event.shiftKey ? window.CURATOR_IDS.redo : window.CURATOR_IDS.undo)  // app/ids.py;
-  if (button && !button.disabled) {
-    event.preventDefault();
-    button.click();
+// The Curate page's one key listener. A key is looked up in the actions table
+// (window.CURATOR_ACTIONS: app/actions.py, through /ids.js) and handed to the script that
+// owns the action's scope, which registered with window.curateKeys.on(scope, handler): the
+// handler gets the action and the event and returns true when it acted (the key is then
+// consumed). The "press" scope is this script's: it clicks the action's target (the Undo
+// and Redo buttons, the review list's class picker) when that is shown and enabled.
+//
+// Listened for on the window in the capture phase, before React's handlers: Enter in the eps
+// box repaints the map before Dash hears of the new value (assets/recluster.js).
+(function () {
+  "use strict";
+
+  const TEXT = ["INPUT", "TEXTAREA", "SELECT"];
+  const byChord = new Map();
+  for (const action of window.CURATOR_ACTIONS || []) {
+    for (const key of action.keys) byChord.set(key, action);
   }
-});
-// "l" opens the review list's class picker (relabel the selected rows to any class).
-document.addEventListener("keydown", function (event) {
-  if (event.key !== "l" || event.ctrlKey || event.metaKey || event.altKey) return;
-  const tag = (event.target && event.target.tagName) || "";
-  if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
-  // Dash's Dropdown is a button that opens a searchable list (its search box focused).
-  const picker = document.getElementById(window.CURATOR_IDS.relabelTo);
-  if (!picker || !picker.offsetParent) return;  // the review list is not open
-  event.preventDefault();
-  picker.click();
-});
+
+  // "a", "Ctrl+z", "Ctrl+Shift+z", "Enter": the spelling of the table's keys.
+  function chord(event) {
+    const letter = event.key.length === 1;
+    return (event.ctrlKey || event.metaKey ? "Ctrl+" : "") +
+      (event.shiftKey && letter ? "Shift+" : "") + (letter ? event.key.toLowerCase() : event.key);
+  }
+
+  function press(action) {
+    const el = document.getElementById(action.target);
+    if (!el || el.disabled || !el.offsetParent) return false;  // not on this page, or hidden
+    el.click();
+    return true;
+  }
+
+  const handlers = {press};
+  function onKey(event) {
+    if (event.altKey || !event.key) return;
+    const action = byChord.get(chord(event));
+    if (!action) return;
+    const tag = (event.target && event.target.tagName) || "";
+    // Typing in a field keeps its own keys (its text undo, letters); only the parameter
+    // boxes' Enter is an action there.
+    if (action.scope !== "params" && TEXT.includes(tag)) return;
+    const handler = handlers[action.scope];
+    if (handler && handler(action, event)) event.preventDefault();
+  }
+  window.addEventListener("keydown", onKey, true);
+
+  window.curateKeys = {on(scope, handler) { handlers[scope] = handler; }};
+})();

@@ -22,5 +22,5 @@
   }
   window.parseInt = Number.parseInt = clean.parseInt;
   window.parseFloat = Number.parseFloat = clean.parseFloat;
-  window.__nativeBuiltinsRestored = true;
+  window.curateDebug = Object.assign(window.curateDebug || {}, {nativeBuiltinsRestored: true});
 })();

@@ -17,6 +17,9 @@
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRAPH = IDS.graph;
+  // What tests and bench/ui_latency.py read and set, and nothing on the page does: the
+  // last browser-side repaint, the server-only baseline switch, the DBSCAN itself.
+  const debug = window.curateDebug = window.curateDebug || {};
   const TYPES = {f4: Float32Array, f8: Float64Array, u1: Uint8Array, i4: Int32Array};
   const decoded = new WeakMap();
 
@@ -161,12 +164,12 @@
 
   // Re-cluster and repaint the class at (eps, ms); returns the status line, or null where
   // the server has to draw it (tiny classes, no plot yet, or the baseline switch
-  // window.curateServerOnly that bench/ui_latency.py sets). The class list's counts for
+  // curateDebug.serverOnly that bench/ui_latency.py sets). The class list's counts for
   // the class and the total follow in the grid itself (assets/classlist.js).
   function redraw(model, eps, ms) {
     const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
     if (!model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
-        window.curateServerOnly) return null;
+        debug.serverOnly) return null;
     const xs = decode(gd.data[1].x), ys = decode(gd.data[1].y);
     if (!xs || xs.length !== model.n) return null;
     if (!gd.curateHooked) {
@@ -177,7 +180,7 @@
     window.Plotly.restyle(gd, {"marker.color": [look.color], "marker.symbol": [look.symbol],
                                "marker.size": [look.size]}, [1]);
     drawn = {key: modelKey(model), eps, ms};
-    window.curateLastRecluster = {eps, ms, "class": model["class"], at: performance.now()};
+    debug.lastRecluster = {eps, ms, "class": model["class"], at: performance.now()};
     const list = window.curateClassList && window.curateClassList.counts(model["class"]);
     if (!list) return null;
     const row = Object.assign({}, list.row), total = Object.assign({}, list.total);
@@ -242,7 +245,7 @@
     const request = {eps, ms, typed, painted: false, base: model.revision,
                      "class": model["class"], at: Date.now()};
     if (!valid(eps, ms)) return [request, skip];  // the server explains the refusal
-    if (showing(shown, eps, ms) && !window.curateServerOnly) {
+    if (showing(shown, eps, ms) && !debug.serverOnly) {
       request.painted = true;  // the drag preview drew it, counts included
       return [request, skip];
     }
@@ -251,12 +254,11 @@
     return [request, status === null ? skip : status];
   }
 
-  // Enter in the eps or min_samples box repaints at once, before Dash hears of the new
-  // value: the way through Dash's renderer to `typed` took ~10 of an eps change's ~35 ms
-  // (python -m bench.ui_latency). `typed` then finds the plot drawn at the typed values
-  // and only sends the change to be stored. A value `typed` would not draw (invalid, or
-  // the stored one) is left to it. Listened for on <html> in the capture phase: before
-  // React's handlers, after any listener on the document itself.
+  // Enter in the eps or min_samples box (the "apply" action, app/actions.py, dispatched by
+  // assets/keyboard.js before React's handlers) repaints at once, before Dash hears of the
+  // new value, which skips Dash's renderer on the way to `typed` (docs/benchmarks.md).
+  // `typed` then finds the plot drawn at the typed values and only sends the change to be
+  // stored. A value `typed` would not draw (invalid, or the stored one) is left to it.
   let current = null;  // the latest model (remember)
   function onEnter(event) {
     const box = event.target, model = current;
@@ -270,10 +272,11 @@
         stored(model, eps, ms, TYPED_TOLERANCE)) return;
     const status = redraw(model, eps, ms);
     if (status === null) return;
-    window.curateLastRecluster.key = "Enter";  // drawn here, not by `typed` (a test reads it)
+    debug.lastRecluster.key = "Enter";  // drawn here, not by `typed`
     window.dash_clientside.set_props(IDS.status, {children: status});
   }
-  document.documentElement.addEventListener("keydown", onEnter, true);
+  // Never consumed: Dash's input still hears Enter and calls `typed`.
+  window.curateKeys.on("params", (action, event) => { onEnter(event); return false; });
 
   function remember(model) {
     current = model || null;
@@ -292,7 +295,7 @@
     return commit(Number(eps), Number(ms), true, model, TYPED_TOLERANCE);
   }
 
-  window.curateDbscan = dbscan;  // for the browser test that compares it with scikit-learn
+  debug.dbscan = dbscan;  // compared with scikit-learn by a browser test
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {curate: {preview, slid, typed, remember}});
 })();

@@ -5,16 +5,17 @@
 // - Hovering or focusing a row rings its point on the map (a layout shape: no trace is
 //   redrawn).
 // - Clicking a point scrolls the list to its row, focuses and selects it.
-// - Keys act on the focused row: j / k next / previous row, a keep, d drop, r relabel to
-//   the suggestion, m keep this copy and drop its near-duplicates, u undo. An action writes {sample, action, label, at} into the
-//   review-key store (the server's on_review_edit stores it) and moves the focus on at
-//   once; the focused row's sample goes into review-focus (the server explains it).
+// - The review actions' keys (app/actions.py: j / k, a, d, r, m) act on the focused row. An
+//   action writes {sample, action, label, at} into the review-key store (the server's
+//   on_review_edit runs its operation) and moves the focus on at once; the focused row's
+//   sample goes into review-focus (the server explains it).
 (function () {
   "use strict";
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRID = IDS.reviewGrid, GRAPH = IDS.graph, KEY = IDS.reviewKey, FOCUS = IDS.reviewFocus;
   const COUNT = IDS.reviewCount;
+  const debug = window.curateDebug = window.curateDebug || {};
   const FOCUS_COLUMN = "state";
 
   function api() {
@@ -52,10 +53,17 @@
   // A ring around the point of `sample` (null: none): an element over the plot, not a
   // Plotly shape, so drawing it never relayouts the plot (that would clear a lasso
   // selection) and costs no WebGL redraw. It follows zooms and pans.
-  let ringed = null;
+  // The sample the ring is for, kept while its point is not drawn yet (a row focused the
+  // moment the list appears, before the map): the next paint places it.
+  let ringed = null, waits = 0;
   function ring(sample) {
+    ringed = sample;
     const gd = plot();
-    if (!gd) return;
+    if (!gd) {  // no plot yet to hook: look again shortly
+      if (sample !== null && waits++ < 100) setTimeout(() => ringed === sample && ring(sample), 50);
+      return;
+    }
+    waits = 0;
     let el = gd.querySelector(".map-ring");
     if (!el) {
       el = document.createElement("div");
@@ -68,7 +76,6 @@
       gd.curateRingHooked = true;
     }
     const at = sample === null ? null : position(gd, sample);
-    ringed = at ? sample : null;
     el.style.display = at ? "block" : "none";
     if (at) {
       el.style.left = at[0] + "px";
@@ -86,7 +93,7 @@
     const at = Math.max(0, Math.min(index, n - 1));
     grid.ensureIndexVisible(at);
     grid.setFocusedCell(at, FOCUS_COLUMN);
-    window.__triageShownAt = performance.now();  // bench/ui_latency.py reads this
+    debug.rowShownAt = performance.now();  // bench/ui_latency.py reads this
     return grid.getDisplayedRowAtIndex(at);
   }
 
@@ -135,6 +142,8 @@
   }
   setInterval(writeCount, 500);
 
+  // A review action on the focused row: sent to the server (its operation in
+  // app/actions.py), and the focus moves on at once.
   function act(action) {
     const grid = api();
     if (!grid) return false;
@@ -142,32 +151,23 @@
     const node = grid.getDisplayedRowAtIndex(index);
     if (!node || !node.data) return false;
     const row = node.data;
-    if (action === "relabel" && !row.suggested) return false;
-    setProps(KEY, {data: {sample: row.sample, action,
-                          label: action === "relabel" ? row.suggested : null, at: Date.now()}});
+    const label = action.labelFrom ? row[action.labelFrom] : null;
+    if (action.labelFrom && !label) return false;
+    setProps(KEY, {data: {sample: row.sample, action: action.name, label, at: Date.now()}});
     show(index + 1);
     return true;
   }
 
-  document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const target = event.target || {};
-    const tag = target.tagName || "";
-    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
+  // The review actions' keys (app/actions.py, dispatched by assets/keyboard.js), while the
+  // list is shown.
+  window.curateKeys.on("review", function (action) {
     const grid = api();
-    if (!grid || !document.getElementById(GRID).offsetParent) return;  // list not shown
-    const key = event.key;
-    if (key === "j") show(focusedIndex(grid) + 1);
-    else if (key === "k") show(Math.max(0, focusedIndex(grid) - 1));
-    else if (key === "a") act("keep");
-    else if (key === "d") act("drop");
-    else if (key === "r") act("relabel");
-    else if (key === "m") act("keep_member");
-    else if (key === "u") {
-      const undo = document.getElementById(IDS.undo);
-      if (undo && !undo.disabled) undo.click();
-    } else return;
-    event.preventDefault();
+    if (!grid || !document.getElementById(GRID).offsetParent) return false;
+    if (action.name === "next") show(focusedIndex(grid) + 1);
+    else if (action.name === "prev") show(Math.max(0, focusedIndex(grid) - 1));
+    else if (action.store) act(action);
+    else return false;
+    return true;
   });
 
   // Clientside callbacks (app/pages/curate.py).
@@ -242,6 +242,8 @@
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {review: {filterBySelection, goToPoint, followClass,
                                                    listed}});
-  // The grid's event handlers (assets/dashAgGridFunctions.js); ring and show for the tests.
-  window.curateReview = {ring, show, focused, hovered, countListed};
+  // The grid's event handlers (assets/dashAgGridFunctions.js).
+  window.curateReview = {focused, hovered, countListed};
+  // Focus the row at a display index, as j / k do (tests, bench/ui_latency.py).
+  debug.showRow = show;
 })();

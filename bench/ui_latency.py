@@ -7,7 +7,7 @@ the eps box, the mouse reaching a point, the click on a class) to the end of the
 hover card image's ``load`` event and the card being opened; "eps change, stored" is when
 the server's answer to the browser's re-cluster has arrived (the change is in the store).
 The eps change is timed twice: through the server alone (the baseline,
-``window.curateServerOnly``) and as the page does it, re-clustered in the browser
+``window.curateDebug.serverOnly``) and as the page does it, re-clustered in the browser
 (assets/recluster.js). Prints p50/p95 per action, their
 ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a real key press in the
 review list (``j``, assets/review.js, sent through the DevTools protocol), from the key
@@ -279,7 +279,7 @@ def eps_changes(driver, base: float, n: int, eps_range: str) -> dict[str, list[f
     box = driver.find_element("id", "curate-eps-input")
     low, high = (float(v) for v in eps_range.split(","))
     for name, server_only in (("eps change, server path", True), ("eps change", False)):
-        driver.execute_script(f"window.curateServerOnly = {str(server_only).lower()}")
+        driver.execute_script(f"window.curateDebug.serverOnly = {str(server_only).lower()}")
         for k in range(n):
             box.send_keys(Keys.CONTROL, "a")
             eps = base * (low + (high - low) * (k % 10) / 9) + 1e-3 * server_only
@@ -379,7 +379,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
             "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
             "const x = gd._fullData[1].x, y = gd._fullData[1].y, times = [];"
             "for (let k = 0; k < 20; k++) { const t = performance.now();"
-            "  window.curateDbscan(x, y, arguments[0], 5); times.push(performance.now() - t); }"
+            "  window.curateDebug.dbscan(x, y, arguments[0], 5);"
+            "  times.push(performance.now() - t); }"
             "return times.sort((a, b) => a - b)[10];", base)
         results["hover image"] = hover_ms(driver, args.hovers)
         results.update(class_switches(driver, args.run, args.switches))

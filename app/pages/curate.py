@@ -28,6 +28,7 @@ from app import class_panel as cp
 from app import curate_logic as logic
 from app import ids, review
 from app import review_panel as rp
+from app.actions import run_action
 from app.data import cached_figure, current_state, run_data
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.layout import (
@@ -731,7 +732,7 @@ def on_review_key(key, run_id):
     suggestion."""
     if not key:
         raise PreventUpdate
-    return _change(run_id, lambda root: review.key_action(root, run_id, key))
+    return _change(run_id, lambda root: run_action(root, run_id, key))
 
 
 @callback(

@@ -162,8 +162,9 @@ def status_text(driver) -> str:
 
 
 PICK_CLASS = """
-if (!window.curateClassList || !window.curateClassList.api()) return false;
-const api = window.curateClassList.api(), node = window.curateClassList.nodeOf(api, arguments[0]);
+const list = (window.curateDebug || {}).classList;
+if (!list || !list.api()) return false;
+const api = list.api(), node = list.nodeOf(api, arguments[0]);
 if (!node) return false;
 if (!node.rowPinned) api.ensureNodeVisible(node);
 const row = document.querySelector(`#curate-class-list .ag-row[row-id="${arguments[0]}"] .ag-cell`);
@@ -182,7 +183,7 @@ def pick_class(driver, code: int | str) -> None:
 def class_rows(driver) -> list[dict]:
     """The class list's rows as shown (filtered and sorted), "All classes" first."""
     return driver.execute_script("""
-        const list = window.curateClassList, api = list && list.api();
+        const list = (window.curateDebug || {}).classList, api = list && list.api();
         if (!api) return [];
         const out = []; const top = list.nodeOf(api, "all"); if (top) out.push(top.data);
         api.forEachNodeAfterFilterAndSort(n => out.push(n.data)); return out;""")

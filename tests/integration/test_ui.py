@@ -164,7 +164,7 @@ def test_browser_dbscan_equals_scikit_learn(driver, server):
              (lattice, 0.49, 2)]
     for points, eps, ms in cases:
         got = driver.execute_script(
-            "return Array.from(window.curateDbscan(arguments[0], arguments[1], arguments[2],"
+            "return Array.from(window.curateDebug.dbscan(arguments[0], arguments[1], arguments[2],"
             " arguments[3]))", points[:, 0].tolist(), points[:, 1].tolist(), eps, ms)
         want = sklearn_dbscan(points.astype(np.float64), eps, ms)
         assert got == want.tolist(), (len(points), eps, ms)
@@ -215,7 +215,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         box.send_keys(str(value), Keys.ENTER)
         wait_for(lambda p=params: store.class_params()[0] == p)
         time.sleep(0.5)  # the server's answer (counts, model) lands
-        last = driver.execute_script("return window.curateLastRecluster")
+        last = driver.execute_script("return window.curateDebug.lastRecluster")
         assert (last["eps"], last["ms"]) == params  # drawn by the browser
         assert last.get("key") == "Enter"  # at the key press, before Dash's round
         data = run_data(ui_root, "parity")
@@ -248,7 +248,7 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     for _ in range(4):
         hold.move_by_offset(-12, 0)
     hold.perform()
-    preview = wait_for(lambda: driver.execute_script("return window.curateLastRecluster"))
+    preview = wait_for(lambda: driver.execute_script("return window.curateDebug.lastRecluster"))
     assert preview["eps"] < stored[0]
     wait_for(lambda: trace_markers(driver)["color"] != before["color"])  # drawn live
     time.sleep(0.3)
@@ -256,7 +256,7 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     ActionChains(driver).release().perform()
     wait_for(lambda: store.class_params()[0][0] < stored[0])
     eps = store.class_params()[0][0]
-    assert abs(eps - driver.execute_script("return window.curateLastRecluster")["eps"]) < 1e-9
+    assert abs(eps - driver.execute_script("return window.curateDebug.lastRecluster")["eps"]) < 1e-9
     wait_for(lambda: abs(float(driver.find_element(By.ID, "curate-eps-input")
                                .get_attribute("value")) - eps) < 1e-4)  # the box follows
     # Dragged to 0 and released: refused, and the plot goes back to the stored eps.
@@ -273,17 +273,17 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     wait_for(lambda: trace_markers(driver)["color"] == colours)
     # Again from there: a preview P, then 0 (refused; the server repaints the stored eps
     # under the same model). Dragging back to P must draw P again.
-    last = driver.execute_script("return window.curateLastRecluster")
+    last = driver.execute_script("return window.curateDebug.lastRecluster")
     to_left_edge = -(thumb.location["x"] + 30)  # from P to below 0
     (ActionChains(driver).click_and_hold(thumb).move_by_offset(30, 0).pause(0.5)
      .move_by_offset(to_left_edge, 0).pause(0.3).release().perform())
-    preview = driver.execute_script("return window.curateLastRecluster")  # P; 0 is not drawn
+    preview = driver.execute_script("return window.curateDebug.lastRecluster")  # P; 0 is not drawn
     assert preview["at"] > last["at"] and 0 < preview["eps"] != eps
     wait_for(lambda: trace_markers(driver)["color"] == colours)
     assert store.class_params()[0][0] == eps
     ActionChains(driver).click_and_hold(thumb).move_by_offset(30, 0).perform()
     again = wait_for(lambda: (v := driver.execute_script(
-        "return window.curateLastRecluster"))["at"] > preview["at"] and v)
+        "return window.curateDebug.lastRecluster"))["at"] > preview["at"] and v)
     assert again["eps"] == preview["eps"]
     ActionChains(driver).release().perform()
     wait_for(lambda: store.class_params()[0][0] == preview["eps"])
@@ -351,9 +351,9 @@ def test_a_key_the_moment_the_list_appears_is_explained(driver, server):
     sample = wait_for(lambda: focused_sample(driver))
     why = wait_for(lambda: driver.find_element(By.ID, "review-detail").text, timeout=10)
     assert why.startswith(f"#{sample} · "), why
-    assert driver.execute_script(
+    wait_for(lambda: driver.execute_script(
         "const r = document.querySelector('#curate-graph .map-ring');"
-        "return r && r.dataset.sample") == str(sample)
+        "return r && r.style.display !== 'none' && r.dataset.sample") == str(sample))
 
 
 def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_root):
@@ -361,7 +361,7 @@ def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_roo
     relabelled column beside overridden."""
     _open(driver, server, "gallery")
     # The native String.prototype.trim is back (assets/native_builtins.js) and works.
-    assert driver.execute_script("return window.__nativeBuiltinsRestored === true && "
+    assert driver.execute_script("return window.curateDebug.nativeBuiltinsRestored === true && "
                                  "' a '.trim() === 'a' && parseInt(' 08') === 8")
     wait_for(lambda: grid_rows(driver))
     driver.find_element(By.TAG_NAME, "body").send_keys("j")
@@ -471,7 +471,8 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
         members = set(data.members[code].tolist())
         wait_for(lambda m=members: set(trace_markers(driver)["customdata"]) == m)
         time.sleep(0.4)  # any follow-up (controls, rule panel) lands
-        assert driver.execute_script("return window.curateLastRecluster || null") is None
+        last = "return (window.curateDebug || {}).lastRecluster || null"
+        assert driver.execute_script(last) is None
         state = current_state(data)
         colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks)
         assert trace_markers(driver)["color"] == colours
@@ -742,7 +743,7 @@ def test_relabel_from_the_review_list_reaches_the_export_and_the_training_subset
     rows = wait_for(lambda: grid_rows(driver))
     at, row = next((k, r) for k, r in enumerate(rows)
                    if r["suggested"] and not held_out[r["sample"]])
-    driver.execute_script("window.curateReview.show(arguments[0])", at)
+    driver.execute_script("window.curateDebug.showRow(arguments[0])", at)
     wait_for(lambda: focused_sample(driver) == row["sample"])
     driver.find_element(By.TAG_NAME, "body").send_keys("r")
     sample, new = row["sample"], row["suggested"]

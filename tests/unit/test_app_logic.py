@@ -7,6 +7,7 @@ import pytest
 
 from app import class_panel
 from app import curate_logic as logic
+from app.actions import run_action
 from app.data import current_state, run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
@@ -394,8 +395,8 @@ def test_why_a_point_is_flagged_names_the_evidence(root):
 
 
 def test_relabel_to_the_suggestion_with_a_key(root):
-    """The r key on a review row relabels it to its suggestion (review.key_action); the
-    why line says so; relabelling back to the given class clears it."""
+    """The r key on a review row relabels it to its suggestion (app/actions.py); the why
+    line says so; relabelling back to the given class clears it."""
     from app import review
 
     data = run_data(root, "digits")
@@ -404,8 +405,7 @@ def test_relabel_to_the_suggestion_with_a_key(root):
                       if logic.suggestion(data, state, int(i))))
     code = int(data.samples.labels[sample])
     suggested = logic.suggestion(data, state, sample)
-    review.key_action(root, "digits", {"sample": sample, "action": "relabel",
-                                       "label": suggested})
+    run_action(root, "digits", {"sample": sample, "action": "relabel", "label": suggested})
     state = current_state(data)
     assert state.relabels == {sample: data.samples.classes.index(suggested)}
     assert state.decisions.kept[sample] and state.marks[sample] == "keep"
@@ -413,12 +413,11 @@ def test_relabel_to_the_suggestion_with_a_key(root):
     review.relabel_to(root, "digits", [sample], data.samples.classes[code])  # back: cleared
     assert current_state(data).relabels == {}
     with pytest.raises(InputError, match="no class 'zebra'"):
-        review.key_action(root, "digits", {"sample": sample, "action": "relabel",
-                                           "label": "zebra"})
+        run_action(root, "digits", {"sample": sample, "action": "relabel", "label": "zebra"})
     with pytest.raises(InputError, match="no action"):
-        review.key_action(root, "digits", {"sample": sample, "action": "toggle"})
+        run_action(root, "digits", {"sample": sample, "action": "toggle"})
     with pytest.raises(InputError, match="focus a row"):
-        review.key_action(root, "digits", {"action": "keep"})
+        run_action(root, "digits", {"action": "keep"})
 
 
 def test_class_grid_rows_carry_codes_counts_and_shares():
