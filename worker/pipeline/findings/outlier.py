@@ -12,10 +12,15 @@ docs/benchmarks.md). What sets them apart is that no class is near:
     crowd(i)     = class_fit(i) / (d_all(i) / typical_all)
     score(i)     = max(class_fit(i), crowd(i))
 
-with ``d_c(i)`` the mean distance to the ``K_OUTLIER`` nearest members of class c (the
-candidate classes are the labels among its stored neighbours, and its own), ``typical_c``
-the median of that over c's own members, and ``d_all`` the mean distance to its
-``K_OUTLIER`` nearest samples of any class. A real image has a class as near as its
+with ``d_c(i)`` the mean distance to the ``K_OUTLIER`` nearest *core* members of class c
+(the candidate classes are the labels among its stored neighbours, and its own),
+``typical_c`` the median of that over c's core members, and ``d_all`` the mean distance
+to its ``K_OUTLIER`` nearest samples of any class. A class's core is its members whose
+nearest images mostly carry its label (``CORE_AGREEMENT``): outliers that gather in a
+group larger than k, spread over random labels, would otherwise find "their class"
+among themselves (400 injected outliers in CIFAR-10's 50k: recall 0.06 for the digits
+before the core; docs/benchmarks.md). Where a class's core is too small to stand for it
+(poor features), all its members are. A real image has a class as near as its
 nearest images (score ≈ 1); a mislabeled one too (its true class is near); an outlier's
 nearest images are other outliers, and every class lies several times farther (crowd); a
 lone outlier is far from its nearest images and from every class alike (class_fit; crowd
@@ -30,10 +35,15 @@ import numpy as np
 
 from .base import DROP, FindingKind, FindingTable, View
 from .context import FindingContext
-from .index import knn_query
+from .index import knn_query, pair_distances
 from .registry import register
 
 K_OUTLIER = 10
+# A member is in its class's core when at least this share of its K_OUTLIER nearest
+# images carries its label; the core stands for the class when it holds at least
+# CORE_MIN of its members (else every member does).
+CORE_AGREEMENT = 0.5
+CORE_MIN = 0.2
 # Chosen by looking at the injected-outliers table in docs/benchmarks.md (CIFAR-10 mini
 # with EfficientNet-Lite0: 99.9% of the data score below 1.66, half the outliers above 3.7).
 DEFAULT_OUTLIER_THRESHOLD = 2.0
@@ -41,6 +51,31 @@ DEFAULT_OUTLIER_THRESHOLD = 2.0
 
 def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def core_members(labels: np.ndarray, neighbours: np.ndarray, n_classes: int) -> np.ndarray:
+    """Which samples stand for their class (module docstring). bool (N,).
+
+    Parameters
+    ----------
+    labels : int64 (N,)
+    neighbours : int64 (N, k), each sample's nearest samples
+    """
+    agree = (labels[neighbours] == labels[:, None]).mean(1) >= CORE_AGREEMENT
+    size = np.bincount(labels, minlength=n_classes)
+    big = np.bincount(labels[agree], minlength=n_classes) >= np.maximum(CORE_MIN * size, 2)
+    return agree | ~big[labels]
+
+
+def candidate_classes(labels: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
+    """Each sample's own label, then its neighbours' labels not seen before in its row
+    (-1 for a repeat): int64 (N, 1 + k). A sample's nearest class is among them, and
+    keeping them per row (not as an (N, classes) matrix, 10 GB at 1.28M × 1,000) keeps
+    memory linear in N."""
+    cand = np.concatenate([labels[:, None], labels[neighbours]], 1)
+    for j in range(1, cand.shape[1]):
+        cand[(cand[:, :j] == cand[:, j:j + 1]).any(1), j] = -1
+    return cand
 
 
 def class_fit(x: np.ndarray, labels: np.ndarray, neighbours: np.ndarray, n_classes: int,
@@ -58,40 +93,46 @@ def class_fit(x: np.ndarray, labels: np.ndarray, neighbours: np.ndarray, n_class
     fit : float32 (N,), nearest : int64 (N,) class codes
     """
     n = len(x)
+    core = core_members(labels, neighbours, n_classes)
     order = np.argsort(labels, kind="stable")
     starts = np.searchsorted(labels[order], np.arange(n_classes + 1))
-    cand = np.zeros((n, n_classes), bool)
-    cand[np.arange(n)[:, None], labels[neighbours]] = True
-    cand[np.arange(n), labels] = True
-    dist = np.full((n, n_classes), np.inf, np.float32)
+    cand = candidate_classes(labels, neighbours)
+    rows, cols = np.nonzero(cand >= 0)
+    by_class = np.argsort(cand[rows, cols], kind="stable")
+    bounds = np.searchsorted(cand[rows, cols][by_class], np.arange(n_classes + 1))
+    dist = np.full(cand.shape, np.inf, np.float32)
     for c in range(n_classes):
         members = order[starts[c]:starts[c + 1]]
-        queries = np.flatnonzero(cand[:, c])
+        members = members[core[members]]
+        pick = by_class[bounds[c]:bounds[c + 1]]
+        queries = rows[pick]
         if len(members) < 2 or not len(queries):
             continue
         kk = min(k + 1, len(members))
         _, d = knn_query(x[members], x[queries], kk)
         d = d * d / 2  # cosine distance
-        own = labels[queries] == c  # a member's nearest member is itself: skip it
+        own = (labels[queries] == c) & core[queries]  # its nearest member is itself: skip
         mean = np.where(own, d[:, 1:].mean(1) if kk > 1 else 0, d[:, :kk - 1].mean(1)
                         if kk > 1 else d[:, 0])
-        dist[queries, c] = mean
-    own = dist[np.arange(n), labels]
+        dist[queries, cols[pick]] = mean
+    own = dist[:, 0]  # column 0: the sample's own label
     typical = np.ones(n_classes, np.float32)
     for c in range(n_classes):
-        mine = own[order[starts[c]:starts[c + 1]]]
+        mine = order[starts[c]:starts[c + 1]]
+        mine = own[mine[core[mine]]]
         mine = mine[np.isfinite(mine)]
         if len(mine):
             typical[c] = max(float(np.median(mine)), 1e-12)
-    rel = dist / typical
-    nearest = rel.argmin(1)
-    return rel[np.arange(n), nearest].astype(np.float32), nearest.astype(np.int64)
+    rel = np.where(cand >= 0, dist / typical[np.maximum(cand, 0)], np.inf)
+    j = rel.argmin(1)
+    ar = np.arange(n)
+    return rel[ar, j].astype(np.float32), cand[ar, j].astype(np.int64)
 
 
 @register
 class OutlierKind(FindingKind):
     name = "outlier"
-    version = "2"  # 1: k-NN distance; 2: class fit
+    version = "3"  # 1: k-NN distance; 2: class fit; 3: against class cores
     title = "outlier"
     decision = DROP
     order = 30
@@ -110,8 +151,7 @@ class OutlierKind(FindingKind):
         k = min(K_OUTLIER, sp.neighbours.shape[1])
         if k == 0:
             return FindingTable.empty(n)
-        diff = x[sp.neighbours[:, :k]] - x[:, None, :]
-        d_all = ((diff * diff).sum(-1) / 2).mean(1)
+        d_all = (pair_distances(x, sp.neighbours[:, :k]) ** 2 / 2).mean(1)  # cosine, blocks
         d_all = d_all / max(float(np.median(d_all)), 1e-12)
         fit, nearest = class_fit(x, s.labels, sp.neighbours[:, :k], len(s.classes))
         crowd = fit / np.maximum(d_all, 1e-6)
