@@ -120,6 +120,12 @@ def wait_for(predicate, timeout: float = 20.0, poll: float = 0.02):
     raise AssertionError(f"timed out waiting for {predicate}: {last_exc}")
 
 
+def shown_text(element) -> str:
+    """``element``'s text once it is displayed and has some: Selenium's ``.text`` of an
+    element not yet visible (a tab still fading in) is "", which a test would misread."""
+    return wait_for(lambda: element.is_displayed() and element.text)
+
+
 GRAPH_JS = "return document.querySelector('#curate-graph .js-plotly-plot')"
 
 

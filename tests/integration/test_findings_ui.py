@@ -19,6 +19,7 @@ from tests.integration.browser import (
     grid_rows,
     open_review_list,
     served,
+    shown_text,
     wait_for,
 )
 from worker.pipeline.store import CurationStore
@@ -95,7 +96,7 @@ def test_finding_filter_side_by_side_keep_another_copy_and_undo(page, findings_r
     d = _open_review(page)
     store = CurationStore(findings_root / "cifar" / "curation.sqlite")
     button = _finding_button(d, "duplicate")
-    count = int(button.text.split("·")[1])
+    count = int(shown_text(button).split("·")[1])
     button.click()
     rows = wait_for(lambda: _filtered_to(d, "duplicate"))
     assert len(rows) == count > 0
@@ -120,7 +121,7 @@ def test_finding_filter_side_by_side_keep_another_copy_and_undo(page, findings_r
 def test_leak_filter_shows_the_test_image_beside_the_train_copy(page):
     d = _open_review(page)
     button = _finding_button(d, "leak")
-    assert int(button.text.split("·")[1]) >= LEAKED
+    assert int(shown_text(button).split("·")[1]) >= LEAKED
     button.click()
     wait_for(lambda: _filtered_to(d, "leak"))
     d.execute_script("window.curateDebug.showRow(0)")
@@ -128,5 +129,5 @@ def test_leak_filter_shows_the_test_image_beside_the_train_copy(page):
     shown = wait_for(lambda: (lambda r: r if any(c.startswith("test: ") for c, _ in r)
                               and all(ok for _, ok in r) else None)(_related(d)))
     assert shown[-1][0].startswith("test: test/")
-    detail = d.find_element(By.ID, "review-detail").text
+    detail = shown_text(d.find_element(By.ID, "review-detail"))
     assert "nearly identical to test image test/" in detail

@@ -24,6 +24,7 @@ from tests.integration.browser import (
     ringed_point,
     scroll_click,
     served,
+    shown_text,
     status_text,
     trace_markers,
     wait_for,
@@ -104,7 +105,7 @@ def test_one_queue_across_classes_filtered_by_class_and_pair(page, review_root):
     pick_class(d, 3)
     _listing(d, "3")
     pair = d.find_elements(By.CSS_SELECTOR, ".review-pair")[0]
-    given, rest = pair.text.split(" → ")
+    given, rest = shown_text(pair).split(" → ")
     suggested, count = rest.split(" · ")
     scroll_click(d, pair)
     wait_for(lambda: _listed(d) == int(count))
@@ -139,7 +140,7 @@ def test_relabel_to_any_class_then_undo(page, review_root):
     assert row["now"] == target
     badge = d.find_element(By.CSS_SELECTOR, f"#review-grid .ag-row[row-id='{first['sample']}'] "
                                             ".review-state")
-    assert badge.text == f"relabelled → {target}" and "trains with the new class" in \
+    assert shown_text(badge) == f"relabelled → {target}" and "trains with the new class" in \
         badge.get_attribute("title")
     # Relabels have their own count: in the header and in the class list.
     assert "· 0 overridden · 1 relabelled ·" in status_text(d)
@@ -262,13 +263,13 @@ def test_map_and_list_are_linked_both_ways(page):
     # A lasso around the middle of the class: only its listed points stay listed.
     selected = set(lasso_middle(d, half=60))
     wait_for(lambda: {r["sample"] for r in grid_rows(d)} == selected & set(listed0))
-    line = d.find_element(By.ID, "review-selection").text
+    line = shown_text(d.find_element(By.ID, "review-selection"))
     assert line.startswith(f"only the {len(selected)} points selected on the map")
     graph = d.find_element(By.CSS_SELECTOR, "#curate-graph .nsewdrag")
     corner = (-graph.size["width"] // 2 + 4, -graph.size["height"] // 2 + 4)  # no points
     ActionChains(d).move_to_element_with_offset(graph, *corner).double_click().perform()
     wait_for(lambda: len(grid_rows(d)) == len(everything))
-    assert d.find_element(By.ID, "review-selection").text == ""
+    wait_for(lambda: d.find_element(By.ID, "review-selection").text == "")
 
 
 def _rule_lines(d) -> list[str]:

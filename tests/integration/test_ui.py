@@ -6,7 +6,6 @@ import csv
 import json
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
@@ -31,6 +30,7 @@ from tests.integration.browser import (
     pick_class,
     picked_class,
     point_position,
+    shown_text,
     status_text,
     trace_markers,
     wait_for,
@@ -145,7 +145,7 @@ def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("0", Keys.ENTER)
     alert = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-alert .alert"))
-    assert "eps must be" in alert[0].text
+    assert "eps must be" in shown_text(alert[0])
     wait_for(lambda: box.get_attribute("value") == "0.6")
     assert CurationStore(ui_root / "eps" / "curation.sqlite").class_params()[0][0] == 0.6
 
@@ -197,7 +197,11 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     wait_for(lambda: sample in store.overrides())
     _decide(driver, relabel, "r")
     wait_for(lambda: relabel in store.relabels())
-    time.sleep(0.5)  # the key's repaint and new model land
+    data = run_data(ui_root, "parity")
+    state = current_state(data)
+    line = logic.status_text(logic.class_counts(data, state), logic.noise_per_class(data, state),
+                             state.rule)
+    wait_for(lambda: status_text(driver) == line)  # the key's repaint and new model landed
     driver.execute_script(
         "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
         "window.paints = {restyle: 0, react: 0};"
@@ -214,19 +218,19 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         box.send_keys(Keys.CONTROL, "a")
         box.send_keys(str(value), Keys.ENTER)
         wait_for(lambda p=params: store.class_params()[0] == p)
-        time.sleep(0.5)  # the server's answer (counts, model) lands
+        data = run_data(ui_root, "parity")
+        state = current_state(data)
+        rows = logic.class_counts(data, state)
+        line = logic.status_text(rows, logic.noise_per_class(data, state), state.rule)
+        # The server's answer (counts, model) has landed once the line shows its counts.
+        wait_for(lambda t=line: status_text(driver) == t)
         last = driver.execute_script("return window.curateDebug.lastRecluster")
         assert (last["eps"], last["ms"]) == params  # drawn by the browser
         assert last.get("key") == "Enter"  # at the key press, before Dash's round
-        data = run_data(ui_root, "parity")
-        state = current_state(data)
         colours, symbols, _ = marker_style(data.members[0], state.decisions, state.marks)
         shown = trace_markers(driver)
         assert shown["color"] == colours
         assert shown["symbol"] == [names[s] for s in symbols]
-        rows = logic.class_counts(data, state)
-        assert status_text(driver) == logic.status_text(
-            rows, logic.noise_per_class(data, state), state.rule)
         # The class list's rows count the same (assets/recluster.js previews them, the
         # render path sends the stored ones).
         grid, total = class_panel.grid_rows(rows)
@@ -251,7 +255,9 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     preview = wait_for(lambda: driver.execute_script("return window.curateDebug.lastRecluster"))
     assert preview["eps"] < stored[0]
     wait_for(lambda: trace_markers(driver)["color"] != before["color"])  # drawn live
-    time.sleep(0.3)
+    # The preview's counts are in the status line (the drag's last visible effect), and
+    # nothing was stored by then.
+    wait_for(lambda: float(thumb.get_attribute("aria-valuenow")) < stored[0])
     assert store.class_params()[0] == stored and store.revision() == revision  # not stored
     ActionChains(driver).release().perform()
     wait_for(lambda: store.class_params()[0][0] < stored[0])
@@ -263,7 +269,7 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     hold = ActionChains(driver).click_and_hold(thumb).move_by_offset(-40, 0)
     hold.release().perform()
     alert = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-alert .alert"))
-    assert "eps must be" in alert[0].text and store.class_params()[0][0] == eps
+    assert "eps must be" in shown_text(alert[0]) and store.class_params()[0][0] == eps
     from app.data import current_state, run_data
     from app.figures import marker_style
 
@@ -372,7 +378,7 @@ def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_roo
     tab = driver.find_element(By.LINK_TEXT, "Summary")
     driver.execute_script("arguments[0].click()", tab)
     table = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-summary table"))
-    head = table[0].find_element(By.TAG_NAME, "thead").text.split()
+    head = shown_text(table[0].find_element(By.TAG_NAME, "thead")).split()
     # The Table I counts, then one count per finding kind besides label.
     assert head == ["class", "size", "flagged", "overridden", "relabelled", "kept",
                     "duplicate", "leak", "outlier", "reduction"] and "total" in table[0].text
@@ -386,7 +392,7 @@ def test_hover_shows_the_image(driver, server):
     img = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, ".hover-card img"))
     wait_for(lambda: driver.execute_script(
         "return arguments[0].complete && arguments[0].naturalWidth > 0", img))
-    card = driver.find_element(By.CSS_SELECTOR, ".hover-card").text
+    card = shown_text(driver.find_element(By.CSS_SELECTOR, ".hover-card"))
     # Why it is kept or dropped, in the reviewer's words.
     assert "nearest neighbours are labelled" in card and "DBSCAN: " in card
     assert "5 nearest:" in card and "score " in card
@@ -400,15 +406,18 @@ def test_hover_shows_the_image(driver, server):
         _move_to(driver, *point_position(driver, edge))
         wait_for(lambda e=edge: f"#{e} ·" in driver.find_element(
             By.CSS_SELECTOR, ".hover-card").text)
-        time.sleep(0.1)  # placed again once the facts have changed its size
-        box = driver.execute_script(
-            "const r = document.querySelector('.hover-box').getBoundingClientRect(),"
-            "      v = document.documentElement;"
-            "return [r.left, r.right, r.top, r.bottom, v.clientWidth, v.clientHeight,"
-            "        v.scrollWidth];")
-        left, right_edge, top, bottom, width, height, scroll_width = box
-        assert 0 <= left and right_edge <= width and scroll_width <= width, (axis, box)
-        assert 0 <= top and bottom <= height, (axis, box)
+
+        def placed():  # the card is placed again once the facts have changed its size
+            box = driver.execute_script(
+                "const r = document.querySelector('.hover-box').getBoundingClientRect(),"
+                "      v = document.documentElement;"
+                "return [r.left, r.right, r.top, r.bottom, v.clientWidth, v.clientHeight,"
+                "        v.scrollWidth];")
+            left, right_edge, top, bottom, width, height, scroll_width = box
+            return (0 <= left and right_edge <= width and scroll_width <= width
+                    and 0 <= top and bottom <= height)
+
+        wait_for(placed, timeout=5)
     # Off the points, the card closes.
     _move_to(driver, 2, 2)
     wait_for(lambda: not driver.find_element(By.CSS_SELECTOR, ".hover-box").is_displayed())
@@ -470,17 +479,20 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
         data = run_data(ui_root, "switch")
         members = set(data.members[code].tolist())
         wait_for(lambda m=members: set(trace_markers(driver)["customdata"]) == m)
-        time.sleep(0.4)  # any follow-up (controls, rule panel) lands
+        state = current_state(data)
+        # What follows the switch (the controls at the class's stored eps, the counts) has
+        # landed before anything is read: the slider setting itself is what must not
+        # re-cluster.
+        wait_for(lambda st=state, c=code: float(driver.find_element(
+            By.ID, "curate-eps-input").get_attribute("value")) == round(st.params[c][0], 4))
+        line = logic.status_text(logic.class_counts(data, state),
+                                 logic.noise_per_class(data, state), state.rule)
+        wait_for(lambda t=line: status_text(driver) == t)
         last = "return (window.curateDebug || {}).lastRecluster || null"
         assert driver.execute_script(last) is None
-        state = current_state(data)
         colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks)
         assert trace_markers(driver)["color"] == colours
         assert trace_markers(driver)["symbol"] == [names[s] for s in symbols]
-        assert status_text(driver) == logic.status_text(
-            logic.class_counts(data, state), logic.noise_per_class(data, state), state.rule)
-        assert float(driver.find_element(By.ID, "curate-eps-input").get_attribute("value")) \
-            == round(state.params[code][0], 4)
     assert store.revision() == before
 
 
@@ -493,10 +505,11 @@ def test_class_list_filters_and_sorts_by_any_column(driver, server):
     box = driver.find_element(By.CSS_SELECTOR, CLASS_FILTER)
     box.send_keys("7")
     wait_for(lambda: listed_classes(driver) == ["All classes", "7"])
-    assert driver.find_element(By.ID, "curate-class-matched").text == "1 of 10 classes"
+    wait_for(lambda: driver.find_element(By.ID, "curate-class-matched").text
+             == "1 of 10 classes")
     box.send_keys(Keys.CONTROL, "a", Keys.BACKSPACE)
     wait_for(lambda: len(listed_classes(driver)) == 11)
-    assert driver.find_element(By.ID, "curate-class-matched").text == ""
+    wait_for(lambda: driver.find_element(By.ID, "curate-class-matched").text == "")
     header = driver.find_element(By.CSS_SELECTOR,
                                  "#curate-class-list .ag-header-cell[col-id='share']")
     driver.execute_script("arguments[0].querySelector('.ag-header-cell-label').click()", header)
