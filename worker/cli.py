@@ -114,12 +114,15 @@ def _finding_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("findings (distances relative to the data's typical "
                              "nearest-neighbour distance; docs/method.md)")
     g.add_argument("--duplicate-threshold", type=cli_type("duplicate_threshold"),
-                   metavar="T", help="near copies lie closer than T (default 0.3)")
+                   metavar="T", help="a near copy's pixel match to its group's kept copy "
+                   "reaches T (default 0.9, raised to what different pictures of the "
+                   "dataset reach; docs/method.md)")
     g.add_argument("--leak-threshold", type=cli_type("leak_threshold"), metavar="T",
-                   help="a train image within T of a test image leaks (default 0.3)")
+                   help="a train image leaks when its pixel match to a test image reaches T "
+                        "(default 0.9, raised as for duplicates)")
     g.add_argument("--outlier-threshold", type=cli_type("outlier_threshold"), metavar="T",
-                   help="outliers lie T times farther from their 10 nearest images than "
-                        "the typical image (default 2.0)")
+                   help="outliers lie T times farther from the nearest class than its own "
+                        "images do (default 2.5; docs/method.md)")
 
 
 def _thresholds(a: argparse.Namespace) -> dict[str, float]:
