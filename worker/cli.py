@@ -287,7 +287,8 @@ class _JobSteps:
     """The chain's heavy steps as jobs (worker.pipeline.runner.Steps), each followed with a
     progress bar: features as one ``extract`` job or, with a broker, shared out across the
     gpu queue's workers (worker.extract_shards) once an ``ingest`` job has counted the
-    images; then an ``embed`` job. Each job takes the run's step lock itself."""
+    images; then an ``embed`` job, and an ``extract-test`` job for the test split's
+    features where the dataset has one. Each job takes the run's step lock itself."""
 
     def __init__(self, dispatcher, run_id: str, shards: int | None) -> None:  # noqa: ANN001
         self.dispatcher, self.run_id, self.shards = dispatcher, run_id, shards
@@ -319,6 +320,14 @@ class _JobSteps:
 
     def embedding(self, run: RunDir, opts) -> None:  # noqa: ANN001
         _run_job_and_wait(self.dispatcher, run, self.run_id, "embed", opts)
+
+    def test_split(self, run: RunDir) -> None:
+        from .jobs.params import TestSplitParams
+        from .pipeline.findings.testsplit import test_spec
+
+        if test_spec(run) is not None:  # the leak kind's input, on the gpu queue
+            _run_job_and_wait(self.dispatcher, run, self.run_id, "extract-test",
+                              TestSplitParams())
 
 
 def _skipped_text(run) -> str:

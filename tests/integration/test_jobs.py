@@ -62,6 +62,24 @@ def test_queued_pipeline_equals_in_process(start_worker, broker_env, runs_root, 
     assert all(j["status"] == "succeeded" and j["worker"] for j in jobs)
 
 
+def test_the_test_splits_features_are_a_worker_job(start_worker, broker_env, runs_root,
+                                                   cifar_mini):
+    """With a broker, the leak kind's input (the test split through the run's backbone) is
+    an ``extract-test`` job on the gpu queue, like the train split's extraction, not work
+    in the calling process."""
+    start_worker("w1")
+    out = runs_root / "split"
+    proc = _pipeline(broker_env, out, "--dataset", f"folder:{cifar_mini}", "--split", "train",
+                     "--model", "resnet18", "--input-size", "32", "--batch-size", "128")
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr
+    jobs = {j["kind"]: j for j in JobStore(out / "curation.sqlite").list()}
+    assert jobs["extract-test"]["status"] == "succeeded" and jobs["extract-test"]["worker"]
+    assert jobs["extract-test"]["result"] == {"test_images": 1000}
+    assert len(list((out / "cache").glob("test-features-*.npy"))) == 1
+    assert any(" leak" in line for line in stdout.splitlines())  # the closing counts
+
+
 def test_pool_process_killed_mid_extraction(start_worker, broker_env, runs_root, cifar_mini):
     start_worker("w1")
     start_worker("w2")

@@ -25,6 +25,7 @@ from .params import (
     IngestParams,
     PipelineParams,
     ShardParams,
+    TestSplitParams,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +78,16 @@ def embed(run: RunDir, p: EmbeddingOptions, progress: ProgressFn) -> dict:
     with run_lock(run.require(), "an embed job", wait=STEP_WAIT_S):
         ensure_embedded(run, p, progress)
     return {"embedding": run.embedding.name}
+
+
+def extract_test(run: RunDir, p: TestSplitParams, progress: ProgressFn) -> dict:
+    """The test split's features through the run's backbone, for the leak kind (cached;
+    nothing when the dataset has no test split)."""
+    from worker.pipeline.findings.testsplit import load_test_split
+
+    with run_lock(run.require(), "a test-split extraction", wait=STEP_WAIT_S):
+        test = load_test_split(run, progress)
+    return {"test_images": 0 if test is None else len(test.paths)}
 
 
 def export(run: RunDir, p: ExportParams, progress: ProgressFn) -> dict:

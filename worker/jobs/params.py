@@ -122,6 +122,18 @@ class ExportParams:
 
 
 @dataclass(frozen=True)
+class TestSplitParams:
+    """``extract-test``: nothing to choose; the run says which backbone and split."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TestSplitParams:
+        return cls()
+
+
+@dataclass(frozen=True)
 class ExperimentParams:
     """``experiment``: its name and one training config per arm and seed."""
 

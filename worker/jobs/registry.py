@@ -23,6 +23,7 @@ from .params import (
     IngestParams,
     PipelineParams,
     ShardParams,
+    TestSplitParams,
     embedding_opts,
     train_config,
 )
@@ -60,6 +61,7 @@ KINDS: dict[str, Kind] = _kinds(
     Kind("ingest", "gpu", handlers.ingest, IngestParams.from_json),
     Kind("extract", "gpu", handlers.extract, ExtractParams.from_json),
     Kind("extract-shard", "gpu", handlers.extract_shard, ShardParams.from_json),
+    Kind("extract-test", "gpu", handlers.extract_test, TestSplitParams.from_json),
     Kind("finetune", "gpu", handlers.finetune, ExtractParams.from_json),
     Kind("train", "gpu", handlers.train, train_config, asdict),
     Kind("experiment", "gpu", handlers.experiment, ExperimentParams.from_json),

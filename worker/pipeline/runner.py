@@ -80,6 +80,10 @@ class Steps(Protocol):
         """Embed unless current."""
         ...
 
+    def test_split(self, run: RunDir) -> None:
+        """The test split's features for the leak kind, unless cached or there is none."""
+        ...
+
 
 class LocalSteps:
     """Every step in this process, under the run's step lock."""
@@ -99,14 +103,19 @@ class LocalSteps:
     def embedding(self, run: RunDir, opts: EmbeddingOptions) -> None:
         ensure_embedded(run, opts, self.progress)
 
+    def test_split(self, run: RunDir) -> None:
+        from .findings.testsplit import load_test_split
+
+        load_test_split(run, self.progress)
+
 
 def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureOptions,
                  embedding: EmbeddingOptions, rule: str | None = None,
                  min_samples: int | None = None, eps: float | None = None,
                  progress: ProgressFn | None = None, steps: Steps | None = None,
                  thresholds: dict[str, float] | None = None) -> Decisions:
-    """ingest → extract → embed → cluster → findings; every step is skipped when already
-    current. ``steps`` says where the heavy ones run (default: here, reporting to
+    """ingest → extract → embed → test split → cluster → findings; every step is skipped
+    when already current. ``steps`` says where the heavy ones run (default: here, reporting to
     ``progress``); ``thresholds``: finding kinds' cuts by kind name."""
     # Refuse bad clustering parameters before minutes of extraction, not after.
     check_params(eps if eps is not None else 1.0,
@@ -118,6 +127,7 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
     with steps.held(run):
         steps.features(run, dataset, features)
         steps.embedding(run, embedding)
+        steps.test_split(run)
         # Clustering takes seconds even at 1.28M samples: always in this process.
         cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)
         ensure_findings(run, thresholds, progress=progress)
