@@ -75,7 +75,7 @@ class RunData:
     # clusters.npy and each class's parameters then (curation.recorded_clusters), or None
     recorded: tuple[np.ndarray, dict[int, tuple[float, int]]] | None = None
     # (x0, x1, y0, y1) the map and its backdrop cover (background.extent): once per run,
-    # not per class switch (~60 ms at 1.28M points)
+    # not per class switch (a scan of every point)
     bounds: tuple[float, float, float, float] = (0.0, 1.0, 0.0, 1.0)
     # Every finding kind's table (worker/pipeline/findings), and per sample the kind
     # whose default drops it ('' none), which decide() applies before the overrides.
@@ -133,10 +133,10 @@ def class_labels(data: RunData, params: dict[int, tuple[float, int]]) -> dict[in
 
     Labels come, in order of preference, from ``clusters.npy`` (when the class still has
     the parameters the cluster step used), from Flask-Caching, or from a one-shot DBSCAN
-    whose cost does not grow with eps (the per-class pair index kept here before took
-    ~0.4 s per 1,300-point class at automatic eps on a 1,000-class map, so "Apply to all"
-    took minutes; the browser re-clusters while a slider moves, and the server only
-    answers the value it settles on). Misses are shared over the cores
+    whose cost does not grow with eps (a per-class pair index grew with eps and made
+    "Apply to all" take minutes on a 1,000-class map: docs/benchmarks.md; the browser
+    re-clusters while a slider moves, and the server only answers the value it settles
+    on). Misses are shared over the cores
     (:func:`~worker.pipeline.clustering.map_classes`).
     """
     path = str(data.run.path)
@@ -176,7 +176,7 @@ class RunState:
     inputs: RuleInputs = field(default_factory=RuleInputs)
     cuts: dict[int, int] = field(default_factory=dict)  # class code → flagged by a cut
     # Per-class and total counts (curation.summary_rows), made once per revision: every
-    # repaint shows them, and at 1.28M samples they took ~50 ms.
+    # repaint shows them, and they cost a pass over every sample.
     rows: list[dict] = field(default_factory=list)
 
     @property
@@ -200,9 +200,9 @@ _STATES_LOCK = threading.Lock()
 def current_state(data: RunData) -> RunState:
     """Decisions for every sample at the stored parameters and overrides.
 
-    Kept per store revision in this process: at 1.28M samples and 1,000 classes, putting
-    the clusters together and deciding took ~250 ms, and every request of the Curate page
-    asks for it. The revision is read first (one small query); the state is built from one
+    Kept per store revision in this process: putting the clusters together and deciding
+    costs a pass over every sample (docs/benchmarks.md), and every request of the Curate
+    page asks for it. The revision is read first (one small query); the state is built from one
     snapshot and kept under that snapshot's own revision.
     """
     key = (str(data.run.path), data.stamp, open_store(data.run).revision())

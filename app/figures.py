@@ -40,10 +40,10 @@ LEGEND = [
 ]
 
 
-# Symbols travel as Plotly's symbol numbers and sizes as integers, which cut an eps
-# change's response on a 5,314-point class from 145 kB to about 90 kB. Colours stay hex
-# strings: integer codes through a colorscale were smaller still (52 kB) but Plotly's
-# colorscale path made each repaint ~20 ms slower in Chromium here.
+# Symbols travel as Plotly's symbol numbers and sizes as integers: a smaller response per
+# eps change. Colours stay hex strings: integer codes through a colorscale were smaller
+# still, but Plotly's colorscale path made each repaint slower (docs/benchmarks.md,
+# "Measurements behind the code").
 SYMBOLS = {"circle": 0, "square": 1, "diamond": 2, "x": 4, "triangle-up": 5, "star": 17}
 # Samples another finding kind drops by default (worker/pipeline/findings), one symbol per
 # kind in registry order after label: a copy ■, a leak ▲, an outlier ★ (a fourth ◆).
@@ -207,8 +207,8 @@ def typed_array(values: np.ndarray, dtype: str = "f4") -> dict:
     return {"dtype": dtype, "bdata": base64.b64encode(raw).decode("ascii")}
 
 
-# Figures are plain dicts, not go.Figure: Plotly's validators walk every array element,
-# which took over 100 ms per class view and 160 ms for the 50,000-point overview.
+# Figures are plain dicts, not go.Figure: Plotly's validators walk every array element
+# (docs/benchmarks.md).
 def class_figure(emb: np.ndarray, trace: dict, background_url: str,
                  show_background: bool = True,
                  bounds: tuple[float, float, float, float] | None = None) -> dict:
@@ -243,8 +243,8 @@ def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,
 
 # Above this many points, or this many classes, the overview is the class-tinted raster
 # (the class view's backdrop) with only the points to be dropped drawn on top: one WebGL
-# trace per class of 1.28M points would send ~10 MB and draw for seconds, and 1,000
-# traces of 100,000 points took 1.0-1.4 s to draw (bench/ui_latency.py).
+# trace per class of 1.28M points would send megabytes and draw for seconds, and 1,000
+# traces draw slowly even with few points each (docs/benchmarks.md).
 OVERVIEW_POINTS_MAX = 200_000
 OVERVIEW_CLASSES_MAX = 60
 

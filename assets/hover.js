@@ -1,7 +1,7 @@
 // The map's hover card (app/pages/curate.py): opened, placed and given its image by this
 // script on Plotly's own hover event, so the card and its image show without waiting for
-// a Dash round (about 25 ms of a 50 ms budget when dcc.Tooltip opened it); the server's
-// facts fill it when they arrive (on_hover).
+// a Dash round (half the hover budget when dcc.Tooltip opened it: docs/benchmarks.md,
+// "Measurements behind the code"); the server's facts fill it when they arrive (on_hover).
 //
 // The card is a Dash component (HOVER_BOX) whose props Dash never changes: this script
 // only sets its class, position and image source, which React leaves alone.

@@ -1,9 +1,9 @@
 // Re-cluster the shown class in the browser when eps or min_samples changes, repaint it at
 // once, and tell the server (the curate-params store) so it stores the change.
 //
-// Why: the Dash round trip (request, server, renderer, then Plotly) took 120-150 ms per eps
-// change on a 5,000-point class, against a 100 ms target. Here DBSCAN on that class takes a
-// few ms, so what is left is Plotly's repaint. The server still computes the same labels
+// Why: the Dash round trip (request, server, renderer, then Plotly) is too slow to follow
+// a slider; DBSCAN on a class here takes a few ms, so what is left is Plotly's repaint
+// (docs/benchmarks.md, "Measurements behind the code"). The server still computes the same labels
 // (worker/pipeline/dbscan.py) for everything it stores and draws; a browser test checks
 // that both give the same markers and counts.
 //
@@ -110,9 +110,9 @@
 
   // "#rrggbb" as the channel array [r, g, b, 1] (each 0-1), which Plotly takes as a colour
   // as it is. Why: Plotly parses every colour string of a restyled trace again (a regular
-  // expression per point): half of a 5,314-point class's restyle, ~12 of 25 ms, went on
-  // that (python -m bench.ui_latency). Channels in 0-1 are never mistaken for 0-255 ones
-  // (Plotly reads an array whose largest channel is above 1 as 0-255).
+  // expression per point), about half of a restyle (docs/benchmarks.md). Channels in 0-1
+  // are never mistaken for 0-255 ones (Plotly reads an array whose largest channel is
+  // above 1 as 0-255).
   function channels(hex) {
     const v = parseInt(hex.slice(1), 16);
     return [(v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, 1];
