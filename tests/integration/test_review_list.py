@@ -291,7 +291,7 @@ def test_rule_panel_explains_the_class_and_flag_more_fewer_are_undoable(page, re
     assert lines[:2] == ["Estimated wrong labels: 11–14 of 175 (6.3–8.0%).",
                          "14 flagged: 11 whatever DBSCAN says, 3 because DBSCAN calls them "
                          "noise (of 3 it decides)."]
-    assert lines[2].startswith("eps changes this class's flags only from 5.13 to 19.5")
+    assert lines[2].startswith("eps changes this class's flags only from 5.52 to 19.3")
     total = _flagged(d)
     scroll_click(d, d.find_element(By.ID, "curate-cut-more"))
     wait_for(lambda: store.cuts() == {3: 16})
