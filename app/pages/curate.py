@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import quote
 
 import dash
 import dash_bootstrap_components as dbc
-import numpy as np
 from dash import (
     ALL,
     ClientsideFunction,
@@ -29,6 +27,7 @@ from app import curate_logic as logic
 from app import ids, review
 from app import review_panel as rp
 from app.actions import run_action
+from app.curate import RUN, hover_card
 from app.data import cached_figure, current_state, run_data
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.layout import (
@@ -45,14 +44,11 @@ from worker.pipeline.errors import InputError
 
 dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · tsne-curator")
 
-RUN = "curate-run"
 SHOWN = "curate-shown"  # the class the page shows: a code or "all"
 SHOWN_REV = "curate-shown-rev"  # the store revision the page shows
 ALERT = "curate-alert"
 CLASS_PICK = ids.CLASS_PICK
 GRAPH = ids.GRAPH
-HOVER_BOX = ids.HOVER_BOX  # the hover card: opened, placed, given its image in the browser
-HOVER_TEXT = "curate-hover-text"  # the hover card's facts: from the server
 EPS_SLIDER = ids.EPS_SLIDER
 EPS_INPUT = ids.EPS_INPUT
 MS_SLIDER = ids.MS_SLIDER
@@ -181,12 +177,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                           config={**GRAPH_CONFIG, "scrollZoom": True,
                                   "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]}),
                 _legend(),
-                # The hover card: opened beside the point with its image the moment it is
-                # hovered (assets/hover.js), its facts from the server (on_hover).
-                html.Div(html.Div([html.Img(className="hover-img", alt=""),
-                                   html.Div(id=HOVER_TEXT)], className="hover-card"),
-                         id=HOVER_BOX, className="hover-box", role="tooltip",
-                         **{"data-thumbs": f"/thumb/{quote(run_id or '', safe='/')}/"}),
+                hover_card.layout(run_id),
             ], xl=4, class_name="curate-map"),
             dbc.Col(dbc.Tabs([
                 dbc.Tab(rp.review_panel(list(data.samples.classes)), label="Review list",
@@ -545,52 +536,7 @@ def _summary_table(rows: list[dict]) -> dbc.Table:
     return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
 
 
-# The card opens, closes and loads its image in assets/hover.js, on Plotly's own events;
-# the last point's facts are cleared until this one's arrive.
-clientside_callback(
-    ClientsideFunction(namespace="hover", function_name="clear"),
-    Output(HOVER_TEXT, "children", allow_duplicate=True), Input(GRAPH, "hoverData"),
-    prevent_initial_call=True,
-)
-
-
-@callback(
-    Output(HOVER_TEXT, "children"), Input(GRAPH, "hoverData"), State(RUN, "data"),
-    prevent_initial_call=True,
-)
-def on_hover(hover, run_id):
-    """The hover card's facts: the sample, its state and why, its 5 nearest neighbours'
-    labels, its mislabel score and suggestion (and the true label where known)."""
-    sample = _hovered(hover)
-    if sample is None:
-        raise PreventUpdate
-    data = run_data(settings().runs_root, run_id)
-    info = logic.hover_info(data, current_state(data), sample)
-    state = "kept" if info["kept"] else "dropped"
-    lines = [
-        html.Div(f"#{sample} · {info['path']}", className="small text-muted text-break"),
-        html.Div([html.B(info["label"]), " · ",
-                  html.Span(state, className="text-success" if info["kept"] else "text-danger")],
-                  className="small"),
-        html.Div(info["why"], className="small hover-why"),
-        html.Div("5 nearest: " + ", ".join(info["neighbours"]), className="small text-muted"),
-    ]
-    if info["score"] is not None:
-        suggestion = f" · suggested: {info['suggested']}" if info["suggested"] else ""
-        lines.append(html.Div(f"mislabel score {info['score']:.2f}{suggestion}",
-                              className="small hover-score"))
-    if info["true_label"] is not None and info["true_label"] != info["label"]:
-        lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
-    return html.Div(lines, className="hover-facts")
-
-
-def _hovered(hover) -> int | None:
-    """The sample under the pointer in Plotly's ``hoverData``, or None (the background)."""
-    points = (hover or {}).get("points") if isinstance(hover, dict) else None
-    if not points or not isinstance(points, list) or not isinstance(points[0], dict):
-        return None
-    custom = points[0].get("customdata")
-    return None if custom is None else int(np.ravel(custom)[0])
+hover_card.register()
 
 
 # --------------------------------------------------------------------------- review list
