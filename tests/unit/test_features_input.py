@@ -54,10 +54,11 @@ def test_pipeline_curate_and_export_from_a_features_file(features_run, synth):
     # The detector finds the flipped rows (their truth is known).
     r = curator("evaluate", str(features_run), "--json")
     assert r.returncode == 0, r.stderr
-    # Golden: SPEC is seeded (and the BLAS kernel pinned, tests/conftest.py; OpenBLAS's
-    # SkylakeX kernel gives 95 and 0.856).
+    # SPEC is seeded, but the map moves with the host's CPU kernels even with OpenBLAS's
+    # pinned (tests/conftest.py): 99 flagged / F1 0.858, 95 / 0.856 and 96 / 0.861 on three
+    # hosts. What must hold on any of them: most of the 5% flipped rows found, few others.
     current = json.loads(r.stdout)["current"]
-    assert (current["flagged"], round(current["f1"], 3)) == (99, 0.858), current
+    assert 90 <= current["flagged"] <= 105 and current["f1"] >= 0.85, current
 
     # Curate: an override and a relabel, then the manifest carries both.
     assert curator("override", str(features_run), "drop", "5").returncode == 0
