@@ -44,6 +44,7 @@ DETAIL = "review-detail"  # why the focused row is flagged
 SELECTION = "review-selection"  # "only the N points selected on the map" (assets/review.js)
 REV = "review-rev"  # the store revision whose rows the grid holds
 FOLLOWED = "review-followed"  # the class the grid's filter last followed (assets/review.js)
+CLASS_FILTERS = "review-class-filters"  # each class's filter model (class_filter), by code
 FINDINGS = "review-findings"  # a button per finding kind, filtering the list to it
 FINDING_BTN = "review-finding-btn"
 RELATED = "review-related"  # the focused row's duplicate group or leak pair, side by side
@@ -165,6 +166,9 @@ def review_panel(classes: list[str]) -> html.Div:
     return html.Div([
         dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
         dcc.Store(id=KEY), dcc.Store(id=FOCUS), dcc.Store(id=REV), dcc.Store(id=FOLLOWED),
+        # Built here once: assets/review.js only looks a class's model up.
+        dcc.Store(id=CLASS_FILTERS,
+                  data={str(code): class_filter(name) for code, name in enumerate(classes)}),
         html.Div(id=FINDINGS, className="mb-1 review-findings"),
         html.Div(id=PAIRS, className="mb-1 review-pairs"), selected, listed, confirm,
         html.Div(id=SELECTION, className="small text-muted review-selection"), grid,

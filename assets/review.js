@@ -213,15 +213,15 @@
   // through the API could be replaced by the previous class's (a stale prop) — and a prop
   // set before the grid exists is applied when it is created.
   let followed = null;
-  function followClass(shown, names) {
+  function followClass(shown, filters) {
     const dc = window.dash_clientside;
     const code = shown;
     if (code === undefined || code === null || String(code) === String(followed)) {
       throw dc.PreventUpdate;
     }
     followed = code;
-    const model = code === "all" ? {} :
-      {given: {filterType: "text", type: "equals", filter: (names || [])[code]}};
+    // The class's filter model, built once by the server (app/review_panel.py class_filter).
+    const model = code === "all" ? {} : (filters || {})[String(code)] || {};
     requestAnimationFrame(() => setTimeout(() => {
       if (String(followed) === String(code)) setProps(GRID, {filterModel: model});
     }, 0));

@@ -600,7 +600,7 @@ def on_grid_filter(_pairs, _clear, _kinds, pairs):
 
 clientside_callback(
     ClientsideFunction(namespace="review", function_name="followClass"),
-    Output(rp.FOLLOWED, "data"), Input(SHOWN, "data"), State(CLASS_NAMES, "data"),
+    Output(rp.FOLLOWED, "data"), Input(SHOWN, "data"), State(rp.CLASS_FILTERS, "data"),
     prevent_initial_call=True,
 )
 
