@@ -23,7 +23,6 @@ import argparse
 import importlib.util
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,17 +32,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.common import ROOT, machine
+from tests.integration.browser import free_port
 
 FLASK = ("from app.server import create_app; from worker.settings import load_settings; "
          "create_app(load_settings()).run(host='127.0.0.1', port={port}, threaded=True)")
 WAITRESS = ("from app.server import serve; from worker.settings import load_settings; "
             "serve(load_settings())")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(server: str, run: Path, threads: int) -> tuple[subprocess.Popen, str]:

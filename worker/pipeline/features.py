@@ -287,12 +287,13 @@ def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -
     if opts.finetune_epochs:
         dataset, samples = meta["dataset"], run.samples_csv.read_bytes()
     else:
+        d = meta["dataset"]
+        dataset = {k: d.get(k) for k in ("spec", "split")}
         # Injected images (findings/inject.py) have the same paths whatever their pixels:
         # their options are part of the key.
-        dataset = {k: meta["dataset"].get(k) for k in ("spec", "split", "inject_duplicates",
-                                                      "inject_outliers", "duplicate_strength")
-                   if k in ("spec", "split") or meta["dataset"].get("inject_duplicates")
-                   or meta["dataset"].get("inject_outliers")}
+        if d.get("inject_duplicates") or d.get("inject_outliers"):
+            dataset |= {k: d.get(k) for k in ("inject_duplicates", "inject_outliers",
+                                              "duplicate_strength")}
         samples = "\n".join(run.read_samples().paths).encode()
     key = {
         "dataset": dataset, "samples": hashlib.sha256(samples).hexdigest(), "model": opts.model,

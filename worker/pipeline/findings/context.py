@@ -31,6 +31,7 @@ class FindingContext:
     samples: SampleTable
     thresholds: dict[str, float] = field(default_factory=dict)
     progress: ProgressFn | None = None
+    _cuts: dict[float, float] = field(default_factory=dict, repr=False)  # pixel_cut's
 
     def threshold(self, kind: FindingKind) -> float | None:
         return self.thresholds.get(kind.name, kind.default_threshold)
@@ -88,10 +89,6 @@ class FindingContext:
 
             self._cuts[threshold] = pixel_cut(self.grey, self.space.neighbours, threshold)
         return self._cuts[threshold]
-
-    @functools.cached_property
-    def _cuts(self) -> dict[float, float]:
-        return {}
 
     @functools.cached_property
     def test_grey(self) -> np.ndarray | None:
