@@ -3,7 +3,7 @@ review action, its store operation and the badge word its rows show after it.
 
 The scripts get the table as ``window.CURATOR_ACTIONS`` from ``/ids.js`` (app/ids.py), and
 one key listener (assets/keyboard.js) dispatches every key through it to the script that
-owns the action's ``scope``; the on-screen key help is made from it (app/review_panel.py),
+owns the action's ``scope``; the on-screen key help is made from it (app/curate/review_list.py),
 and the server runs a review key's operation through :func:`run_action`. Adding an action
 is a row here, plus its operation when it writes the store.
 

@@ -1,7 +1,7 @@
 """What the Curate page's callbacks do, as plain functions of (runs root, run id, inputs).
 
-Callbacks in ``app/pages/curate.py`` only unpack Dash inputs and call these, so every
-behaviour here is tested without a browser.
+Callbacks in the Curate page's components (``app/curate/``) only unpack Dash inputs and
+call these, so every behaviour here is tested without a browser.
 """
 
 from __future__ import annotations

@@ -19,8 +19,10 @@ EPS_SLIDER = "curate-eps-slider"  # the parameter controls recluster.js reads
 EPS_INPUT = "curate-eps-input"
 MS_SLIDER = "curate-ms-slider"
 MS_INPUT = "curate-ms-input"
-STATUS = "curate-status"  # the header's counts line
+STATUS = "curate-status"  # the header's counts line (assets/recluster.js writes it)
+STATUS_DATA = "curate-status-data"  # the server's counts line, for recluster.js to show
 MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
+DRAFT = "curate-draft"  # the parameter change assets/recluster.js drew (a store it writes)
 REVIEW_GRID = "review-grid"  # the review list (dash-ag-grid)
 REVIEW_KEY = "review-key"  # a key's action on the focused row (a store)
 REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
@@ -31,7 +33,8 @@ HOVER_BOX = "curate-hover"  # the map's hover card, opened and placed by assets/
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….
 SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
           "classList": CLASS_LIST, "epsSlider": EPS_SLIDER, "epsInput": EPS_INPUT,
-          "msSlider": MS_SLIDER, "msInput": MS_INPUT, "status": STATUS, "model": MODEL,
+          "msSlider": MS_SLIDER, "msInput": MS_INPUT, "status": STATUS,
+          "statusData": STATUS_DATA, "model": MODEL,
           "reviewGrid": REVIEW_GRID,
           "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "reviewCount": REVIEW_COUNT,
           "relabelTo": RELABEL_TO, "hoverBox": HOVER_BOX}

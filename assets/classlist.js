@@ -1,4 +1,4 @@
-// The Curate page's class list (app/class_panel.py, a dash-ag-grid): which row is the
+// The Curate page's class list (app/curate/class_list.py, a dash-ag-grid): which row is the
 // shown class, picking a class by clicking its row, and the "N of M classes" line.
 //
 // The grid itself scrolls, sorts and filters; these functions only connect it with the

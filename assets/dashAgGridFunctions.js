@@ -1,4 +1,4 @@
-// Functions the Curate page's review list names in its grid options (app/review_panel.py).
+// Functions the Curate page's review list names in its grid options (app/curate/review_list.py).
 //
 // The map's lasso or box selection is the grid's external filter: assets/review.js sets
 // window.curateMapSelection (a Set of sample ids, or null) and asks the grid to refilter.
@@ -28,7 +28,7 @@ dagfuncs.thumbStyle = function (params) {
   return {backgroundImage: 'url("' + encodeURI(params.value) + '")'};
 };
 
-// The review list's events (eventListeners in app/review_panel.py), handled in
+// The review list's events (eventListeners in app/curate/review_list.py), handled in
 // assets/review.js: the focused or hovered row rings its point, a sort or filter recounts.
 dagfuncs.reviewFocused = function (params) {
   window.curateReview.focused(params);

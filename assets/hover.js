@@ -1,4 +1,4 @@
-// The map's hover card (app/pages/curate.py): opened, placed and given its image by this
+// The map's hover card (app/curate/hover_card.py): opened, placed and given its image by this
 // script on Plotly's own hover event, so the card and its image show without waiting for
 // a Dash round (half the hover budget when dcc.Tooltip opened it: docs/benchmarks.md,
 // "Measurements behind the code"); the server's facts fill it when they arrive (on_hover).
@@ -79,7 +79,7 @@
   document.addEventListener("pointerover", hook, true);
   document.addEventListener("mousemove", hook, true);
 
-  // Clientside callback (app/pages/curate.py): the last point's facts are cleared when
+  // Clientside callback (app/curate/hover_card.py): the last point's facts are cleared when
   // another is hovered, until the server's for this one arrive.
   function clear() {
     return "";

@@ -1,5 +1,7 @@
-// Re-cluster the shown class in the browser when eps or min_samples changes, repaint it at
-// once, and tell the server (the curate-params store) so it stores the change.
+// The map's script (app/curate/map.py, namespace "map"): re-cluster the shown class in the
+// browser when eps or min_samples changes, repaint it at once, keep the draft (the one model
+// of a parameter change in progress) and publish it for the server to store. It is also the
+// status line's one writer.
 //
 // Why: the Dash round trip (request, server, renderer, then Plotly) is too slow to follow
 // a slider; DBSCAN on a class here takes a few ms, so what is left is Plotly's repaint
@@ -154,34 +156,46 @@
 
   const fill = (template, values) => template.replace(/\{(\w+)\}/g, (_, k) => String(values[k]));
 
-  // What the plot shows, when the browser drew it over the current model: {key, eps, ms}.
-  // A new model (another class, or any stored change: its revision grows) or a figure from
-  // the server (dcc.Graph applies it with Plotly.react) means the server drew the plot, at
-  // the model's own eps and min_samples.
-  let drawn = null;
-  const modelKey = (m) => [m["class"], m.revision, m.eps, m.ms].join("|");
-  const shownParams = (m) => (drawn && drawn.key === modelKey(m) ? drawn : m);
+  // The script's state: the latest model from the server (what the stored class looks
+  // like) and the draft, the parameter change the browser drew over it:
+  // {class, eps, min_samples, base_revision, painted, status}; null when the plot shows the
+  // model as the server drew it (a new figure from the server, applied by dcc.Graph with
+  // Plotly.react, clears it). The draft is published into the page's draft store when a
+  // slider is released or a value typed; the server stores it (app/curate/params.py) and
+  // leaves the plot as it is when it shows what was stored (app/curate/map.py).
+  let model = null, draft = null;
+  const drafted = (m) => draft !== null && draft["class"] === m["class"] &&
+    draft.base_revision === m.revision;
+  // The (eps, ms) the plot shows for model m.
+  const shownParams = (m) => (drafted(m) ? {eps: draft.eps, ms: draft.min_samples} : m);
 
-  // Re-cluster and repaint the class at (eps, ms); returns the status line, or null where
-  // the server has to draw it (tiny classes, no plot yet, or the baseline switch
-  // curateDebug.serverOnly that bench/ui_latency.py sets). The class list's counts for
-  // the class and the total follow in the grid itself (assets/classlist.js).
-  function redraw(model, eps, ms) {
+  // The status line's one writer.
+  function showStatus(text) {
+    window.dash_clientside.set_props(IDS.status, {children: text});
+  }
+
+  // Re-cluster and repaint the class at (eps, ms) and make that the draft; returns the
+  // status line, or null where the server has to draw it (tiny classes, no plot yet, or
+  // the baseline switch curateDebug.serverOnly that bench/ui_latency.py sets). The class
+  // list's counts for the class and the total follow in the grid itself
+  // (assets/classlist.js).
+  function redraw(m, eps, ms) {
     const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
-    if (!model.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
+    if (!m.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
         debug.serverOnly) return null;
     const xs = decode(gd.data[1].x), ys = decode(gd.data[1].y);
-    if (!xs || xs.length !== model.n) return null;
+    if (!xs || xs.length !== m.n) return null;
     if (!gd.curateHooked) {
-      gd.on("plotly_react", () => { drawn = null; });
+      gd.on("plotly_react", () => { draft = null; });
       gd.curateHooked = true;
     }
-    const look = paint(model, dbscan(xs, ys, eps, ms));
+    const look = paint(m, dbscan(xs, ys, eps, ms));
     window.Plotly.restyle(gd, {"marker.color": [look.color], "marker.symbol": [look.symbol],
                                "marker.size": [look.size]}, [1]);
-    drawn = {key: modelKey(model), eps, ms};
-    debug.lastRecluster = {eps, ms, "class": model["class"], at: performance.now()};
-    const list = window.curateClassList && window.curateClassList.counts(model["class"]);
+    draft = {"class": m["class"], eps, min_samples: ms, base_revision: m.revision,
+             painted: true, status: null};
+    debug.lastRecluster = {eps, ms, "class": m["class"], at: performance.now()};
+    const list = window.curateClassList && window.curateClassList.counts(m["class"]);
     if (!list) return null;
     const row = Object.assign({}, list.row), total = Object.assign({}, list.total);
     // The looks count a relabel as a keep override; the rows count relabels on their own
@@ -197,71 +211,87 @@
     // what the user watches. Each preview reads a row and total written together, so a
     // second preview before this write still counts from a consistent pair.
     requestAnimationFrame(() => setTimeout(() => list.write(row, total), 0));
-    const noise = model.noise.reduce((x, y) => x + y, 0) - model.noise[model["class"]] +
-      look.counts.noise;
-    return fill(model.status, Object.assign({noise, rule: model.rule}, total));
+    const noise = m.noise.reduce((x, y) => x + y, 0) - m.noise[m["class"]] + look.counts.noise;
+    draft.status = fill(m.status, Object.assign({noise, rule: m.rule}, total));
+    return draft.status;
   }
 
   const TYPED_TOLERANCE = 1e-4;  // a typed eps this close to the stored one is no change
   // The plot shows (eps, ms) already; (eps, ms) is the model's stored pair, within tolerance.
   const showing = (shown, eps, ms) => eps === shown.eps && ms === shown.ms;
-  const stored = (model, eps, ms, tolerance) =>
-    ms === model.ms && Math.abs(eps - model.eps) <= tolerance;
+  const stored = (m, eps, ms, tolerance) => ms === m.ms && Math.abs(eps - m.eps) <= tolerance;
   const valid = (e, m) => Number.isFinite(e) && e > 0 && Number.isInteger(m) && m >= 1;
+
   const fired = () => window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
+
+  // Clientside callback: a new model or status line from the server.
+  function seen(newModel, status) {
+    model = newModel || null;
+    if (fired().includes(IDS.statusData + ".data") && status) showStatus(status.text);
+  }
 
   // Clientside callback: a slider being dragged (its drag_value) is previewed only. A
   // slider set from outside (a class switch, the stored value) moves its drag_value to its
   // value: that is no drag, and previewing it would re-cluster at the slider's snapped
   // step instead of the stored eps.
-  function preview(epsDrag, msDrag, model, epsSlider, msSlider) {
-    const dc = window.dash_clientside;
-    if (!model) throw dc.PreventUpdate;  // the all-classes overview has no parameters
+  function preview(epsDrag, msDrag, m, epsSlider, msSlider) {
+    if (!(model = m || null)) return;  // the all-classes overview has no parameters
     const shown = shownParams(model), ids = fired();
     const dragged = (id, drag, value) => ids.includes(id + ".drag_value") &&
       Number(drag) !== Number(value);
     const eps = dragged(IDS.epsSlider, epsDrag, epsSlider) ? Number(epsDrag) : shown.eps;
     const ms = dragged(IDS.msSlider, msDrag, msSlider) ? Number(msDrag) : shown.ms;
-    if (!valid(eps, ms) || showing(shown, eps, ms)) throw dc.PreventUpdate;
+    if (!valid(eps, ms) || showing(shown, eps, ms)) return;
     const status = redraw(model, eps, ms);
-    if (status === null) throw dc.PreventUpdate;
-    return status;
+    if (status !== null) showStatus(status);
   }
 
   // A released slider or a typed value: repaint (unless the preview already did) and
-  // return [the request for the server's on_params to store, the status line]. A control
-  // that only echoes the stored value (or a slider that snapped to its step) is not a
-  // change, but a preview left on the plot goes back to the stored value.
-  function commit(eps, ms, typed, model, tolerance) {
-    const dc = window.dash_clientside, skip = dc.no_update;
-    if (!model) throw dc.PreventUpdate;
+  // return the draft to publish (with `typed`, and a time so that a refused value sent
+  // again is heard again). A control that only echoes the stored value (or a slider that
+  // snapped to its step) is not a change, but a preview left on the plot goes back to the
+  // stored value.
+  function commit(eps, ms, typed, m, tolerance) {
+    const dc = window.dash_clientside;
+    if (!(model = m || null)) return dc.no_update;
     const shown = shownParams(model);
     if (stored(model, eps, ms, tolerance)) {
-      const moved = !showing(shown, model.eps, model.ms);
-      const back = moved && redraw(model, model.eps, model.ms);
-      if (!back) throw dc.PreventUpdate;
-      return [skip, back];
+      const back = !showing(shown, model.eps, model.ms) && redraw(model, model.eps, model.ms);
+      if (back) showStatus(back);
+      return dc.no_update;
     }
-    const request = {eps, ms, typed, painted: false, base: model.revision,
-                     "class": model["class"], at: Date.now()};
-    if (!valid(eps, ms)) return [request, skip];  // the server explains the refusal
-    if (showing(shown, eps, ms) && !debug.serverOnly) {
-      request.painted = true;  // the drag preview drew it, counts included
-      return [request, skip];
+    if (valid(eps, ms) && (!showing(shown, eps, ms) || debug.serverOnly)) {
+      const status = redraw(model, eps, ms);
+      if (status !== null) showStatus(status);
     }
-    const status = redraw(model, eps, ms);
-    request.painted = status !== null;
-    return [request, status === null ? skip : status];
+    // Painted: the plot shows the draft at (eps, ms); otherwise (an invalid value, which
+    // the server explains, or a class the server draws) the server repaints it.
+    const painted = drafted(model) && showing(shownParams(model), eps, ms);
+    return {"class": model["class"], eps, min_samples: ms,
+            base_revision: painted ? draft.base_revision : model.revision, painted, typed,
+            at: Date.now()};
+  }
+
+  // Clientside callbacks: the sliders released, or a value typed into a box.
+  function slid(eps, ms, m, epsStep) {
+    return commit(Number(eps), Number(ms), false, m, (epsStep || 0) * 0.51);
+  }
+
+  function typed(eps, ms, m) {
+    const dc = window.dash_clientside;
+    if (eps === null || eps === undefined || ms === null || ms === undefined) {
+      return dc.no_update;  // a field being edited
+    }
+    return commit(Number(eps), Number(ms), true, m, TYPED_TOLERANCE);
   }
 
   // Enter in the eps or min_samples box (the "apply" action, app/actions.py, dispatched by
   // assets/keyboard.js before React's handlers) repaints at once, before Dash hears of the
   // new value, which skips Dash's renderer on the way to `typed` (docs/benchmarks.md).
-  // `typed` then finds the plot drawn at the typed values and only sends the change to be
-  // stored. A value `typed` would not draw (invalid, or the stored one) is left to it.
-  let current = null;  // the latest model (remember)
+  // `typed` then finds the plot drawn at the typed values and only publishes the draft. A
+  // value it would not draw (invalid, or the stored one) is left to it.
   function onEnter(event) {
-    const box = event.target, model = current;
+    const box = event.target;
     if (event.key !== "Enter" || !model || !box ||
         (box.id !== IDS.epsInput && box.id !== IDS.msInput)) return;
     const epsBox = document.getElementById(IDS.epsInput);
@@ -273,29 +303,11 @@
     const status = redraw(model, eps, ms);
     if (status === null) return;
     debug.lastRecluster.key = "Enter";  // drawn here, not by `typed`
-    window.dash_clientside.set_props(IDS.status, {children: status});
+    showStatus(status);
   }
   // Never consumed: Dash's input still hears Enter and calls `typed`.
   window.curateKeys.on("params", (action, event) => { onEnter(event); return false; });
 
-  function remember(model) {
-    current = model || null;
-  }
-
-  // Clientside callbacks: the sliders released, or a value typed into a box.
-  function slid(eps, ms, model, epsStep) {
-    return commit(Number(eps), Number(ms), false, model, (epsStep || 0) * 0.51);
-  }
-
-  function typed(eps, ms, model) {
-    const dc = window.dash_clientside;
-    if (eps === null || eps === undefined || ms === null || ms === undefined) {
-      throw dc.PreventUpdate;  // a field being edited
-    }
-    return commit(Number(eps), Number(ms), true, model, TYPED_TOLERANCE);
-  }
-
   debug.dbscan = dbscan;  // compared with scikit-learn by a browser test
-  window.dash_clientside = Object.assign({}, window.dash_clientside,
-                                         {curate: {preview, slid, typed, remember}});
+  window.dash_clientside = Object.assign({}, window.dash_clientside, {map: {seen, preview, slid, typed}});
 })();

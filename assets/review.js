@@ -1,4 +1,4 @@
-// The Curate page's review list (app/review_panel.py) linked with the map, and its keys.
+// The Curate page's review list (app/curate/review_list.py) linked with the map, and its keys.
 //
 // - A lasso or box selection on the map filters the list to the selected points (the
 //   grid's external filter, assets/dashAgGridFunctions.js); a double-click clears it.
@@ -112,7 +112,7 @@
   }
 
   // The grid's own events, added by dash-ag-grid when each grid is ready (eventListeners
-  // in app/review_panel.py, through assets/dashAgGridFunctions.js), so none is missed:
+  // in app/curate/review_list.py, through assets/dashAgGridFunctions.js), so none is missed:
   // the focused row rings its point and is told to the server; a hovered row rings its
   // point; a sort or filter recounts the list.
   function focused(event) {
@@ -170,7 +170,7 @@
     return true;
   });
 
-  // Clientside callbacks (app/pages/curate.py).
+  // Clientside callbacks (app/curate/review_list.py).
   // The map's selection filters the list; returns the line that says so.
   function filterBySelection(selected) {
     const points = (selected && selected.points) || [];
@@ -220,7 +220,7 @@
       throw dc.PreventUpdate;
     }
     followed = code;
-    // The class's filter model, built once by the server (app/review_panel.py class_filter).
+    // The class's filter model, built once by the server (app/curate/review_list.py class_filter).
     const model = code === "all" ? {} : (filters || {})[String(code)] || {};
     requestAnimationFrame(() => setTimeout(() => {
       if (String(followed) === String(code)) setProps(GRID, {filterModel: model});

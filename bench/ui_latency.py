@@ -196,7 +196,7 @@ def triage_ms(driver, n: int) -> tuple[dict[str, list[float]], str]:
     return {"triage step": steps, "triage step, scripted": scripted}, line
 
 
-# One sort or filter of the review list (app/review_panel.py), through the grid's own API:
+# One sort or filter of the review list (app/curate/review_list.py), through the grid's own API:
 # from the call until the grid's model is updated and the rows are painted (two animation
 # frames later). Returns [ms, rows shown].
 GRID_STEP = """

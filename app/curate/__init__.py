@@ -1,11 +1,28 @@
-"""The Curate page's components (app/pages/curate.py puts them together).
+"""The Curate page's components; ``app/pages/curate.py`` puts them together.
 
 Each component owns its layout, its callbacks and its script's namespace, and writes only
-its own outputs; it reads other components' outputs (the map's hover, the page's run) as
-inputs. Components so far: :mod:`.hover_card`. The page's other parts (parameters, class
-list, map, review list, the Summary / Export / Retrain panels) still live in the page
-module, ``app/class_panel.py``, ``app/review_panel.py`` and ``app/panels.py``.
+its own outputs. It reads the page's stores below and other components' outputs as
+inputs. It tells the page of a store change through its own change store
+(:mod:`.changes`), and it draws what the store holds through its part of the one render
+path (:mod:`.render`).
+
+Components: :mod:`.params` (eps, min_samples, the rule's cut), :mod:`.class_list`,
+:mod:`.map` (the plot, its toolbar and the status line), :mod:`.hover_card`,
+:mod:`.review_list`, and the tabs :mod:`.summary`, :mod:`.export` and :mod:`.retrain`.
 """
+
+from app import ids
 
 # The page's own stores, which every component may read.
 RUN = "curate-run"  # the run id
+CLASS_PICK = ids.CLASS_PICK  # the class to show: a code or "all" (the class list writes it)
+REVISION = "curate-revision"  # the newest change: {rev, at} (changes.register writes it)
+SHOWN = "curate-shown"  # the class the page shows: a code or "all" (render writes it)
+SHOWN_REV = "curate-shown-rev"  # the store revision the page shows (render writes it)
+ALERT = "curate-alert"  # the refused change's line (changes.register writes it)
+TABS = "curate-tabs"  # the Review list / Summary / Export / Retrain tabs
+
+
+def code_of(value) -> int | None:  # noqa: ANN001 - a store's value
+    """The class code a store holds, or None for "all" (or nothing yet)."""
+    return None if value in (None, "all") else int(value)

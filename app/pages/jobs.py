@@ -6,8 +6,8 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
 
+from app.job_view import job_duration, job_progress
 from app.layout import error_alert, info_alert, live_table
-from app.panels import job_duration, job_progress
 from app.server import dispatcher, settings
 from worker.jobs.recovery import fail_dead_jobs
 from worker.pipeline.errors import InputError

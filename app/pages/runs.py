@@ -9,8 +9,8 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 from flask import current_app
 
+from app.job_view import job_progress
 from app.layout import error_alert, feature_badges, live_table
-from app.panels import job_progress
 from app.server import dispatcher, settings
 from worker.jobs.params import PipelineParams
 from worker.pipeline.datasets import parse_spec

@@ -17,7 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
-from app.panels import train_field
+from app.curate.retrain import train_field
 from tests.integration.browser import (
     Server,
     browser_marks,
@@ -176,8 +176,8 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     markers and counts must be exactly what the server stores and would draw, and the
     server must not repaint them a second time. The run uses the default rule, adaptive,
     whose bits differ from point to point, so the browser must look them up."""
-    from app import class_panel
     from app import curate_logic as logic
+    from app.curate import class_list
     from app.data import current_state, run_data
     from app.figures import SYMBOLS, marker_style
     from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
@@ -233,7 +233,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         assert shown["symbol"] == [names[s] for s in symbols]
         # The class list's rows count the same (assets/recluster.js previews them, the
         # render path sends the stored ones).
-        grid, total = class_panel.grid_rows(rows)
+        grid, total = class_list.grid_rows(rows)
         assert class_rows(driver)[0] == total
         assert next(r for r in class_rows(driver) if r["code"] == 0) == grid[0]
         assert (rows[0]["overridden"], rows[0]["relabelled"]) == (1, 1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import class_panel
 from app import curate_logic as logic
 from app.actions import run_action
+from app.curate import class_list
 from app.data import current_state, run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.rundir import RunDir
@@ -99,13 +99,13 @@ def test_routes_and_bad_run_ids(root):
 def test_broker_down_is_an_alert_not_a_crash(root):
     from dash import html
 
-    from app.panels import _submit
+    from app.job_view import submit
     from app.server import create_app
     from worker.settings import Settings
 
     app = create_app(Settings(runs_root=root, broker_url="redis://127.0.0.1:6399/0"))
     with app.server.test_request_context("/"):
-        job, alert, poll_disabled = _submit("digits", "export", {"format": "csv", "name": "x"})
+        job, alert, poll_disabled = submit("digits", "export", {"format": "csv", "name": "x"})
     text = str(alert.children if not isinstance(alert, html.Div) else alert)
     assert "cannot reach the broker" in text and poll_disabled is True
     # Curation still works without the broker.
@@ -287,7 +287,7 @@ def test_job_timing_extrapolates_the_current_phase(tmp_path):
     """ETA from the phase's own start: a new total (ingest → extract) restarts the clock."""
     from datetime import datetime, timedelta
 
-    from app.panels import job_duration, job_timing
+    from app.job_view import job_duration, job_timing
     from worker.pipeline.jobstore import JobStore
 
     jobs = JobStore(tmp_path / "curation.sqlite")
@@ -311,7 +311,7 @@ def test_job_timing_extrapolates_the_current_phase(tmp_path):
 
 
 def test_a_finished_job_reads_done_not_its_last_step():
-    from app.panels import job_status_text
+    from app.job_view import job_status_text
 
     job = {"status": "succeeded", "message": "ingest: decoding images", "error": None,
            "total": 10, "done": 10}
@@ -425,7 +425,7 @@ def test_class_grid_rows_carry_codes_counts_and_shares():
              "relabelled": c % 2, "kept": 90} for c in range(1000)]
     rows.append({"class": "total", "size": 0, "flagged": 0, "overridden": 0, "relabelled": 0,
                  "kept": 0})
-    grid, total = class_panel.grid_rows(rows)
+    grid, total = class_list.grid_rows(rows)
     assert [r["code"] for r in grid] == list(range(1000))
     assert [r["id"] for r in grid[:3]] == ["0", "1", "2"]  # the grid's row ids
     assert grid[12]["share"] == round(100 * 12 / 105, 1) and grid[12]["relabelled"] == 0

@@ -172,15 +172,53 @@ def test_no_callback_has_more_than_three_triggers(client):
     assert crowded == {}
 
 
-def test_store_changing_callbacks_write_only_the_revision_and_the_alert(client):
-    """The Curate page's one view model: a callback that changes the store answers with
-    the store revision (and its alert, and its own controls' state); only the render path
-    writes the map, counts and class list."""
-    deps = client.get("/_dash-dependencies").get_json()
-    writers = [d for d in deps if "curate-revision.data" in d["output"]]
-    assert len(writers) >= 8
-    view = ("curate-graph.figure", "curate-status.children", "curate-class-list.rowData")
-    assert not [d["output"] for d in writers if any(v in d["output"] for v in view)]
+def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
+    """The Curate page's components (app/curate/): no output is written by callbacks of
+    two components; a callback that changes the store writes only its own component's
+    change store (and that component's own outputs); the page's revision and alert have
+    one writer (the change channel); the status line has no callback writer at all
+    (assets/recluster.js is its one); and only the map's script writes the draft."""
+    from app.server import create_app
+
+    app = create_app(Settings(runs_root=root))
+    deps = app.server.test_client().get("/_dash-dependencies").get_json()
+    scripts = {"map": "app.curate.map", "classlist": "app.curate.class_list",
+               "review": "app.curate.review_list", "hover": "app.curate.hover_card"}
+
+    def owner(dep: dict) -> str:
+        """The module a callback belongs to: its function's, or its script's."""
+        script = dep.get("clientside_function") or {}
+        if script.get("namespace") in scripts:
+            return scripts[script["namespace"]]
+        if script:  # an inline function: the change channel's merge is the only one
+            return "app.curate.changes"
+        return app.callback_map[dep["output"]]["callback"].__wrapped__.__module__
+
+    def outputs(dep: dict) -> list[str]:
+        return [o.split("@")[0] for o in dep["output"].strip(".").split("...") if o]
+
+    # The render path draws every component's part in one request: each of its outputs
+    # is the component's whose render() computes it.
+    from app.curate import class_list, params
+    from app.curate import map as curate_map
+
+    parts = {f"{o.component_id}.{o.component_property}": part.__name__
+             for part in (curate_map, params, class_list) for o in part.OUTPUTS.values()}
+    writers: dict[str, set[str]] = {}
+    for dep in deps:
+        for out in outputs(dep):
+            writers.setdefault(out, set()).add(parts.get(out, owner(dep)) if owner(dep) ==
+                                               "app.curate.render" else owner(dep))
+    assert {out: mods for out, mods in writers.items() if len(mods) > 1} == {}
+    changers = [d for d in deps if "curate-change" in d["output"]]
+    assert len(changers) == 9  # map 2, parameters 4, review list 3
+    for dep in changers:
+        assert not [o for o in outputs(dep) if o.startswith(
+            ("curate-graph", "curate-class-list", "curate-revision", "curate-alert"))], dep
+    assert writers["curate-revision.data"] == {"app.curate.changes"}
+    assert writers["curate-alert-line.children"] == {"app.curate.changes"}
+    assert "curate-status.children" not in writers
+    assert writers["curate-draft.data"] == {"app.curate.map"}
     renders = [d for d in deps if "curate-class-list.rowData" in d["output"]]
     assert len(renders) == 1
     assert {i["id"] for i in renders[0]["inputs"]} == {"curate-class", "curate-revision"}

@@ -1,23 +1,38 @@
-"""The Curate page's class list: every class with its counts, in a dash-ag-grid.
+"""The class list: every class with its counts, in a dash-ag-grid.
 
 The grid scrolls virtually, sorts by any column and filters by name in the browser, so
 1,000 classes cost what 10 do and a sort never waits for the server. "All classes" is a
-row pinned on top that no sort or filter moves. Clicking a row shows that class
-(``assets/classlist.js`` writes its code into the page's CLASS_PICK store and marks the
-row). Names are the user's, from a labels file: the grid renders them as text.
+row pinned on top that no sort or filter moves. Clicking a row shows that class: its
+script (assets/classlist.js, namespace ``classlist``) writes the code into the page's
+CLASS_PICK store, of which it is the one writer, and marks the row. Names are the user's,
+from a labels file: the grid renders them as text.
 """
 
 from __future__ import annotations
 
 import dash_ag_grid as dag
-from dash import html
+import dash_bootstrap_components as dbc
+from dash import (
+    ClientsideFunction,
+    Input,
+    Output,
+    Patch,
+    State,
+    clientside_callback,
+    dcc,
+    html,
+    no_update,
+)
 
 from app import ids
+from app.curate import CLASS_PICK
+from app.curate.render import View
 from app.curate_logic import COUNT_KEYS, FINDING_KEYS
 from worker.pipeline.findings import kinds
 
 GRID = ids.CLASS_LIST
 MATCHED = "curate-class-matched"  # "12 of 1,000 classes" while the name filter is set
+MARKED = "curate-class-drawn"  # the marking callback's output, a placeholder (it returns none)
 ALL = "all"  # the pinned row's code: every class at once
 
 _COUNT = {"width": 58, "filter": False, "type": "rightAligned", "suppressSizeToFit": True,
@@ -44,8 +59,8 @@ COLUMNS = [
 ]
 
 
-def class_panel() -> html.Div:
-    """The grid and its "N of M classes" line."""
+def layout() -> dbc.Card:
+    """The card: the grid and its "N of M classes" line."""
     grid = dag.AgGrid(
         id=GRID, columnDefs=COLUMNS, rowData=[],
         getRowId="params.data.id",
@@ -58,7 +73,9 @@ def class_panel() -> html.Div:
                          "rowClassRules": {"class-picked": {"function": "classPicked(params)"}}},
         className="ag-theme-alpine class-grid",
         style={"height": "max(180px, calc(100vh - 470px))"})
-    return html.Div([html.Div(id=MATCHED, className="text-muted small mb-1"), grid])
+    return dbc.Card(dbc.CardBody([
+        html.H6("Classes", className="card-title"), dcc.Store(id=MARKED),
+        html.Div(id=MATCHED, className="text-muted small mb-1"), grid]), class_name="mb-3")
 
 
 def grid_rows(rows: list[dict]) -> tuple[list[dict], dict]:
@@ -81,3 +98,36 @@ def grid_rows(rows: list[dict]) -> tuple[list[dict], dict]:
 
     return ([row(c, r, str(r["class"])) for c, r in enumerate(rows[:-1])],
             row(ALL, rows[-1], "All classes"))
+
+
+# ------------------------------------------------------------------------ render part
+OUTPUTS = {"rows": Output(GRID, "rowData"), "pinned": Output(GRID, "dashGridOptions")}
+STATES: dict = {}
+
+
+def render(view: View, _states: dict) -> dict:
+    """Every class's counts, when the store changed (a class switch leaves them)."""
+    if not view.stored:
+        return dict.fromkeys(OUTPUTS, no_update)
+    rows, total = grid_rows(view.counts)
+    pinned = Patch()
+    pinned["pinnedTopRowData"] = [total]
+    return {"rows": rows, "pinned": pinned}
+
+
+def register() -> None:
+    """The list's callbacks (assets/classlist.js), for the page module to call as Dash
+    imports it: a clicked row picks its class; the shown class's row is marked and
+    scrolled into view; "N of M classes" while its name filter is set."""
+    clientside_callback(
+        ClientsideFunction(namespace="classlist", function_name="pick"),
+        Output(CLASS_PICK, "data"), Input(GRID, "cellClicked"), prevent_initial_call=True,
+    )
+    clientside_callback(
+        ClientsideFunction(namespace="classlist", function_name="show"),
+        Output(MARKED, "data"), Input(CLASS_PICK, "data"), Input(GRID, "rowData"),
+    )
+    clientside_callback(
+        ClientsideFunction(namespace="classlist", function_name="matched"),
+        Output(MATCHED, "children"), Input(GRID, "virtualRowData"), State(GRID, "rowData"),
+    )

@@ -1,24 +1,46 @@
-"""The Curate page's review list: one queue across classes in a dash-ag-grid.
+"""The review list: one queue across classes in a dash-ag-grid, with its actions.
 
 The grid sorts and filters in the browser (its client-side row model), so a sort or a
-filter of 17,000 rows never waits for the server. Rows come from ``app/review.py``; the
-callbacks that act on them live with the page's others in ``app/pages/curate.py``, and
-``assets/review.js`` links the grid with the map (lasso filters the list, a focused or
-hovered row rings its point, a clicked point scrolls to its row) and gives it its keys.
+filter of 17,000 rows never waits for the server. Rows come from ``app/review.py``. Its
+script (assets/review.js, namespace ``review``) links the grid with the map (lasso
+filters the list, a focused or hovered row rings its point, a clicked point scrolls to
+its row) and gives it its keys (app/actions.py). Its rows follow the revision the page
+shows (SHOWN_REV), once the map's answer is in.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
-from dash import dcc, html
+from dash import (
+    ALL,
+    ClientsideFunction,
+    Input,
+    Output,
+    State,
+    callback,
+    clientside_callback,
+    ctx,
+    dcc,
+    html,
+    no_update,
+)
+from dash.exceptions import PreventUpdate
 
-from app import ids
-from app.actions import key_help
+from app import curate_logic as logic
+from app import ids, review
+from app.actions import key_help, run_action
+from app.curate import RUN, SHOWN, SHOWN_REV, TABS, changes, code_of
+from app.data import current_state, run_data
 from app.layout import small_button
 from app.review import BULK, STATES
+from app.server import settings
+from worker.pipeline.errors import InputError
+
+PART = "review"
 
 GRID = ids.REVIEW_GRID
 LISTED = "review-listed"  # a bulk button's request: its action and the listed rows' samples
@@ -85,7 +107,7 @@ COLUMNS = [
 ]
 
 
-def review_panel(classes: list[str]) -> html.Div:
+def layout(classes: list[str]) -> html.Div:
     """The grid with its actions: on the selected rows (keep, drop, relabel to any class)
     and on every listed row (accept suggestions above a score, keep all, drop all, each
     confirmed with the number it changes), and the confusion table whose cells filter."""
@@ -164,7 +186,7 @@ def review_panel(classes: list[str]) -> html.Div:
                                  for k, what in key_help()]],
                     className="small text-muted review-keys")
     return html.Div([
-        dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
+        changes.store(PART), dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
         dcc.Store(id=KEY), dcc.Store(id=FOCUS), dcc.Store(id=REV), dcc.Store(id=FOLLOWED),
         # Built here once: assets/review.js only looks a class's model up.
         dcc.Store(id=CLASS_FILTERS,
@@ -225,3 +247,181 @@ def class_filter(given: str, suggested: str | None = None) -> dict:
     if suggested is not None:
         model["suggested"] = {"filterType": "text", "type": "equals", "filter": suggested}
     return model
+
+
+# ---------------------------------------------------------------------------- callbacks
+def register() -> None:
+    """The list's callbacks, for the page module to call as Dash imports it."""
+    callback(
+        output={"rows": Output(GRID, "rowData"), "changes": Output(GRID, "rowTransaction"),
+                "pairs": Output(PAIRS, "children"), "pair_data": Output(PAIR_DATA, "data"),
+                "findings": Output(FINDINGS, "children"), "rev": Output(REV, "data"),
+                "first_filter": Output(GRID, "filterModel", allow_duplicate=True)},
+        inputs={"shown_rev": Input(SHOWN_REV, "data"), "tab": Input(TABS, "active_tab"),
+                "shown": State(SHOWN, "data"), "run_id": State(RUN, "data"),
+                "grid_rev": State(REV, "data"), "filters": State(CLASS_FILTERS, "data")},
+        prevent_initial_call=True,
+    )(on_queue)
+    # A pair's button or Clear filters filter the list at once; a class switch filters it
+    # to the shown class after the map has painted (assets/review.js followClass).
+    callback(Output(GRID, "filterModel"),
+             Input({"type": PAIR_BTN, "index": ALL}, "n_clicks"),
+             Input(CLEAR_FILTERS, "n_clicks"),
+             Input({"type": FINDING_BTN, "kind": ALL}, "n_clicks"),
+             State(PAIR_DATA, "data"), prevent_initial_call=True)(on_grid_filter)
+    clientside_callback(
+        ClientsideFunction(namespace="review", function_name="followClass"),
+        Output(FOLLOWED, "data"), Input(SHOWN, "data"), State(CLASS_FILTERS, "data"),
+        prevent_initial_call=True,
+    )
+    # The listed rows' ids are read from the grid only when a bulk button asks
+    # (review.listed), and "N listed" is written by assets/review.js after the grid has
+    # painted: a callback on the grid's virtualRowData ran Dash's callback machinery on
+    # every sort of 17,000 rows.
+    clientside_callback(
+        ClientsideFunction(namespace="review", function_name="listed"),
+        Output(LISTED, "data"), Input({"type": BULK_BTN, "action": ALL}, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    callback(Output(PENDING, "data"), Output(CONFIRM_TEXT, "children"),
+             Output(CONFIRM_BOX, "is_open"),
+             Input(LISTED, "data"), Input(CANCEL, "n_clicks"),
+             State(MIN_SCORE, "value"), State(RUN, "data"),
+             prevent_initial_call=True)(on_bulk_preview)
+    callback(changes.output(PART), Input(KEEP, "n_clicks"), Input(DROP, "n_clicks"),
+             Input(RELABEL, "n_clicks"), State(GRID, "selectedRows"),
+             State(RELABEL_TO, "value"), State(RUN, "data"),
+             prevent_initial_call=True)(on_review_edit)
+    callback(changes.output(PART), Input(KEY, "data"), State(RUN, "data"),
+             prevent_initial_call=True)(on_review_key)
+    callback(output={"change": changes.output(PART),
+                     "pending": Output(PENDING, "data", allow_duplicate=True),
+                     "confirm_open": Output(CONFIRM_BOX, "is_open", allow_duplicate=True)},
+             inputs={"_confirm": Input(CONFIRM, "n_clicks"),
+                     "pending": State(PENDING, "data"), "run_id": State(RUN, "data")},
+             prevent_initial_call=True)(on_bulk_confirm)
+    # The map and the list, linked in the browser (assets/review.js): a lasso or box
+    # filters the list, a clicked point scrolls to its row.
+    clientside_callback(
+        ClientsideFunction(namespace="review", function_name="filterBySelection"),
+        Output(SELECTION, "children"), Input(ids.GRAPH, "selectedData"),
+    )
+    clientside_callback(
+        ClientsideFunction(namespace="review", function_name="goToPoint"),
+        Output(SELECTION, "children", allow_duplicate=True), Input(ids.GRAPH, "clickData"),
+        prevent_initial_call=True,
+    )
+    callback(Output(DETAIL, "children"), Output(RELATED, "children"),
+             Input(FOCUS, "data"), Input(SHOWN_REV, "data"), State(RUN, "data"),
+             prevent_initial_call=True)(on_focus)
+
+
+def on_queue(shown_rev, tab, shown, run_id, grid_rev, filters):
+    """The rows and the confusion table, while the list's tab is open. The first rows
+    come filtered to the class the map shows (a filter set before the grid has rows did
+    not always hold); later ones come as the rows added, changed and removed."""
+    if tab != "review" or shown_rev is None or shown_rev == grid_rev:
+        raise PreventUpdate
+    data = run_data(settings().runs_root, run_id)
+    state = current_state(data)
+    rows = review.cached_rows(data, state, run_id)
+    before = None if grid_rev is None else review.rows_at(data, run_id, grid_rev)
+    pairs = review.confusion(rows)
+    out = {"pairs": pair_buttons(pairs), "pair_data": pairs, "rev": state.revision,
+           "findings": finding_buttons(review.finding_counts(rows)),
+           "rows": no_update, "changes": no_update, "first_filter": no_update}
+    if before is None:
+        code = code_of(shown)
+        return {**out, "rows": rows, "first_filter": {} if code is None else filters[str(code)]}
+    return {**out, "changes": review.row_changes(before, rows)}
+
+
+def on_grid_filter(_pairs, _clear, _kinds, pairs):
+    """Filter the list to a confusion table's pair, to one finding kind, or back to every
+    row."""
+    trigger = ctx.triggered_id
+    if isinstance(trigger, dict):  # a pair's or a kind's button (pattern-matching id)
+        if not ctx.triggered[0]["value"]:
+            raise PreventUpdate  # the buttons were just drawn
+        if trigger["type"] == FINDING_BTN:
+            return finding_filter(trigger["kind"])
+        pair = (pairs or [])[trigger["index"]]
+        return class_filter(pair["given"], pair["suggested"])
+    return {}
+
+
+def on_bulk_preview(request, _cancel, min_score, run_id):
+    """A bulk button asks first: how many samples the action would change, with Confirm.
+    ``request`` is ``{"action", "samples"}``: the button and the rows listed when it was
+    clicked (assets/review.js ``listed``)."""
+    if ctx.triggered_id == CANCEL or not request:
+        return None, "", False
+    action, listed = request["action"], request["samples"]
+    data = run_data(settings().runs_root, run_id)
+    try:
+        plan = review.bulk_plan(data, current_state(data), listed, action, min_score)
+    except InputError as exc:
+        return None, str(exc), True
+    what = BULK[action]
+    if not plan.changes:
+        return None, f"{what}: nothing to change among the {len(listed)} listed.", True
+    return ({"action": action, "samples": listed, "min_score": min_score},
+            f"{what} changes {plan.changes} of the {len(listed)} listed samples "
+            "(one step, undoable).", True)
+
+
+def on_review_edit(_keep, _drop, _relabel, selected, label, run_id):
+    """Keep, drop or relabel the selected rows, one step."""
+    trigger = ctx.triggered_id
+    if not ctx.triggered[0]["value"]:
+        raise PreventUpdate
+    samples = [int(r["sample"]) for r in selected or []]
+
+    def action(root: Path) -> int:
+        if trigger == RELABEL:
+            if not label:
+                raise InputError("pick the class to relabel to first (press l)")
+            return review.relabel_to(root, run_id, samples, label)
+        if not samples:
+            raise InputError("select rows first (click, Shift/Ctrl-click), then Keep or Drop")
+        return logic.bulk(root, run_id, samples, "keep" if trigger == KEEP else "drop")
+
+    return changes.apply(run_id, action)
+
+
+def on_review_key(key, run_id):
+    """A key on the focused row (assets/review.js): its action's store operation
+    (app/actions.py)."""
+    if not key:
+        raise PreventUpdate
+    return changes.apply(run_id, lambda root: run_action(root, run_id, key))
+
+
+def on_bulk_confirm(_confirm, pending, run_id):
+    """Store the confirmed bulk action on the listed rows: one undoable step."""
+    if not ctx.triggered[0]["value"]:
+        raise PreventUpdate
+
+    def action(root: Path) -> int:
+        if not pending:
+            raise InputError("nothing to confirm: choose a bulk action first")
+        return review.bulk_apply(root, run_id, pending["samples"], pending["action"],
+                                 pending.get("min_score"))
+
+    return {"change": changes.apply(run_id, action), "pending": None, "confirm_open": False}
+
+
+def on_focus(sample, _revision, run_id):
+    """Why the focused row is flagged or decided, in the reviewer's words, and its
+    near-duplicates or the test image it leaks to, side by side (again after an edit:
+    which copy is kept may have changed)."""
+    if sample is None:
+        raise PreventUpdate
+    data = run_data(settings().runs_root, run_id)
+    s, i = data.samples, int(sample)
+    if not 0 <= i < len(s):
+        raise PreventUpdate
+    state = current_state(data)
+    why = logic.why(data, state, i)
+    return ([html.B(f"#{i} · {s.classes[s.labels[i]]}"), html.Span(f" · {why}")],
+            side_by_side(review.related_images(data, state, i, run_id)))

@@ -1,0 +1,85 @@
+"""The Curate page's change channel: how a component tells the page it changed the store.
+
+A component whose callback changes the store (a parameter, an override, a relabel, an undo)
+writes only its own change store, ``{"type": CHANGE, "part": <component>}``, with the
+store's new revision and the refusal's line, if any (:func:`apply`). One clientside
+callback (:func:`register`) follows every component's change store and writes the page's
+revision (which the render path follows) and its alert line: each has one writer, and no
+component writes another's outputs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import dash_bootstrap_components as dbc
+from dash import ALL, Input, Output, clientside_callback, dcc, html
+
+from app import curate_logic as logic
+from app.curate import ALERT, REVISION
+from app.server import settings
+from worker.pipeline.errors import InputError
+
+CHANGE = "curate-change"  # pattern-matching id type: {"type": CHANGE, "part": <component>}
+ALERT_LINE = "curate-alert-line"  # the alert itself, inside ALERT
+
+
+def store(part: str) -> dcc.Store:
+    """Component ``part``'s change store, for its layout."""
+    return dcc.Store(id={"type": CHANGE, "part": part})
+
+
+def output(part: str) -> Output:
+    """Component ``part``'s change store as a callback's output (several of a component's
+    callbacks may write it)."""
+    return Output({"type": CHANGE, "part": part}, "data", allow_duplicate=True)
+
+
+def apply(run_id: str, change: Callable[[Path], object]) -> dict:
+    """Run ``change(root)`` (a store change) and say what it did.
+
+    Returns
+    -------
+    the change record: the store's ``rev`` after it, the InputError's line (``alert``,
+    None when it was made) and when (``at``, ms): written even when nothing changed, so a
+    refused value puts the controls back
+    """
+    root = settings().runs_root
+    try:
+        change(root)
+        alert = None
+    except InputError as exc:
+        alert = str(exc)
+    return {"rev": logic.store_for(root, run_id).revision(), "alert": alert,
+            "at": time.time() * 1000}
+
+
+def layout() -> html.Div:
+    """The page's alert line (closed until a change is refused)."""
+    return html.Div(dbc.Alert(id=ALERT_LINE, color="danger", dismissable=True, is_open=False,
+                              class_name="py-2 my-2"), id=ALERT)
+
+
+# The newest change record among all components' (the one that fired) → the page's
+# revision and its alert line.
+_MERGE = """
+function (records) {
+    const dc = window.dash_clientside, fired = dc.callback_context.triggered_id;
+    if (!fired) throw dc.PreventUpdate;
+    const record = records.find((r, i) => r &&
+        dc.callback_context.inputs_list[0][i].id.part === fired.part);
+    if (!record) throw dc.PreventUpdate;
+    return [{rev: record.rev, at: record.at}, record.alert || "", Boolean(record.alert)];
+}
+"""
+
+
+def register() -> None:
+    """The merge callback, for the page module to call as Dash imports it."""
+    clientside_callback(
+        _MERGE,
+        Output(REVISION, "data"), Output(ALERT_LINE, "children"), Output(ALERT_LINE, "is_open"),
+        Input({"type": CHANGE, "part": ALL}, "data"), prevent_initial_call=True,
+    )

@@ -1,0 +1,223 @@
+"""The map: the shown class's t-SNE points with their DBSCAN outcome, its toolbar (keep,
+drop or clear the lasso's points; undo, redo; the other classes' background), its legend
+and the status line over the page.
+
+Its script (assets/recluster.js, namespace ``map``) re-clusters the shown class in the
+browser while eps or min_samples moves and repaints at once. It keeps the one model of a
+parameter change in progress, the *draft* ``{class, eps, min_samples, base_revision,
+painted}``, and publishes it in :data:`DRAFT` when a slider is released or a value typed;
+the parameters' server callback stores it, and the render path leaves the plot as it is
+when the browser has already painted what was stored. The script is also the status
+line's one writer: the server's line comes to it through :data:`STATUS_DATA`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dash_bootstrap_components as dbc
+from dash import (
+    ClientsideFunction,
+    Input,
+    Output,
+    Patch,
+    State,
+    callback,
+    clientside_callback,
+    ctx,
+    dcc,
+    html,
+    no_update,
+)
+from dash.exceptions import PreventUpdate
+
+from app import curate_logic as logic
+from app import ids
+from app.curate import REVISION, RUN, SHOWN, changes
+from app.curate.render import View, changed
+from app.data import cached_figure
+from app.figures import LEGEND, class_figure, class_trace, overview_figure
+from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
+from worker.pipeline.errors import InputError
+
+PART = "map"
+GRAPH = ids.GRAPH
+UNDO = ids.UNDO
+REDO = ids.REDO
+KEEP = "curate-keep"
+DROP = "curate-drop"
+CLEAR = "curate-clear"
+BACKGROUND = "curate-background"
+STATUS = ids.STATUS  # the status line: written by assets/recluster.js only
+STATUS_DATA = ids.STATUS_DATA  # the server's status line, for the script to show
+MODEL = ids.MODEL  # what assets/recluster.js needs to re-cluster the shown class
+DRAFT = ids.DRAFT  # the parameter change the script drew: written by assets/recluster.js
+
+
+def status_line() -> html.Span:
+    """The run's counts, one line (the page puts it in its header)."""
+    return html.Span(id=STATUS, className="text-muted small me-3")
+
+
+def layout(run_id: str) -> html.Div:
+    """The toolbar, the plot and its legend."""
+    toolbar = dbc.Row([
+        dbc.Col(dbc.ButtonGroup([
+            small_button("Keep", KEEP, "success"),
+            small_button("Drop", DROP, "danger"),
+            small_button("Clear override", CLEAR),
+        ]), width="auto"),
+        dbc.Col(dbc.ButtonGroup([
+            small_button("↶ Undo", UNDO, title="Ctrl+Z"),
+            small_button("↷ Redo", REDO, title="Ctrl+Shift+Z"),
+        ]), width="auto"),
+        dbc.Col(dbc.Switch(id=BACKGROUND, label="other classes", value=True,
+                           class_name="mb-0 small"), width="auto"),
+    ], class_name="g-2 align-items-center mb-2")
+    graph = dcc.Graph(id=GRAPH, style={"height": "clamp(340px, calc(100vh - 240px), 900px)"},
+                      clear_on_unhover=True,
+                      config={**GRAPH_CONFIG, "scrollZoom": True,
+                              "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]})
+    return html.Div([dcc.Store(id=MODEL), dcc.Store(id=DRAFT), dcc.Store(id=STATUS_DATA),
+                     changes.store(PART), toolbar, graph, _legend()])
+
+
+def _legend() -> html.Div:
+    """What the map's marks mean, in the same symbols and colours."""
+    def marks(symbols: str, colours) -> list[html.Span]:  # noqa: ANN001 - str or list
+        colours = [colours] * len(symbols) if isinstance(colours, str) else colours
+        return [html.Span(s, style={"color": c}) for s, c in zip(symbols, colours, strict=True)]
+
+    return html.Div([html.Span([*marks(sym, col), html.Span(text, className="ms-1")],
+                               className="me-3 text-nowrap legend-item")
+                     for sym, col, text in LEGEND],
+                    className="d-flex flex-wrap curate-legend text-muted mt-1")
+
+
+# ------------------------------------------------------------------------ render part
+OUTPUTS = {"figure": Output(GRAPH, "figure"), "model": Output(MODEL, "data"),
+           "status": Output(STATUS_DATA, "data"),
+           "undo_disabled": Output(UNDO, "disabled"), "redo_disabled": Output(REDO, "disabled")}
+STATES = {"background": State(BACKGROUND, "value"), "draft": State(DRAFT, "data"),
+          "undo_disabled": State(UNDO, "disabled"), "redo_disabled": State(REDO, "disabled")}
+
+
+def render(view: View, states: dict) -> dict:
+    """The plot (unless the browser already painted what was stored), the model its
+    script re-clusters with, and, when the store changed, the status line and whether
+    undo and redo can act."""
+    code, state = view.code, view.state
+    out = {"figure": no_update if _painted(view, states["draft"]) else _figure(
+               view, states["background"]),
+           "model": None if code is None else logic.client_model(view.data, state, code,
+                                                                 view.noise)}
+    if not view.stored:  # a class switch alone: the counts and history are as they were
+        return {**out, **dict.fromkeys(("status", "undo_disabled", "redo_disabled"),
+                                       no_update)}
+    store = logic.store_for(view.root, view.run_id)
+    return {**out,
+            "status": {"text": logic.status_text(view.counts, view.noise, state.rule),
+                       "rev": state.revision},
+            "undo_disabled": changed(not store.can_undo(), states["undo_disabled"]),
+            "redo_disabled": changed(not store.can_redo(), states["redo_disabled"])}
+
+
+def _painted(view: View, draft: dict | None) -> bool:
+    """Whether the plot already shows the stored class: the browser drew the draft over
+    the revision before, and the store's only change since is that draft."""
+    if view.switched or view.fired != {REVISION} or view.code is None or not draft:
+        return False
+    eps, ms = view.state.params[view.code]
+    return (bool(draft.get("painted")) and draft.get("class") == view.code
+            and view.state.revision == draft.get("base_revision", -2) + 1
+            and abs(float(eps) - float(draft.get("eps", -1))) <= 1e-9
+            and int(ms) == draft.get("min_samples"))
+
+
+def _figure(view: View, background: bool):
+    """The map for the shown class (None: every class), as a new figure or as a Patch of
+    what the page shows: the class trace on a switch, colours and symbols on an edit."""
+    data, state, code, run_id = view.data, view.state, view.code, view.run_id
+    d = state.decisions
+
+    def trace() -> dict:
+        return cached_figure(data, state, ("class", code), lambda: class_trace(
+            data.embedding, data.members[code], d, state.marks))
+
+    if code is None:
+        return cached_figure(data, state, ("overview",), lambda: overview_figure(
+            data.embedding, data.samples.labels, data.samples.classes, d,
+            f"/background/{run_id}.png"))
+    if view.shown in (None, "all"):
+        return class_figure(data.embedding, trace(), f"/background/{run_id}.png",
+                            bool(background), data.bounds)
+    fig = Patch()
+    if view.shown != code:
+        fig["data"][1] = trace()
+    else:
+        marker = trace()["marker"]
+        for key in ("color", "symbol", "size"):
+            fig["data"][1]["marker"][key] = marker[key]
+    return fig
+
+
+# ---------------------------------------------------------------------------- callbacks
+def register() -> None:
+    """The map's callbacks, for the page module to call as Dash imports it."""
+    # assets/recluster.js: a new model or status line from the server (remembered and
+    # shown); a slider dragged (the class repainted in the browser, the draft kept); a
+    # slider released or a value typed (repainted unless the drag already did, and the
+    # draft published for the parameters to store).
+    clientside_callback(ClientsideFunction(namespace="map", function_name="seen"),
+                        Input(MODEL, "data"), Input(STATUS_DATA, "data"),
+                        prevent_initial_call=True)
+    clientside_callback(ClientsideFunction(namespace="map", function_name="preview"),
+                        Input(ids.EPS_SLIDER, "drag_value"), Input(ids.MS_SLIDER, "drag_value"),
+                        State(MODEL, "data"), State(ids.EPS_SLIDER, "value"),
+                        State(ids.MS_SLIDER, "value"), prevent_initial_call=True)
+    clientside_callback(ClientsideFunction(namespace="map", function_name="slid"),
+                        Output(DRAFT, "data", allow_duplicate=True),
+                        Input(ids.EPS_SLIDER, "value"), Input(ids.MS_SLIDER, "value"),
+                        State(MODEL, "data"), State(ids.EPS_SLIDER, "step"),
+                        prevent_initial_call=True)
+    clientside_callback(ClientsideFunction(namespace="map", function_name="typed"),
+                        Output(DRAFT, "data", allow_duplicate=True),
+                        Input(ids.EPS_INPUT, "value"), Input(ids.MS_INPUT, "value"),
+                        State(MODEL, "data"), prevent_initial_call=True)
+    callback(changes.output(PART), Input(UNDO, "n_clicks"), Input(REDO, "n_clicks"),
+             State(RUN, "data"), prevent_initial_call=True)(on_undo_redo)
+    callback(changes.output(PART), Input(KEEP, "n_clicks"), Input(DROP, "n_clicks"),
+             Input(CLEAR, "n_clicks"), State(GRAPH, "selectedData"), State(RUN, "data"),
+             prevent_initial_call=True)(on_override)
+    callback(Output(GRAPH, "figure", allow_duplicate=True), Input(BACKGROUND, "value"),
+             State(SHOWN, "data"), prevent_initial_call=True)(on_background)
+
+
+def on_undo_redo(_undo, _redo, run_id):
+    """Undo or redo the last stored change, whatever it was (parameters or overrides)."""
+    redo = ctx.triggered_id == REDO
+
+    def step(root: Path) -> None:
+        if logic.undo_redo(root, run_id, redo=redo)[1] is None:
+            raise InputError(f"nothing to {'redo' if redo else 'undo'}")
+
+    return changes.apply(run_id, step)
+
+
+def on_override(_keep, _drop, _clear, selection, run_id):
+    """Keep, drop or clear the points selected on the map (lasso or box), in one step."""
+    if not ctx.triggered or not ctx.triggered[0]["value"]:
+        raise PreventUpdate
+    samples = logic.selected_samples(selection)
+    decision = {KEEP: "keep", DROP: "drop", CLEAR: None}[ctx.triggered_id]
+    return changes.apply(run_id, lambda root: logic.bulk(root, run_id, samples, decision))
+
+
+def on_background(show, shown):
+    """The other classes' background on or off: only its visibility changes (a layout
+    change costs a full relayout, so only when asked)."""
+    if shown in (None, "all"):
+        raise PreventUpdate
+    fig = Patch()
+    fig["layout"]["images"][0]["visible"] = bool(show)
+    return fig

@@ -1,0 +1,43 @@
+"""The Summary tab: every class's counts and reduction, while the tab is open."""
+
+from __future__ import annotations
+
+import dash_bootstrap_components as dbc
+from dash import Input, Output, State, callback, html
+from dash.exceptions import PreventUpdate
+
+from app import curate_logic as logic
+from app.curate import RUN, SHOWN_REV, TABS
+from app.data import current_state, run_data
+from app.server import settings
+
+TABLE = "curate-summary"
+
+
+def layout() -> html.Div:
+    return html.Div(id=TABLE, className="mt-2 curate-summary")
+
+
+def register() -> None:
+    """The tab's callback, for the page module to call as Dash imports it."""
+    callback(Output(TABLE, "children"), Input(SHOWN_REV, "data"), Input(TABS, "active_tab"),
+             State(RUN, "data"), prevent_initial_call=True)(on_summary)
+
+
+def on_summary(_revision, tab, run_id):
+    """The table for the revision the page shows, while the tab is open."""
+    if tab != "summary":
+        raise PreventUpdate
+    data = run_data(settings().runs_root, run_id)
+    return table(logic.class_counts(data, current_state(data)))
+
+
+def table(rows: list[dict]) -> dbc.Table:
+    """``rows`` (:func:`~app.curate_logic.class_counts`, the total last) as a table."""
+    keys = (*logic.COUNT_KEYS, *logic.FINDING_KEYS)
+    head = html.Thead(html.Tr([html.Th(h) for h in ("class", *keys, "reduction")]))
+    body = html.Tbody([html.Tr([html.Td(r["class"]), *[html.Td(r.get(k, 0)) for k in keys],
+                                html.Td(f"{r['reduction_pct']:.2f}%")],
+                               className="fw-semibold" if r["class"] == "total" else None)
+                       for r in rows])
+    return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
