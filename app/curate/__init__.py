@@ -6,10 +6,13 @@ inputs. It tells the page of a store change through its own change store
 (:mod:`.changes`), and it draws what the store holds through its part of the one render
 path (:mod:`.render`).
 
-Components: :mod:`.params` (eps, min_samples, the rule's cut), :mod:`.class_list`,
-:mod:`.map` (the plot, its toolbar and the status line), :mod:`.hover_card`,
-:mod:`.review_list`, and the tabs :mod:`.summary`, :mod:`.export` and :mod:`.retrain`.
+Components (:mod:`.components` lists them in the order the page places them):
+:mod:`.params` (eps, min_samples, the rule's cut), :mod:`.class_list`, :mod:`.map` (the
+plot, its toolbar and the status line), :mod:`.hover_card`, :mod:`.review_list`, and the
+tabs :mod:`.summary`, :mod:`.export` and :mod:`.retrain`.
 """
+
+from dataclasses import dataclass
 
 from app import ids
 
@@ -26,3 +29,12 @@ TABS = "curate-tabs"  # the Review list / Summary / Export / Retrain tabs
 def code_of(value) -> int | None:  # noqa: ANN001 - a store's value
     """The class code a store holds, or None for "all" (or nothing yet)."""
     return None if value in (None, "all") else int(value)
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a component's layout may need: the run's id, class names and metadata."""
+
+    run_id: str
+    classes: list[str]
+    meta: dict

@@ -25,11 +25,13 @@ from dash import (
 )
 
 from app import ids
-from app.curate import CLASS_PICK
+from app.curate import CLASS_PICK, Page
 from app.curate.render import View
 from app.curate_logic import COUNT_KEYS, FINDING_KEYS
 from worker.pipeline.findings import kinds
 
+PART = "class_list"
+SLOT = "side"
 GRID = ids.CLASS_LIST
 MATCHED = "curate-class-matched"  # "12 of 1,000 classes" while the name filter is set
 MARKED = "curate-class-drawn"  # the marking callback's output, a placeholder (it returns none)
@@ -59,7 +61,7 @@ COLUMNS = [
 ]
 
 
-def layout() -> dbc.Card:
+def layout(_page: Page) -> dbc.Card:
     """The card: the grid and its "N of M classes" line."""
     grid = dag.AgGrid(
         id=GRID, columnDefs=COLUMNS, rowData=[],

@@ -8,12 +8,15 @@ import time
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
-from app.curate import RUN
+from app.curate import RUN, Page
 from app.job_view import poll, submit
 from app.server import settings
 from worker.jobs.params import ExportParams
 from worker.runs import resolve_run
 
+PART = "export"
+SLOT = "tab"
+TITLE = "Export"
 FORMAT = "export-format"
 NAME = "export-name"
 GO = "export-go"
@@ -22,7 +25,7 @@ STATUS = "export-status"
 POLL = "export-poll"
 
 
-def layout() -> html.Div:
+def layout(_page: Page) -> html.Div:
     return html.Div([
         dbc.Row([
             dbc.Col(dbc.Select(id=FORMAT, value="csv", size="sm", options=[

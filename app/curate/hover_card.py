@@ -16,20 +16,22 @@ from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
 from app import ids
-from app.curate import RUN
+from app.curate import RUN, Page
 from app.data import current_state, run_data
 from app.server import settings
 
+PART = "hover_card"
+SLOT = "map"
 BOX = ids.HOVER_BOX  # opened, placed and given its image by assets/hover.js
 TEXT = "curate-hover-text"  # the facts: from the server
 
 
-def layout(run_id: str | None) -> html.Div:
+def layout(page: Page) -> html.Div:
     """The card, closed; its thumbnails are under ``/thumb/<run_id>/``."""
     return html.Div(html.Div([html.Img(className="hover-img", alt=""), html.Div(id=TEXT)],
                              className="hover-card"),
                     id=BOX, className="hover-box", role="tooltip",
-                    **{"data-thumbs": f"/thumb/{quote(run_id or '', safe='/')}/"})
+                    **{"data-thumbs": f"/thumb/{quote(page.run_id, safe='/')}/"})
 
 
 def register() -> None:

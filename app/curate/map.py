@@ -33,7 +33,7 @@ from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
 from app import ids
-from app.curate import REVISION, RUN, SHOWN, changes
+from app.curate import REVISION, RUN, SHOWN, Page, changes
 from app.curate.render import View, changed
 from app.data import cached_figure
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
@@ -41,6 +41,7 @@ from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
 from worker.pipeline.errors import InputError
 
 PART = "map"
+SLOT = "map"
 GRAPH = ids.GRAPH
 UNDO = ids.UNDO
 REDO = ids.REDO
@@ -59,7 +60,7 @@ def status_line() -> html.Span:
     return html.Span(id=STATUS, className="text-muted small me-3")
 
 
-def layout(run_id: str) -> html.Div:
+def layout(_page: Page) -> html.Div:
     """The toolbar, the plot and its legend."""
     toolbar = dbc.Row([
         dbc.Col(dbc.ButtonGroup([

@@ -14,13 +14,14 @@ from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
 from app import ids
-from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, changes, code_of
+from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, Page, changes, code_of
 from app.curate.render import View
 from app.data import current_state, run_data
 from app.layout import small_button
 from app.server import settings
 
 PART = "params"
+SLOT = "side"
 EPS_SLIDER = ids.EPS_SLIDER
 EPS_INPUT = ids.EPS_INPUT
 MS_SLIDER = ids.MS_SLIDER
@@ -36,7 +37,7 @@ TYPED_TOLERANCE = 1e-4  # a typed eps this close to the stored one is no change 
 #                         precision; assets/recluster.js uses the same)
 
 
-def layout() -> dbc.Card:
+def layout(_page: Page) -> dbc.Card:
     return dbc.Card(dbc.CardBody([
         changes.store(PART),
         html.H6("DBSCAN for this class", className="card-title"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 
-from app.curate import RUN
+from app.curate import RUN, Page
 from app.forms import train_form
 from app.job_view import poll, submit
 from app.layout import error_alert
@@ -16,6 +16,9 @@ from worker.pipeline.names import SUBSETS
 
 # The form's fields share one pattern-matching id type, {"type": FIELD, "name": <a train
 # job's param>}, so a callback reads or follows all of them as one.
+PART = "retrain"
+SLOT = "tab"
+TITLE = "Retrain"
 FIELD = "train-field"
 PLAN = "train-plan"
 GO = "train-go"
@@ -29,7 +32,7 @@ def train_field(name: str) -> dict:
     return {"type": FIELD, "name": name}
 
 
-def layout() -> html.Div:
+def layout(_page: Page) -> html.Div:
     def field(label: str, component) -> dbc.Col:
         return dbc.Col([dbc.Label(label, class_name="small mb-0"), component], width=2)
 

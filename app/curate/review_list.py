@@ -33,7 +33,7 @@ from dash.exceptions import PreventUpdate
 from app import curate_logic as logic
 from app import ids, review
 from app.actions import key_help, run_action
-from app.curate import RUN, SHOWN, SHOWN_REV, TABS, changes, code_of
+from app.curate import RUN, SHOWN, SHOWN_REV, TABS, Page, changes, code_of
 from app.data import current_state, run_data
 from app.layout import small_button
 from app.review import BULK, STATES
@@ -41,6 +41,8 @@ from app.server import settings
 from worker.pipeline.errors import InputError
 
 PART = "review"
+SLOT = "tab"
+TITLE = "Review list"
 
 GRID = ids.REVIEW_GRID
 LISTED = "review-listed"  # a bulk button's request: its action and the listed rows' samples
@@ -107,10 +109,11 @@ COLUMNS = [
 ]
 
 
-def layout(classes: list[str]) -> html.Div:
+def layout(page: Page) -> html.Div:
     """The grid with its actions: on the selected rows (keep, drop, relabel to any class)
     and on every listed row (accept suggestions above a score, keep all, drop all, each
     confirmed with the number it changes), and the confusion table whose cells filter."""
+    classes = page.classes
     selected = dbc.Row([
         dbc.Col(html.Span("Selected rows:", className="small text-muted"), width="auto"),
         dbc.Col(dbc.ButtonGroup([

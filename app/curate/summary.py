@@ -7,14 +7,17 @@ from dash import Input, Output, State, callback, html
 from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
-from app.curate import RUN, SHOWN_REV, TABS
+from app.curate import RUN, SHOWN_REV, TABS, Page
 from app.data import current_state, run_data
 from app.server import settings
 
+PART = "summary"
+SLOT = "tab"
+TITLE = "Summary"
 TABLE = "curate-summary"
 
 
-def layout() -> html.Div:
+def layout(_page: Page) -> html.Div:
     return html.Div(id=TABLE, className="mt-2 curate-summary")
 
 

@@ -55,7 +55,7 @@ def test_one_script_listens_for_keys():
 def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch):
     """A toy action, one row with its operation: /ids.js serves it, the key help lists it,
     the review list's badge follows its reason, and a key's request runs its operation."""
-    from app.curate import review_list
+    from app.curate import Page, review_list
     from app.curate_logic import set_decision
     from app.server import create_app
 
@@ -69,7 +69,7 @@ def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch
     served = {a["name"]: a for a in _served_table(client)}
     assert served["toss"] == {"name": "toss", "keys": ["x"], "scope": "review",
                               "target": None, "store": True, "labelFrom": None}
-    assert "toss it" in str(review_list.layout(["a", "b"]))  # the key help
+    assert "toss it" in str(review_list.layout(Page("r", ["a", "b"], {})))  # the key help
     data = run_data(root, "digits")
     sample = int(np.flatnonzero(current_state(data).decisions.kept)[0])
     run_action(root, "digits", {"sample": sample, "action": "toss"})

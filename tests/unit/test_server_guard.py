@@ -199,11 +199,10 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
 
     # The render path draws every component's part in one request: each of its outputs
     # is the component's whose render() computes it.
-    from app.curate import class_list, params
-    from app.curate import map as curate_map
+    from app.curate.components import render_parts
 
     parts = {f"{o.component_id}.{o.component_property}": part.__name__
-             for part in (curate_map, params, class_list) for o in part.OUTPUTS.values()}
+             for part in render_parts().values() for o in part.OUTPUTS.values()}
     writers: dict[str, set[str]] = {}
     for dep in deps:
         for out in outputs(dep):
