@@ -230,6 +230,21 @@
     if (fired().includes(IDS.statusData + ".data") && status) showStatus(status.text);
   }
 
+  // A drag's previews are drawn once per animation frame, at the latest values: a mouse
+  // moves the thumb more often than the screen shows frames (docs/benchmarks.md).
+  let frame = 0, wanted = null;
+  function drawWanted() {
+    const w = wanted;
+    frame = 0; wanted = null;
+    if (!w || !model || showing(shownParams(model), w.eps, w.ms)) return;
+    const status = redraw(model, w.eps, w.ms);
+    if (status !== null) showStatus(status);
+  }
+  function dropWanted() {
+    if (frame) cancelAnimationFrame(frame);
+    frame = 0; wanted = null;
+  }
+
   // Clientside callback: a slider being dragged (its drag_value) is previewed only. A
   // slider set from outside (a class switch, the stored value) moves its drag_value to its
   // value: that is no drag, and previewing it would re-cluster at the slider's snapped
@@ -242,8 +257,8 @@
     const eps = dragged(IDS.epsSlider, epsDrag, epsSlider) ? Number(epsDrag) : shown.eps;
     const ms = dragged(IDS.msSlider, msDrag, msSlider) ? Number(msDrag) : shown.ms;
     if (!valid(eps, ms) || showing(shown, eps, ms)) return;
-    const status = redraw(model, eps, ms);
-    if (status !== null) showStatus(status);
+    wanted = {eps, ms};
+    if (!frame) frame = requestAnimationFrame(drawWanted);
   }
 
   // A released slider or a typed value: repaint (unless the preview already did) and
@@ -253,6 +268,7 @@
   // stored value.
   function commit(eps, ms, typed, m, tolerance) {
     const dc = window.dash_clientside;
+    dropWanted();  // drawn here instead, at the final values
     if (!(model = m || null)) return dc.no_update;
     const shown = shownParams(model);
     if (stored(model, eps, ms, tolerance)) {

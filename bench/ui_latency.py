@@ -278,6 +278,74 @@ def hover_ms(driver, n: int) -> list[float]:
     return out
 
 
+# A continuous drag of the eps slider's thumb, as a hand does it: real ("trusted") mouse
+# events sent through the DevTools protocol, a move every 8 ms (a 125 Hz mouse) in 2 px
+# steps, left and back. Timed in the page: every animation frame's interval while the
+# drag lasts (a frame that misses the 60 Hz deadline shows as 33 ms), and for each
+# browser-side repaint (a Plotly restyle of the class) the time from the latest pointer
+# move before it to just after the frame that painted it.
+DRAG_PROBE = """
+window.drag = {on: false, frames: [], paints: [], moved: 0, last: 0};
+document.addEventListener('pointermove', (e) => {
+  if (window.drag.on) window.drag.moved = e.timeStamp;
+}, true);
+const gd = document.querySelector('#curate-graph .js-plotly-plot');
+gd.on('plotly_restyle', () => {
+  if (!window.drag.on) return;
+  const t0 = window.drag.moved;
+  requestAnimationFrame(() => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => window.drag.paints.push(performance.now() - t0);
+    ch.port2.postMessage(0);
+  });
+});
+const tick = (t) => {
+  if (!window.drag.on) { window.drag.last = 0; return; }
+  if (window.drag.last) window.drag.frames.push(t - window.drag.last);
+  window.drag.last = t;
+  requestAnimationFrame(tick);
+};
+window.drag.start = () => { window.drag.on = true; requestAnimationFrame(tick); };
+"""
+
+
+def drag_frames(driver, drags: int, span_px: int = 120) -> dict[str, list[float]]:
+    """``drags`` continuous drags of the eps slider (left ``span_px`` and back, then
+    released where they began): frame intervals and move-to-paint times, in ms; and, as
+    the baseline, the frame intervals of the page left alone for as long."""
+    driver.execute_script(DRAG_PROBE)
+    driver.execute_script("window.drag.start()")
+    time.sleep(8 * 0.008 * span_px / 2)  # as long as the drags' moves take
+    driver.execute_script("window.drag.on = false")
+    idle = driver.execute_script("const f = window.drag.frames; window.drag.frames = [];"
+                                 "return f")
+    thumb = driver.find_element("css selector", "#curate-eps-slider [role=slider]")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", thumb)
+    r = driver.execute_script("const r = arguments[0].getBoundingClientRect();"
+                              "return [r.left + r.width / 2, r.top + r.height / 2]", thumb)
+    x0, y = r
+
+    def mouse(kind: str, x: float) -> None:
+        driver.execute_cdp_cmd("Input.dispatchMouseEvent", {
+            "type": kind, "x": x, "y": y, "button": "left",
+            "buttons": 0 if kind == "mouseReleased" else 1, "clickCount": 1})
+
+    for _ in range(drags):
+        mouse("mousePressed", x0)
+        driver.execute_script("window.drag.start()")
+        path = [x0 - 2 * k for k in range(1, span_px // 2 + 1)]
+        for x in path + path[::-1][1:] + [x0]:
+            t = time.perf_counter()
+            mouse("mouseMoved", x)
+            time.sleep(max(0.0, 0.008 - (time.perf_counter() - t)))
+        driver.execute_script("window.drag.on = false")
+        mouse("mouseReleased", x0)
+        time.sleep(0.5)  # the release's store and the server's answer land
+    d = driver.execute_script("return window.drag")
+    return {"idle frame interval": idle, "drag frame interval": d["frames"],
+            "drag move → repaint": d["paints"]}
+
+
 def eps_changes(driver, base: float, n: int, eps_range: str) -> dict[str, list[float]]:
     """``n`` eps changes typed into the box, through the server alone first (the baseline:
     request, server re-cluster, Dash renderer, Plotly, as every eps change went before
@@ -333,6 +401,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=Path("runs/cifar10n"))
     ap.add_argument("--eps-changes", type=int, default=30)
+    ap.add_argument("--drags", type=int, default=3,
+                    help="continuous drags of the eps slider, frames timed throughout")
     ap.add_argument("--hovers", type=int, default=20)
     # 30, not 10: the p95 of 10 values is their maximum (pct rounds 0.95 × 9 up to 9).
     ap.add_argument("--switches", type=int, default=30)
@@ -359,7 +429,9 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
     server = Server(root)
     driver = chrome()
     results: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
-                                       "eps change, stored": [],
+                                       "eps change, stored": [], "idle frame interval": [],
+                                       "drag frame interval": [],
+                                       "drag move → repaint": [],
                                        "hover image": [], "class switch": [],
                                        "overview (all classes)": [], "triage step": [],
                                        "triage step, scripted": [],
@@ -383,6 +455,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
         box = driver.find_element("id", "curate-eps-input")
         base = float(box.get_attribute("value"))
         results.update(eps_changes(driver, base, args.eps_changes, args.eps_range))
+        if args.drags:
+            results.update(drag_frames(driver, args.drags))
         dbscan_ms = driver.execute_script(
             "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
             "const x = gd._fullData[1].x, y = gd._fullData[1].y, times = [];"
@@ -435,6 +509,10 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
         ratio = pct(results["eps change, server path"], 0.95) / pct(results["eps change"], 0.95)
         print(f"eps change p95, server path / browser path: {ratio:.2f}x")
         print(f"p95_ms={pct(results['eps change'], 0.95):.1f}")
+    if results["drag frame interval"]:
+        ratio = pct(results["drag frame interval"], 0.95) / pct(results["idle frame interval"],
+                                                                 0.95)
+        print(f"drag frame interval p95 / idle frame interval p95: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

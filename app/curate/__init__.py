@@ -19,10 +19,9 @@ from app import ids
 # The page's own stores, which every component may read.
 RUN = "curate-run"  # the run id
 CLASS_PICK = ids.CLASS_PICK  # the class to show: a code or "all" (the class list writes it)
-REVISION = "curate-revision"  # the newest change: {rev, at} (changes.register writes it)
 SHOWN = "curate-shown"  # the class the page shows: a code or "all" (render writes it)
 SHOWN_REV = "curate-shown-rev"  # the store revision the page shows (render writes it)
-ALERT = "curate-alert"  # the refused change's line (changes.register writes it)
+ALERT = "curate-alert"  # holds the refused change's line (changes.register writes it)
 TABS = "curate-tabs"  # the Review list / Summary / Export / Retrain tabs
 
 

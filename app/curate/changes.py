@@ -2,10 +2,10 @@
 
 A component whose callback changes the store (a parameter, an override, a relabel, an undo)
 writes only its own change store, ``{"type": CHANGE, "part": <component>}``, with the
-store's new revision and the refusal's line, if any (:func:`apply`). One clientside
-callback (:func:`register`) follows every component's change store and writes the page's
-revision (which the render path follows) and its alert line: each has one writer, and no
-component writes another's outputs.
+store's new revision and the refusal's line, if any (:func:`apply`). The render path
+follows every component's change store (:data:`CHANGES`, one pattern-matching input), and
+one clientside callback (:func:`register`) shows the refusal in the page's alert line: no
+component writes another's outputs, and no hop lies between a change and its repaint.
 """
 
 from __future__ import annotations
@@ -18,12 +18,18 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, clientside_callback, dcc, html
 
 from app import curate_logic as logic
-from app.curate import ALERT, REVISION
+from app.curate import ALERT
 from app.server import settings
 from worker.pipeline.errors import InputError
 
 CHANGE = "curate-change"  # pattern-matching id type: {"type": CHANGE, "part": <component>}
 ALERT_LINE = "curate-alert-line"  # the alert itself, inside ALERT
+CHANGES = {"type": CHANGE, "part": ALL}  # every component's change store, as one input
+
+
+def fired(prop_ids: dict) -> bool:
+    """Whether a change store is among a callback's triggers (``ctx.triggered_prop_ids``)."""
+    return any(isinstance(i, dict) and i.get("type") == CHANGE for i in prop_ids.values())
 
 
 def store(part: str) -> dcc.Store:
@@ -62,24 +68,22 @@ def layout() -> html.Div:
                               class_name="py-2 my-2"), id=ALERT)
 
 
-# The newest change record among all components' (the one that fired) → the page's
-# revision and its alert line.
-_MERGE = """
+# The change that fired → the alert line: its refusal, or closed.
+_ALERT = """
 function (records) {
     const dc = window.dash_clientside, fired = dc.callback_context.triggered_id;
-    if (!fired) throw dc.PreventUpdate;
-    const record = records.find((r, i) => r &&
-        dc.callback_context.inputs_list[0][i].id.part === fired.part);
+    const k = dc.callback_context.inputs_list[0].findIndex(
+        (i) => fired && i.id.part === fired.part);
+    const record = k < 0 ? null : records[k];
     if (!record) throw dc.PreventUpdate;
-    return [{rev: record.rev, at: record.at}, record.alert || "", Boolean(record.alert)];
+    return [record.alert || "", Boolean(record.alert)];
 }
 """
 
 
 def register() -> None:
-    """The merge callback, for the page module to call as Dash imports it."""
+    """The alert's callback, for the page module to call as Dash imports it."""
     clientside_callback(
-        _MERGE,
-        Output(REVISION, "data"), Output(ALERT_LINE, "children"), Output(ALERT_LINE, "is_open"),
-        Input({"type": CHANGE, "part": ALL}, "data"), prevent_initial_call=True,
+        _ALERT, Output(ALERT_LINE, "children"), Output(ALERT_LINE, "is_open"),
+        Input(CHANGES, "data"), prevent_initial_call=True,
     )

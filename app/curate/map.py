@@ -33,7 +33,7 @@ from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
 from app import ids
-from app.curate import REVISION, RUN, SHOWN, Page, changes
+from app.curate import RUN, SHOWN, Page, changes
 from app.curate.render import View, changed
 from app.data import cached_figure
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
@@ -126,7 +126,7 @@ def render(view: View, states: dict) -> dict:
 def _painted(view: View, draft: dict | None) -> bool:
     """Whether the plot already shows the stored class: the browser drew the draft over
     the revision before, and the store's only change since is that draft."""
-    if view.switched or view.fired != {REVISION} or view.code is None or not draft:
+    if view.switched or view.fired != {"change"} or view.code is None or not draft:
         return False
     eps, ms = view.state.params[view.code]
     return (bool(draft.get("painted")) and draft.get("class") == view.code

@@ -21,7 +21,7 @@ from types import ModuleType
 from dash import Input, Output, State, callback, ctx, no_update
 
 from app import curate_logic as logic
-from app.curate import CLASS_PICK, REVISION, RUN, SHOWN, SHOWN_REV, code_of
+from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, changes, code_of
 from app.data import RunData, RunState, current_state, run_data
 from app.server import settings
 
@@ -31,8 +31,8 @@ class View:
     """What the page is asked to show, for each component's ``render``.
 
     ``switched``: the shown class changes; ``stored``: the store changed since the page
-    last showed it (counts and history follow); ``fired``: the inputs that fired
-    (``CLASS_PICK``, ``REVISION`` or both).
+    last showed it (counts and history follow); ``fired``: what asked for it: ``"class"``
+    (the class to show), ``"change"`` (a component's change store) or both.
     """
 
     root: Path
@@ -43,7 +43,7 @@ class View:
     shown: int | str | None
     switched: bool
     stored: bool
-    fired: set[str] = field(default_factory=set)
+    fired: frozenset[str] = field(default_factory=frozenset)
 
     @cached_property
     def noise(self) -> list[int]:
@@ -64,18 +64,19 @@ def changed(new, old):  # noqa: ANN001, ANN201 - any output's value
 def register(parts: dict[str, ModuleType]) -> None:
     """The render callback over ``parts`` (name → component module), for the page module
     to call as Dash imports it."""
-    def on_render(class_value, revision, run_id, shown, shown_rev, states):
+    def on_render(class_value, _changes, run_id, shown, shown_rev, states):
         root = settings().runs_root
         data = run_data(root, run_id)
         state = current_state(data)
         code = code_of(class_value)
+        change = changes.fired(ctx.triggered_prop_ids)
         view = View(root, run_id, data, state, code, shown,
                     switched=shown != ("all" if code is None else code),
                     # A new revision (the first paint, or one stored before a class
                     # switch), or an answer that may have refused what the browser drew.
-                    stored=REVISION in ctx.triggered_prop_ids.values()
-                    or state.revision != shown_rev,
-                    fired=set(ctx.triggered_prop_ids.values()))
+                    stored=change or state.revision != shown_rev,
+                    fired=frozenset({"change"} if change else set()) | (
+                        {"class"} if CLASS_PICK in ctx.triggered_prop_ids.values() else set()))
         return {"shown": changed("all" if code is None else code, shown),
                 "shown_rev": changed(state.revision, shown_rev),
                 "parts": {name: part.render(view, states[name]) for name, part in parts.items()}}
@@ -83,7 +84,8 @@ def register(parts: dict[str, ModuleType]) -> None:
     callback(
         output={"shown": Output(SHOWN, "data"), "shown_rev": Output(SHOWN_REV, "data"),
                 "parts": {name: part.OUTPUTS for name, part in parts.items()}},
-        inputs={"class_value": Input(CLASS_PICK, "data"), "revision": Input(REVISION, "data"),
+        inputs={"class_value": Input(CLASS_PICK, "data"),
+                "_changes": Input(changes.CHANGES, "data"),
                 "run_id": State(RUN, "data"), "shown": State(SHOWN, "data"),
                 "shown_rev": State(SHOWN_REV, "data"),
                 "states": {name: part.STATES for name, part in parts.items()}},

@@ -1,11 +1,11 @@
 """Curate one run: the page put together from its components (app/curate/).
 
 The page owns its stores (app/curate/__init__.py), the header, and where each component
-sits. Its state is two values: the class to show (CLASS_PICK, written by the class list)
-and the store's newest revision (REVISION, written by the change channel,
-app/curate/changes.py). The one render path (app/curate/render.py) draws every
-component's part from the store's snapshot when either changes, and says what the page
-now shows (SHOWN, SHOWN_REV); the rule panel, the review list and the summary follow
+sits. Its state is the class to show (CLASS_PICK, written by the class list) and the
+store, which components change through their change stores (app/curate/changes.py). The
+one render path (app/curate/render.py) draws every component's part from the store's
+snapshot when the class or a change store changes, and says what the page now shows
+(SHOWN, SHOWN_REV); the rule panel, the review list and the summary follow
 those, so their requests start once the map's answer is in.
 """
 
@@ -15,7 +15,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import dcc, html
 
-from app.curate import CLASS_PICK, REVISION, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, render
+from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, render
 from app.curate import map as curate_map
 from app.curate.components import COMPONENTS, render_parts
 from app.data import current_state, run_data
@@ -40,7 +40,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 
     return html.Div([
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=CLASS_PICK, data=0),
-        dcc.Store(id=REVISION), dcc.Store(id=SHOWN), dcc.Store(id=SHOWN_REV),
+        dcc.Store(id=SHOWN), dcc.Store(id=SHOWN_REV),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(feature_badges(page.meta), id="feature-badges", className="me-3"),
                   curate_map.status_line(),

@@ -13,7 +13,8 @@ from tests.integration.browser import browser_marks
 
 pytestmark = browser_marks()
 ROOT = Path(__file__).resolve().parents[2]
-ACTIONS = ("eps change, server path", "eps change", "eps change, stored", "hover image",
+ACTIONS = ("eps change, server path", "eps change", "eps change, stored",
+           "idle frame interval", "drag frame interval", "drag move → repaint", "hover image",
            "class switch", "overview (all classes)", "triage step", "triage step, scripted",
            "apply to all classes", "review list, N rows: sort", "review list, N rows: filter")
 
@@ -22,7 +23,7 @@ def test_ui_latency_times_every_action(digits_run):
     r = subprocess.run(
         [sys.executable, "-m", "bench.ui_latency", "--run", str(digits_run.path),
          "--eps-changes", "2", "--hovers", "2", "--switches", "2", "--triage", "3",
-         "--apply-all", "1", "--review", "2"],
+         "--apply-all", "1", "--review", "2", "--drags", "1"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     timed = {re.sub(r"\d+ rows", "N rows", m[0].strip()): int(m[1]) for m in re.findall(
@@ -32,4 +33,6 @@ def test_ui_latency_times_every_action(digits_run):
     assert set(timed) == set(ACTIONS), r.stdout
     assert all(timed[k] == n for k, n in want.items()), timed
     assert "triage step by Chrome's Event Timing" in r.stdout
+    assert timed["drag frame interval"] > 20 and timed["drag move → repaint"] > 0, timed
+    assert "drag frame interval p95 / idle frame interval p95" in r.stdout
     assert re.search(r"^p95_ms=[\d.]+$", r.stdout, re.M), r.stdout

@@ -175,9 +175,10 @@ def test_no_callback_has_more_than_three_triggers(client):
 def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
     """The Curate page's components (app/curate/): no output is written by callbacks of
     two components; a callback that changes the store writes only its own component's
-    change store (and that component's own outputs); the page's revision and alert have
-    one writer (the change channel); the status line has no callback writer at all
-    (assets/recluster.js is its one); and only the map's script writes the draft."""
+    change store (and that component's own outputs), which the render path follows
+    directly; the alert line has one writer (the change channel); the status line has no
+    callback writer at all (assets/recluster.js is its one); and only the map's script
+    writes the draft."""
     from app.server import create_app
 
     app = create_app(Settings(runs_root=root))
@@ -213,11 +214,11 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
     assert len(changers) == 9  # map 2, parameters 4, review list 3
     for dep in changers:
         assert not [o for o in outputs(dep) if o.startswith(
-            ("curate-graph", "curate-class-list", "curate-revision", "curate-alert"))], dep
-    assert writers["curate-revision.data"] == {"app.curate.changes"}
+            ("curate-graph", "curate-class-list", "curate-alert"))], dep
     assert writers["curate-alert-line.children"] == {"app.curate.changes"}
     assert "curate-status.children" not in writers
     assert writers["curate-draft.data"] == {"app.curate.map"}
     renders = [d for d in deps if "curate-class-list.rowData" in d["output"]]
     assert len(renders) == 1
-    assert {i["id"] for i in renders[0]["inputs"]} == {"curate-class", "curate-revision"}
+    assert {i["id"] for i in renders[0]["inputs"]} == {
+        "curate-class", '{"part":["ALL"],"type":"curate-change"}'}
