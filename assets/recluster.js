@@ -169,9 +169,26 @@
   // The (eps, ms) the plot shows for model m.
   const shownParams = (m) => (drafted(m) ? {eps: draft.eps, ms: draft.min_samples} : m);
 
-  // The status line's one writer.
+  // The status line's one writer. Its text is set here, not through Dash: the line is no
+  // component's property, so a preview costs no pass of Dash's renderer.
   function showStatus(text) {
-    window.dash_clientside.set_props(IDS.status, {children: text});
+    const line = document.getElementById(IDS.status);
+    if (line) line.textContent = text;
+  }
+
+  // The server's line (a hidden element the render path writes, app/curate/map.py) is
+  // shown the moment React writes it: its text, or its title, which changes with every
+  // answer.
+  let watched = null;
+  function watchServerLine() {
+    const data = document.getElementById(IDS.statusData);
+    if (!data || data === watched) return;
+    watched = data;
+    const show = () => { if (data.textContent) showStatus(data.textContent); };
+    new MutationObserver(show).observe(data, {childList: true, characterData: true,
+                                              subtree: true, attributes: true,
+                                              attributeFilter: ["title"]});
+    show();
   }
 
   // Re-cluster and repaint the class at (eps, ms) and make that the draft; returns the
@@ -224,10 +241,10 @@
 
   const fired = () => window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
 
-  // Clientside callback: a new model or status line from the server.
-  function seen(newModel, status) {
+  // Clientside callback: a new model from the server.
+  function seen(newModel) {
     model = newModel || null;
-    if (fired().includes(IDS.statusData + ".data") && status) showStatus(status.text);
+    watchServerLine();
   }
 
   // A drag's previews are drawn once per animation frame, at the latest values: a mouse

@@ -8,11 +8,13 @@ parameter change in progress, the *draft* ``{class, eps, min_samples, base_revis
 painted}``, and publishes it in :data:`DRAFT` when a slider is released or a value typed;
 the parameters' server callback stores it, and the render path leaves the plot as it is
 when the browser has already painted what was stored. The script is also the status
-line's one writer: the server's line comes to it through :data:`STATUS_DATA`.
+line's one writer: the server's line comes to it in a hidden element, :data:`STATUS_DATA`,
+which the script copies the moment React has written it (no Dash round between).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import dash_bootstrap_components as dbc
@@ -50,14 +52,17 @@ DROP = "curate-drop"
 CLEAR = "curate-clear"
 BACKGROUND = "curate-background"
 STATUS = ids.STATUS  # the status line: written by assets/recluster.js only
-STATUS_DATA = ids.STATUS_DATA  # the server's status line, for the script to show
+STATUS_DATA = ids.STATUS_DATA  # the server's status line (hidden), for the script to show
 MODEL = ids.MODEL  # what assets/recluster.js needs to re-cluster the shown class
 DRAFT = ids.DRAFT  # the parameter change the script drew: written by assets/recluster.js
 
 
 def status_line() -> html.Span:
-    """The run's counts, one line (the page puts it in its header)."""
-    return html.Span(id=STATUS, className="text-muted small me-3")
+    """The run's counts, one line (the page puts it in its header), and the server's line
+    for the script to show: its ``title`` changes with every answer, so a line that reads
+    as before is shown again (after a refused change, over a preview)."""
+    return html.Span([html.Span(id=STATUS, className="text-muted small me-3"),
+                      html.Span(id=STATUS_DATA, hidden=True)])
 
 
 def layout(_page: Page) -> html.Div:
@@ -77,9 +82,9 @@ def layout(_page: Page) -> html.Div:
     ], class_name="g-2 align-items-center mb-2")
     graph = dcc.Graph(id=GRAPH, style={"height": "clamp(340px, calc(100vh - 240px), 900px)"},
                       clear_on_unhover=True,
-                      config={**GRAPH_CONFIG, "scrollZoom": True,
+                      config={**GRAPH_CONFIG, "scrollZoom": True, "plotGlPixelRatio": 1,
                               "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]})
-    return html.Div([dcc.Store(id=MODEL), dcc.Store(id=DRAFT), dcc.Store(id=STATUS_DATA),
+    return html.Div([dcc.Store(id=MODEL), dcc.Store(id=DRAFT),
                      changes.store(PART), toolbar, graph, _legend()])
 
 
@@ -97,7 +102,8 @@ def _legend() -> html.Div:
 
 # ------------------------------------------------------------------------ render part
 OUTPUTS = {"figure": Output(GRAPH, "figure"), "model": Output(MODEL, "data"),
-           "status": Output(STATUS_DATA, "data"),
+           "status": Output(STATUS_DATA, "children"),
+           "status_at": Output(STATUS_DATA, "title"),
            "undo_disabled": Output(UNDO, "disabled"), "redo_disabled": Output(REDO, "disabled")}
 STATES = {"background": State(BACKGROUND, "value"), "draft": State(DRAFT, "data"),
           "undo_disabled": State(UNDO, "disabled"), "redo_disabled": State(REDO, "disabled")}
@@ -113,12 +119,13 @@ def render(view: View, states: dict) -> dict:
            "model": None if code is None else logic.client_model(view.data, state, code,
                                                                  view.noise)}
     if not view.stored:  # a class switch alone: the counts and history are as they were
-        return {**out, **dict.fromkeys(("status", "undo_disabled", "redo_disabled"),
+        return {**out, **dict.fromkeys(("status", "status_at", "undo_disabled",
+                                        "redo_disabled"),
                                        no_update)}
     store = logic.store_for(view.root, view.run_id)
     return {**out,
-            "status": {"text": logic.status_text(view.counts, view.noise, state.rule),
-                       "rev": state.revision},
+            "status": logic.status_text(view.counts, view.noise, state.rule),
+            "status_at": f"revision {state.revision} at {time.time():.3f}",
             "undo_disabled": changed(not store.can_undo(), states["undo_disabled"]),
             "redo_disabled": changed(not store.can_redo(), states["redo_disabled"])}
 
@@ -163,15 +170,23 @@ def _figure(view: View, background: bool):
 
 
 # ---------------------------------------------------------------------------- callbacks
+_PIXEL_RATIO = """
+function (_run, config) {
+    const ratio = Math.min(2, Math.max(1, Math.round(window.devicePixelRatio || 1)));
+    if (config.plotGlPixelRatio === ratio) throw window.dash_clientside.PreventUpdate;
+    return Object.assign({}, config, {plotGlPixelRatio: ratio});
+}
+"""
+
+
 def register() -> None:
     """The map's callbacks, for the page module to call as Dash imports it."""
-    # assets/recluster.js: a new model or status line from the server (remembered and
-    # shown); a slider dragged (the class repainted in the browser, the draft kept); a
-    # slider released or a value typed (repainted unless the drag already did, and the
-    # draft published for the parameters to store).
+    # assets/recluster.js: a new model from the server (remembered); a slider dragged
+    # (the class repainted in the browser, the draft kept); a slider released or a value
+    # typed (repainted unless the drag already did, and the draft published for the
+    # parameters to store).
     clientside_callback(ClientsideFunction(namespace="map", function_name="seen"),
-                        Input(MODEL, "data"), Input(STATUS_DATA, "data"),
-                        prevent_initial_call=True)
+                        Input(MODEL, "data"), prevent_initial_call=True)
     clientside_callback(ClientsideFunction(namespace="map", function_name="preview"),
                         Input(ids.EPS_SLIDER, "drag_value"), Input(ids.MS_SLIDER, "drag_value"),
                         State(MODEL, "data"), State(ids.EPS_SLIDER, "value"),
@@ -185,6 +200,10 @@ def register() -> None:
                         Output(DRAFT, "data", allow_duplicate=True),
                         Input(ids.EPS_INPUT, "value"), Input(ids.MS_INPUT, "value"),
                         State(MODEL, "data"), prevent_initial_call=True)
+    # The WebGL canvas at the screen's pixel ratio (Plotly's default, 2, draws 4× the pixels
+    # of a plain screen: a repaint cost twice the time, docs/benchmarks.md).
+    clientside_callback(_PIXEL_RATIO, Output(GRAPH, "config"), Input(RUN, "data"),
+                        State(GRAPH, "config"))
     callback(changes.output(PART), Input(UNDO, "n_clicks"), Input(REDO, "n_clicks"),
              State(RUN, "data"), prevent_initial_call=True)(on_undo_redo)
     callback(changes.output(PART), Input(KEEP, "n_clicks"), Input(DROP, "n_clicks"),
