@@ -173,7 +173,7 @@
   // component's property, so a preview costs no pass of Dash's renderer.
   function showStatus(text) {
     const line = document.getElementById(IDS.status);
-    if (line) line.textContent = text;
+    if (line && line.textContent !== text) line.textContent = text;
   }
 
   // The server's line (a hidden element the render path writes, app/curate/map.py) is
