@@ -25,6 +25,9 @@ from .figures import MARKER_STYLE, finding_slots, look_table, override_codes, ty
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
 # The finding kinds besides label (worker/pipeline/findings), each counted under its name.
 FINDING_KEYS = tuple(k.name for k in kinds() if k.name != "label")
+# A typed eps this close to the stored one is no change: the boxes' precision (the browser
+# gets it in the model, client_model).
+TYPED_TOLERANCE = 1e-4
 STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} flagged · "
                    "{overridden} overridden · {relabelled} relabelled · rule {rule}"
                    + "".join(f" · {{{k}}} {k}" for k in FINDING_KEYS))
@@ -317,7 +320,8 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
     dict with the stored ``eps`` and ``ms``, the store ``revision`` it reflects, ``looks``
     (:func:`~app.figures.look_table` flattened: a uint8 typed array of shape (2 n_c,),
     point i's look in a cluster at 2i, as noise at 2i + 1), the per-class ``noise`` the
-    page shows, the status template and the look table itself (``style``). The counts
+    page shows, the status template, the look table itself (``style``) and the typed
+    eps's ``tolerance``. The counts
     come from the class list's rows in the browser (assets/classlist.js). ``exact`` is
     False for classes small enough that the server hands them to scikit-learn, whose
     brute-force distances could differ in the last bit.
@@ -330,7 +334,8 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),
-            "noise": noise, "status": STATUS_TEMPLATE, "style": MARKER_STYLE}
+            "noise": noise, "status": STATUS_TEMPLATE, "style": MARKER_STYLE,
+            "tolerance": TYPED_TOLERANCE}
 
 
 # Why a sample flagged only as DBSCAN noise is flagged, by rule (clustering.flag_bits).

@@ -233,7 +233,6 @@
     return draft.status;
   }
 
-  const TYPED_TOLERANCE = 1e-4;  // a typed eps this close to the stored one is no change
   // The plot shows (eps, ms) already; (eps, ms) is the model's stored pair, within tolerance.
   const showing = (shown, eps, ms) => eps === shown.eps && ms === shown.ms;
   const stored = (m, eps, ms, tolerance) => ms === m.ms && Math.abs(eps - m.eps) <= tolerance;
@@ -315,7 +314,8 @@
     if (eps === null || eps === undefined || ms === null || ms === undefined) {
       return dc.no_update;  // a field being edited
     }
-    return commit(Number(eps), Number(ms), true, m, TYPED_TOLERANCE);
+    // A typed eps within the model's tolerance of the stored one is no change.
+    return commit(Number(eps), Number(ms), true, m, m ? m.tolerance : 0);
   }
 
   // Enter in the eps or min_samples box (the "apply" action, app/actions.py, dispatched by
@@ -332,7 +332,7 @@
     if (!epsBox || !msBox || epsBox.value === "" || msBox.value === "") return;
     const eps = Number(epsBox.value), ms = Number(msBox.value), shown = shownParams(model);
     if (!valid(eps, ms) || showing(shown, eps, ms) ||
-        stored(model, eps, ms, TYPED_TOLERANCE)) return;
+        stored(model, eps, ms, model.tolerance)) return;
     const status = redraw(model, eps, ms);
     if (status === null) return;
     debug.lastRecluster.key = "Enter";  // drawn here, not by `typed`

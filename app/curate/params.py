@@ -33,8 +33,6 @@ CUT_ROW = "curate-cut"  # the per-class cut's buttons (hidden where the rule has
 CUT_MORE = "curate-cut-more"
 CUT_FEWER = "curate-cut-fewer"
 CUT_RESET = "curate-cut-reset"
-TYPED_TOLERANCE = 1e-4  # a typed eps this close to the stored one is no change (the boxes'
-#                         precision; assets/recluster.js uses the same)
 
 
 def layout(_page: Page) -> dbc.Card:
@@ -129,7 +127,7 @@ def on_params(draft, run_id):
         raise PreventUpdate
     return changes.apply(run_id, lambda root: logic.set_params(
         root, run_id, draft["class"], draft.get("eps"), draft.get("min_samples"),
-        tolerance=TYPED_TOLERANCE if draft.get("typed") else 0.0))
+        tolerance=logic.TYPED_TOLERANCE if draft.get("typed") else 0.0))
 
 
 def on_auto_eps(_clicks, class_value, ms, run_id):
