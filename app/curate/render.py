@@ -70,13 +70,14 @@ def register(parts: dict[str, ModuleType]) -> None:
         state = current_state(data)
         code = code_of(class_value)
         change = changes.fired(ctx.triggered_prop_ids)
+        picked = CLASS_PICK in ctx.triggered_prop_ids.values()
         view = View(root, run_id, data, state, code, shown,
                     switched=shown != ("all" if code is None else code),
                     # A new revision (the first paint, or one stored before a class
                     # switch), or an answer that may have refused what the browser drew.
                     stored=change or state.revision != shown_rev,
-                    fired=frozenset({"change"} if change else set()) | (
-                        {"class"} if CLASS_PICK in ctx.triggered_prop_ids.values() else set()))
+                    fired=frozenset(name for name, yes in (("change", change),
+                                                           ("class", picked)) if yes))
         return {"shown": changed("all" if code is None else code, shown),
                 "shown_rev": changed(state.revision, shown_rev),
                 "parts": {name: part.render(view, states[name]) for name, part in parts.items()}}
