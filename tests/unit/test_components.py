@@ -78,3 +78,30 @@ def test_a_per_class_control_is_one_component(fresh_run, monkeypatch):
     answer = client.post("/_dash-update-component", headers=HOST, json=_request(
         pressed, {"toy-press.n_clicks": 2})).get_json()
     assert answer["response"]["toy-said"]["children"] == "pressed 2"
+
+
+def test_the_render_answer_is_plain_json_for_orjson(fresh_run, monkeypatch):
+    """A class switch from the overview, a switch between classes and an edit (the last
+    two answer with Patches) are encoded by orjson directly: a Patch left in the answer
+    would send Plotly's encoder walking every marker in Python (most of a switch's
+    server time, docs/benchmarks.md)."""
+    import plotly.io._json as plotly_json
+
+    from app.server import create_app
+
+    app = create_app(Settings(runs_root=fresh_run.path.parent))
+    client = app.server.test_client()
+    run_id = fresh_run.path.name
+    deps = client.get("/_dash-dependencies", headers=HOST).get_json()
+    render = [d for d in deps if "curate-shown.data" in d["output"]][-1]
+
+    def walked(*_args, **_kwargs):
+        raise AssertionError("the answer went through Plotly's cleaning encoder")
+
+    monkeypatch.setattr(plotly_json, "clean_to_json_compatible", walked)
+    for class_value, shown in ((3, "all"), (4, 3), (4, 4)):
+        answer = client.post("/_dash-update-component", headers=HOST, json=_request(render, {
+            "curate-class.data": class_value, "curate-run.data": run_id,
+            "curate-shown.data": shown, "curate-shown-rev.data": -1}))
+        assert answer.status_code == 200, answer.get_data(as_text=True)[:300]
+        assert "curate-graph" in answer.get_json()["response"]
