@@ -41,9 +41,10 @@ LEGEND = [
 
 
 # Symbols travel as Plotly's symbol numbers and sizes as integers: a smaller response per
-# eps change. Colours stay hex strings: integer codes through a colorscale were smaller
-# still, but Plotly's colorscale path made each repaint slower (docs/benchmarks.md,
-# "Measurements behind the code").
+# eps change. Colours travel as channel arrays (:func:`channels`), not hex strings: Plotly
+# parses a colour string twice per point before a WebGL trace draws, which was half of a
+# class switch's repaint; integer codes through a colorscale were smaller still, but
+# Plotly's colorscale path made each repaint slower (docs/benchmarks.md).
 SYMBOLS = {"circle": 0, "square": 1, "diamond": 2, "x": 4, "triangle-up": 5, "star": 17}
 # Samples another finding kind drops by default (worker/pipeline/findings), one symbol per
 # kind in registry order after label: a copy ■, a leak ▲, an outlier ★ (a fourth ◆).
@@ -52,6 +53,18 @@ FINDING_SYMBOLS = (SYMBOLS["square"], SYMBOLS["triangle-up"], SYMBOLS["star"],
                    SYMBOLS["diamond"])
 SIZES = {"point": 6, "flagged": 8, "override": 10}
 OVERRIDE_CODES = {"keep": 1, "drop": 2}  # 0: no override
+
+
+def channels(hex_colour: str) -> list[float]:
+    """``"#rrggbb"`` as the channel array ``[r, g, b, 1]`` (each 0-1, 3 decimals), which
+    Plotly takes as a colour as it is.
+
+    Three decimals keep every channel within 0.13 of its 0-255 value, so the hex comes
+    back by rounding; channels in 0-1 are never mistaken for 0-255 ones (Plotly reads an
+    array whose largest channel is above 1 as 0-255).
+    """
+    v = int(hex_colour[1:], 16)
+    return [round((v >> shift & 255) / 255, 3) for shift in (16, 8, 0)] + [1]
 
 
 @dataclass(frozen=True)
@@ -88,7 +101,19 @@ LOOKS = [
 FIRST_FINDING_LOOK = 7
 _LOOK_SYMBOL = np.array([look.symbol for look in LOOKS])
 _LOOK_SIZE = np.array([look.size for look in LOOKS])
-_LOOK_COLOUR = np.array([look.colour for look in LOOKS], dtype=object)
+# As they are sent: channel arrays (None: the cluster's colour).
+
+
+def _objects(values: list) -> np.ndarray:
+    """``values`` as a 1-D object array (each element kept whole, lists included)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+_LOOK_COLOUR = _objects([None if look.colour is None else channels(look.colour)
+                         for look in LOOKS])
+_CLUSTER_CHANNELS = _objects([channels(c) for c in CLUSTER_COLOURS])
 
 
 def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray,
@@ -140,8 +165,10 @@ def look_table(bits: np.ndarray, overrides: np.ndarray,
                                 finding) for noise in (False, True)], axis=1)
 
 
-# Everything assets/recluster.js needs besides each point's look codes.
-MARKER_STYLE = {"looks": [asdict(look) for look in LOOKS], "clusters": CLUSTER_COLOURS}
+# Everything assets/recluster.js needs besides each point's look codes, colours as sent.
+MARKER_STYLE = {"looks": [{**asdict(look), "colour": _LOOK_COLOUR[code]}
+                          for code, look in enumerate(LOOKS)],
+                "clusters": _CLUSTER_CHANNELS.tolist()}
 
 
 def override_codes(idx: np.ndarray, overrides: dict[int, str]) -> np.ndarray:
@@ -161,16 +188,16 @@ def override_codes(idx: np.ndarray, overrides: dict[int, str]) -> np.ndarray:
     return codes
 
 
-def marker_style(idx: np.ndarray, d: Decisions,
-                 overrides: dict[int, str]) -> tuple[list[str], list[int], list[int]]:
-    """Colours (hex), symbol numbers (values of ``SYMBOLS``) and sizes for the samples
-    ``idx`` (shape (n,), ascending), from LOOKS."""
+def marker_style(idx: np.ndarray, d: Decisions, overrides: dict[int, str]
+                 ) -> tuple[list[list[float]], list[int], list[int]]:
+    """Colours (channel arrays, :func:`channels`), symbol numbers (values of ``SYMBOLS``)
+    and sizes for the samples ``idx`` (shape (n,), ascending), from LOOKS."""
     clusters = d.clusters[idx]
     codes = look_codes(d.flagged[idx], clusters == -1, override_codes(idx, overrides),
                        finding_slots(d.reason[idx]))
     colours = _LOOK_COLOUR[codes]
     own = codes == 0
-    colours[own] = np.array(CLUSTER_COLOURS, dtype=object)[clusters[own] % len(CLUSTER_COLOURS)]
+    colours[own] = _CLUSTER_CHANNELS[clusters[own] % len(CLUSTER_COLOURS)]
     return colours.tolist(), _LOOK_SYMBOL[codes].tolist(), _LOOK_SIZE[codes].tolist()
 
 

@@ -110,33 +110,13 @@
     return labels;
   }
 
-  // "#rrggbb" as the channel array [r, g, b, 1] (each 0-1), which Plotly takes as a colour
-  // as it is. Why: Plotly parses every colour string of a restyled trace again (a regular
-  // expression per point), about half of a restyle (docs/benchmarks.md). Channels in 0-1
-  // are never mistaken for 0-255 ones (Plotly reads an array whose largest channel is
-  // above 1 as 0-255).
-  function channels(hex) {
-    const v = parseInt(hex.slice(1), 16);
-    return [(v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, 1];
-  }
-
   // Marker colours, symbols and sizes, and the class's counts, looked up: model.looks
-  // holds each point's row of model.style.looks for both DBSCAN outcomes (in a cluster,
-  // noise), computed by the server from its rule (app/figures.py look_table); model comes
-  // from app/curate_logic.py client_model().
-  const styles = new WeakMap();  // model.style -> its colours as channel arrays
-  function channelStyle(style) {
-    if (!styles.has(style)) {
-      styles.set(style, {
-        looks: style.looks.map((look) => Object.assign({}, look, {
-          colour: look.colour === null ? null : channels(look.colour)})),
-        clusters: style.clusters.map(channels)});
-    }
-    return styles.get(style);
-  }
-
+  // holds each point's row of model.style.looks for both DBSCAN outcomes, computed by the
+  // server from its rule (app/figures.py look_table), colours as the channel arrays the
+  // server sends too (app/figures.py channels); model comes from app/curate_logic.py
+  // client_model().
   function paint(model, labels) {
-    const {looks: table, clusters} = channelStyle(model.style);
+    const {looks: table, clusters} = model.style;
     const looks = decode(model.looks);
     const n = labels.length;
     const color = new Array(n), symbol = new Array(n), size = new Array(n);

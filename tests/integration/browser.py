@@ -129,13 +129,16 @@ def shown_text(element) -> str:
 GRAPH_JS = "return document.querySelector('#curate-graph .js-plotly-plot')"
 
 
-def trace_markers(driver) -> dict | None:
-    """Current colours (hex) and symbols (names) of the class trace (trace 1).
+def hex_colours(colours: list) -> list[str]:
+    """Marker colours as ``#rrggbb``: the page draws 0-1 channel arrays
+    (app/figures.py ``channels``), a scalar colour stays as it is."""
+    return [c if isinstance(c, str) else "#" + "".join(f"{round(v * 255):02x}" for v in c[:3])
+            for c in colours]
 
-    The page sends symbol numbers; they are translated back to names here. The browser's
-    re-cluster draws colours as 0-1 channel arrays (assets/recluster.js), the server as
-    hex: both are read back as hex.
-    """
+
+def trace_markers(driver) -> dict | None:
+    """Current colours (hex, :func:`hex_colours`) and symbols (names) of the class trace
+    (trace 1). The page sends symbol numbers; they are translated back to names here."""
     from app.figures import SYMBOLS
 
     m = driver.execute_script(
@@ -148,8 +151,7 @@ def trace_markers(driver) -> dict | None:
         return None
     names = {v: k for k, v in SYMBOLS.items()}
     m["symbol"] = [names.get(s, s) for s in m["symbol"]]
-    m["color"] = [c if isinstance(c, str) else
-                  "#" + "".join(f"{round(v * 255):02x}" for v in c[:3]) for c in m["color"]]
+    m["color"] = hex_colours(m["color"])
     return m
 
 

@@ -25,6 +25,7 @@ from tests.integration.browser import (
     class_rows,
     focused_sample,
     grid_rows,
+    hex_colours,
     lasso_middle,
     listed_classes,
     pick_class,
@@ -229,7 +230,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         assert last.get("key") == "Enter"  # at the key press, before Dash's round
         colours, symbols, _ = marker_style(data.members[0], state.decisions, state.marks)
         shown = trace_markers(driver)
-        assert shown["color"] == colours
+        assert shown["color"] == hex_colours(colours)
         assert shown["symbol"] == [names[s] for s in symbols]
         # The class list's rows count the same (assets/recluster.js previews them, the
         # render path sends the stored ones).
@@ -276,7 +277,7 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     data = run_data(ui_root, "drag")
     state = current_state(data)
     colours, _, _ = marker_style(data.members[0], state.decisions, state.overrides)
-    wait_for(lambda: trace_markers(driver)["color"] == colours)
+    wait_for(lambda: trace_markers(driver)["color"] == hex_colours(colours))
     # Again from there: a preview P, then 0 (refused; the server repaints the stored eps
     # under the same model). Dragging back to P must draw P again.
     last = driver.execute_script("return window.curateDebug.lastRecluster")
@@ -285,7 +286,7 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
      .move_by_offset(to_left_edge, 0).pause(0.3).release().perform())
     preview = driver.execute_script("return window.curateDebug.lastRecluster")  # P; 0 is not drawn
     assert preview["at"] > last["at"] and 0 < preview["eps"] != eps
-    wait_for(lambda: trace_markers(driver)["color"] == colours)
+    wait_for(lambda: trace_markers(driver)["color"] == hex_colours(colours))
     assert store.class_params()[0][0] == eps
     ActionChains(driver).click_and_hold(thumb).move_by_offset(30, 0).perform()
     again = wait_for(lambda: (v := driver.execute_script(
@@ -491,7 +492,7 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
         last = "return (window.curateDebug || {}).lastRecluster || null"
         assert driver.execute_script(last) is None
         colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks)
-        assert trace_markers(driver)["color"] == colours
+        assert trace_markers(driver)["color"] == hex_colours(colours)
         assert trace_markers(driver)["symbol"] == [names[s] for s in symbols]
     assert store.revision() == before
 

@@ -201,7 +201,7 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
 def test_client_model_carries_what_the_browser_needs(root):
     import base64
 
-    from app.figures import LOOKS, marker_style
+    from app.figures import LOOKS, channels, marker_style
 
     logic.set_decision(root, "digits", 0, "drop")
     data = run_data(root, "digits")
@@ -222,7 +222,8 @@ def test_client_model_carries_what_the_browser_needs(root):
     colours, symbols, sizes = marker_style(idx, state.decisions, state.marks)
     assert [look.symbol for look in shown] == symbols
     assert [look.size for look in shown] == sizes
-    assert all(look.colour in (None, c) for look, c in zip(shown, colours, strict=True))
+    assert all(look.colour is None or channels(look.colour) == c
+               for look, c in zip(shown, colours, strict=True))
     assert shown[int(np.searchsorted(idx, 0))].overridden
     assert sum(noise) == int(is_noise.sum() + (state.decisions.clusters[
         np.setdiff1d(np.arange(len(data.samples)), idx)] == -1).sum())

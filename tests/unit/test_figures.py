@@ -55,14 +55,17 @@ def test_large_or_many_class_overview_is_the_raster_with_only_the_dropped_points
     assert "images" not in few["layout"] and len(few["data"]) == 10 + 1  # a trace per class
 
 
-def test_the_browser_re_cluster_can_read_every_marker_colour():
-    """assets/recluster.js turns the look table's colours into channel arrays and parses
-    only ``#rrggbb``: a colour in any other form would be drawn black there."""
-    import re
+def test_marker_colours_travel_as_channel_arrays_that_round_back_to_their_hex():
+    """The server's markers and the browser's re-cluster (assets/recluster.js, through
+    MARKER_STYLE) draw the same channel arrays; each is four numbers in 0-1 (Plotly reads
+    one whose largest channel is above 1 as 0-255) that round back to the named hex."""
+    from app.figures import CLUSTER_COLOURS, LOOKS, MARKER_STYLE, channels
 
-    from app.figures import MARKER_STYLE
-
-    colours = [look["colour"] for look in MARKER_STYLE["looks"] if look["colour"] is not None]
-    assert colours and MARKER_STYLE["clusters"]
-    for colour in colours + MARKER_STYLE["clusters"]:
-        assert re.fullmatch(r"#[0-9a-f]{6}", colour), colour
+    named = [look.colour for look in LOOKS if look.colour is not None] + CLUSTER_COLOURS
+    sent = [look["colour"] for look in MARKER_STYLE["looks"] if look["colour"] is not None]
+    sent += MARKER_STYLE["clusters"]
+    assert sent == [channels(c) for c in named]
+    for hex_colour, c in zip(named, sent, strict=True):
+        assert len(c) == 4 and all(0 <= v <= 1 for v in c) and c[3] == 1
+        assert "#" + "".join(f"{round(v * 255):02x}" for v in c[:3]) == hex_colour
+    assert channels("#000000") == [0, 0, 0, 1] and channels("#ffffff") == [1, 1, 1, 1]
