@@ -25,15 +25,20 @@
     return grid.getRowNode(String(code)) || null;
   }
 
-  // Clientside callback: a clicked cell → the class to show (unchanged: no update).
-  function pick(cell) {
-    const dc = window.dash_clientside;
-    if (!cell) throw dc.PreventUpdate;
-    // Rows are identified by their code as text; the pinned row's is "all".
-    const code = cell.rowId === "all" ? "all" : Number(cell.rowId);
-    if (String(code) === String(picked)) throw dc.PreventUpdate;
-    return code;
-  }
+  // A click on a row shows its class: the code goes straight into CLASS_PICK (a code, or
+  // "all" for the pinned row) through Dash's set_props. Why not the grid's cellClicked
+  // prop and a callback: that is one more renderer round before the map's request
+  // leaves, about 6 ms of a class switch (docs/benchmarks.md). Capture phase: before the
+  // grid's own handlers, which also focus the cell.
+  document.addEventListener("click", (event) => {
+    const row = event.target instanceof Element &&
+      event.target.closest("#" + IDS.classList + " .ag-row[row-id]");
+    if (!row) return;
+    const id = row.getAttribute("row-id");
+    const code = id === "all" ? "all" : Number(id);
+    if (String(code) === String(picked) || !window.dash_clientside.set_props) return;
+    window.dash_clientside.set_props(IDS.classPick, {data: code});
+  }, true);
 
   // Clientside callback: the shown class changed (or the rows came): mark its row and
   // scroll it into view. Returns nothing (the store it writes is a placeholder).
@@ -73,5 +78,5 @@
   // The grid and its rows, for tests that click a class as a person does.
   window.curateDebug = Object.assign(window.curateDebug || {}, {classList: {nodeOf, api}});
   window.dash_clientside = Object.assign({}, window.dash_clientside,
-                                         {classlist: {pick, show, matched}});
+                                         {classlist: {show, matched}});
 })();

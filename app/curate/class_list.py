@@ -119,12 +119,8 @@ def render(view: View, _states: dict) -> dict:
 
 def register() -> None:
     """The list's callbacks (assets/classlist.js), for the page module to call as Dash
-    imports it: a clicked row picks its class; the shown class's row is marked and
-    scrolled into view; "N of M classes" while its name filter is set."""
-    clientside_callback(
-        ClientsideFunction(namespace="classlist", function_name="pick"),
-        Output(CLASS_PICK, "data"), Input(GRID, "cellClicked"), prevent_initial_call=True,
-    )
+    imports it: the shown class's row is marked and scrolled into view; "N of M classes"
+    while its name filter is set. (A clicked row picks its class in the script itself.)"""
     clientside_callback(
         ClientsideFunction(namespace="classlist", function_name="show"),
         Output(MARKED, "data"), Input(CLASS_PICK, "data"), Input(GRID, "rowData"),
