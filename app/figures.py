@@ -1,9 +1,8 @@
 """Plotly figures for the Curate page: the class view and the all-classes overview.
 
-The class view has two WebGL traces: trace 0 holds *every* point, faint, and never changes
-after the page loads; trace 1 holds the selected class. Switching class replaces trace 1
-only, and a new eps or override only replaces trace 1's colours and symbols, so the
-coordinates of 50,000 points cross the wire once.
+The class view draws every point faint as an image layer (the backdrop), trace 0 (invisible)
+pins the axes to the whole map, and trace 1 holds the selected class. Switching class
+replaces trace 1 only, and a new eps or override only its colours, symbols and sizes.
 """
 
 from __future__ import annotations
