@@ -100,7 +100,6 @@ LOOKS = [
 FIRST_FINDING_LOOK = 7
 _LOOK_SYMBOL = np.array([look.symbol for look in LOOKS])
 _LOOK_SIZE = np.array([look.size for look in LOOKS])
-# As they are sent: channel arrays (None: the cluster's colour).
 
 
 def _objects(values: list) -> np.ndarray:
@@ -110,6 +109,7 @@ def _objects(values: list) -> np.ndarray:
     return out
 
 
+# The looks' colours as they are sent: channel arrays (None: the cluster's colour).
 _LOOK_COLOUR = _objects([None if look.colour is None else channels(look.colour)
                          for look in LOOKS])
 _CLUSTER_CHANNELS = _objects([channels(c) for c in CLUSTER_COLOURS])

@@ -28,7 +28,7 @@
   // A click on a row shows its class: the code goes straight into CLASS_PICK (a code, or
   // "all" for the pinned row) through Dash's set_props. Why not the grid's cellClicked
   // prop and a callback: that is one more renderer round before the map's request
-  // leaves, about 6 ms of a class switch (docs/benchmarks.md). Capture phase: before the
+  // leaves, about 8 ms of a class switch (docs/benchmarks.md). Capture phase: before the
   // grid's own handlers, which also focus the cell.
   document.addEventListener("click", (event) => {
     const row = event.target instanceof Element &&
