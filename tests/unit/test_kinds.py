@@ -15,8 +15,8 @@ from worker.jobs.params import (
     IngestParams,
     PipelineParams,
     ShardParams,
-    TestSplitParams,
 )
+from worker.jobs.params import TestSplitParams as SplitParams  # not a test class to pytest
 from worker.jobs.registry import KINDS, QUEUES, kind
 from worker.pipeline.datasets import parse_spec
 from worker.pipeline.embedding import EmbeddingOptions
@@ -45,7 +45,7 @@ EXAMPLES = {
     "extract": ExtractParams(DATASET, FEATURES),
     "finetune": ExtractParams(None, FeatureOptions(finetune_epochs=2)),
     "extract-shard": ShardParams("abc123", 256, 512, FEATURES),
-    "extract-test": TestSplitParams(),
+    "extract-test": SplitParams(),
     "embed": EmbeddingOptions(perplexity=20),
     "export": ExportParams("mine", "indices"),
     "train": TrainConfig(subset="random", epochs=3, batch_size=64, extra={"sync_every": 1}),
