@@ -60,12 +60,12 @@ def test_marker_colours_travel_as_channel_arrays_that_round_back_to_their_hex():
     MARKER_STYLE) draw the same channel arrays; each is four numbers in 0-1 (Plotly reads
     one whose largest channel is above 1 as 0-255) that round back to the named hex."""
     from app.figures import CLUSTER_COLOURS, LOOKS, MARKER_STYLE, channels
+    from tests.integration.browser import hex_colours  # how the browser tests read them
 
     named = [look.colour for look in LOOKS if look.colour is not None] + CLUSTER_COLOURS
     sent = [look["colour"] for look in MARKER_STYLE["looks"] if look["colour"] is not None]
     sent += MARKER_STYLE["clusters"]
     assert sent == [channels(c) for c in named]
-    for hex_colour, c in zip(named, sent, strict=True):
-        assert len(c) == 4 and all(0 <= v <= 1 for v in c) and c[3] == 1
-        assert "#" + "".join(f"{round(v * 255):02x}" for v in c[:3]) == hex_colour
+    assert all(len(c) == 4 and all(0 <= v <= 1 for v in c) and c[3] == 1 for c in sent)
+    assert hex_colours(sent) == named
     assert channels("#000000") == [0, 0, 0, 1] and channels("#ffffff") == [1, 1, 1, 1]
