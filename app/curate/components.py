@@ -2,7 +2,8 @@
 
 Each is a module with ``PART`` (its name; a tab's id), ``SLOT`` (where the page puts it:
 ``"side"`` beside the map, ``"map"`` with the map, ``"tab"`` among the tabs over the
-review list, with its ``TITLE``), ``layout(page)`` and ``register()`` (its callbacks).
+review list, with its ``TITLE``; ``BUILT_ON_OPEN``: a tab whose layout is built when it
+is first opened), ``layout(page)`` and ``register()`` (its callbacks).
 One that draws what the store holds also has a render part: ``OUTPUTS``, ``STATES`` and
 ``render(view, states)`` (:mod:`app.curate.render`). Adding a per-class control is one
 such module and its entry here.

@@ -16,6 +16,7 @@ from worker.runs import resolve_run
 
 PART = "export"
 SLOT = "tab"
+BUILT_ON_OPEN = True  # its layout: built when the tab is first opened
 TITLE = "Export"
 FORMAT = "export-format"
 NAME = "export-name"

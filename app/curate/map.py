@@ -89,15 +89,26 @@ def layout(_page: Page) -> html.Div:
 
 
 def _legend() -> html.Div:
-    """What the map's marks mean, in the same symbols and colours."""
-    def marks(symbols: str, colours) -> list[html.Span]:  # noqa: ANN001 - str or list
-        colours = [colours] * len(symbols) if isinstance(colours, str) else colours
-        return [html.Span(s, style={"color": c}) for s, c in zip(symbols, colours, strict=True)]
-
-    return html.Div([html.Span([*marks(sym, col), html.Span(text, className="ms-1")],
+    """What the map's marks mean, in the same symbols and colours: two components an
+    item (each mounted component costs every store update on the page a selector run,
+    docs/benchmarks.md), several colours in one run of marks as a gradient clipped to the
+    text."""
+    return html.Div([html.Span([html.Span(sym, style=marks_style(col)), f" {text}"],
                                className="me-3 text-nowrap legend-item")
                      for sym, col, text in LEGEND],
                     className="d-flex flex-wrap curate-legend text-muted mt-1")
+
+
+def marks_style(colours: str | list[str]) -> dict:
+    """The style that draws a run of equal-width marks in ``colours`` (one colour, or one
+    a mark)."""
+    if isinstance(colours, str):
+        return {"color": colours}
+    step = 100 / len(colours)
+    stops = ", ".join(f"{c} {k * step:.2f}% {(k + 1) * step:.2f}%"
+                      for k, c in enumerate(colours))
+    return {"background": f"linear-gradient(90deg, {stops})", "color": "transparent",
+            "WebkitBackgroundClip": "text", "backgroundClip": "text"}
 
 
 # ------------------------------------------------------------------------ render part

@@ -18,6 +18,7 @@ from worker.pipeline.names import SUBSETS
 # job's param>}, so a callback reads or follows all of them as one.
 PART = "retrain"
 SLOT = "tab"
+BUILT_ON_OPEN = True  # its layout: built when the tab is first opened
 TITLE = "Retrain"
 FIELD = "train-field"
 PLAN = "train-plan"

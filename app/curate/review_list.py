@@ -185,8 +185,9 @@ def layout(page: Page) -> html.Div:
                         "modelUpdated": ["reviewCounted(params)"]},
         className="ag-theme-alpine review-grid",
         style={"height": "clamp(260px, calc(100vh - 390px), 900px)"})
-    keys = html.Div(["keys: ", *[html.Span([html.Kbd(k), f" {what}"], className="me-2")
-                                 for k, what in key_help()]],
+    # The keys as text between Kbd elements (a span each would be 9 more components).
+    keys = html.Div(["keys:", *[part for k, what in key_help() for part in (html.Kbd(k),
+                                                                             f" {what}")]],
                     className="small text-muted review-keys")
     return html.Div([
         changes.store(PART), dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),

@@ -1,4 +1,6 @@
-"""The Summary tab: every class's counts and reduction, while the tab is open."""
+"""The Summary tab: every class's counts and reduction, while the tab is open (the table
+is taken down when the tab is left: its cells are ~150 mounted components, and each costs
+every store update of a class switch a selector run, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -24,13 +26,16 @@ def layout(_page: Page) -> html.Div:
 def register() -> None:
     """The tab's callback, for the page module to call as Dash imports it."""
     callback(Output(TABLE, "children"), Input(SHOWN_REV, "data"), Input(TABS, "active_tab"),
-             State(RUN, "data"), prevent_initial_call=True)(on_summary)
+             State(RUN, "data"), State(TABLE, "children"),
+             prevent_initial_call=True)(on_summary)
 
 
-def on_summary(_revision, tab, run_id):
-    """The table for the revision the page shows, while the tab is open."""
+def on_summary(_revision, tab, run_id, shown):
+    """The table for the revision the page shows while the tab is open; none once left."""
     if tab != "summary":
-        raise PreventUpdate
+        if shown is None:
+            raise PreventUpdate
+        return None
     data = run_data(settings().runs_root, run_id)
     return table(logic.class_counts(data, current_state(data)))
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import dcc, html
+from dash import Input, Output, State, callback, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, render
 from app.curate import map as curate_map
@@ -33,14 +34,14 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
     except InputError as exc:
         return html.Div([html.H4("Curate"), error_alert(str(exc)),
                          dcc.Link("← back to runs", href="/")])
-    page = Page(run_id, list(data.samples.classes), data.run.read_meta())
+    page = _page(run_id, data)
 
     def slot(name: str) -> list:
         return [c.layout(page) for c in COMPONENTS if c.SLOT == name]
 
     return html.Div([
         dcc.Store(id=RUN, data=run_id), dcc.Store(id=CLASS_PICK, data=0),
-        dcc.Store(id=SHOWN), dcc.Store(id=SHOWN_REV),
+        dcc.Store(id=SHOWN), dcc.Store(id=SHOWN_REV), dcc.Store(id=BUILT),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(feature_badges(page.meta), id="feature-badges", className="me-3"),
                   curate_map.status_line(),
@@ -54,11 +55,40 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         dbc.Row([
             dbc.Col(slot("side"), xl=3, class_name="curate-side"),
             dbc.Col(slot("map"), xl=4, class_name="curate-map"),
-            dbc.Col(dbc.Tabs([dbc.Tab(c.layout(page), label=c.TITLE, tab_id=c.PART)
+            dbc.Col(dbc.Tabs([dbc.Tab(html.Div(id=tab_body(c.PART)) if c in BUILT_ON_OPEN
+                                      else c.layout(page), label=c.TITLE, tab_id=c.PART)
                               for c in COMPONENTS if c.SLOT == "tab"],
                              id=TABS, active_tab="review"), xl=5, class_name="curate-review"),
         ], class_name="g-3"),
     ])
+
+
+def _page(run_id: str, data) -> Page:  # noqa: ANN001 - RunData
+    return Page(run_id, list(data.samples.classes), data.run.read_meta())
+
+
+# Tabs whose layout is built when first opened and kept after (a job followed there stays
+# followed): until then they are not mounted, and every mounted component costs each store
+# update of a class switch a selector run in Dash's renderer (docs/benchmarks.md).
+BUILT_ON_OPEN = [c for c in COMPONENTS if getattr(c, "BUILT_ON_OPEN", False)]
+
+
+BUILT = "curate-tabs-built"  # the parts of BUILT_ON_OPEN built so far
+
+
+def tab_body(part: str) -> str:
+    """The id of the element that holds a tab built on opening."""
+    return f"curate-tab-{part}"
+
+
+def on_tab(tab, run_id, built):
+    """The opened tab's layout, the first time it is opened, and the tabs built so far."""
+    built = built or []
+    if tab in built or tab not in {c.PART for c in BUILT_ON_OPEN}:
+        raise PreventUpdate
+    page = _page(run_id, run_data(settings().runs_root, run_id))
+    return [*[c.layout(page) if c.PART == tab else no_update for c in BUILT_ON_OPEN],
+            [*built, tab]]
 
 
 # Dash runs a page module again for every app it builds (a module imported once would
@@ -67,3 +97,6 @@ render.register(render_parts())
 changes.register()
 for component in COMPONENTS:
     component.register()
+callback(*[Output(tab_body(c.PART), "children") for c in BUILT_ON_OPEN],
+         Output(BUILT, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
+         State(BUILT, "data"), prevent_initial_call=True)(on_tab)

@@ -365,7 +365,7 @@ def test_a_key_the_moment_the_list_appears_is_explained(driver, server):
 
 def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_root):
     """The review list's focused row is explained in words under it; the Summary tab has a
-    relabelled column beside overridden."""
+    relabelled column beside overridden, and its table is there only while it is open."""
     _open(driver, server, "gallery")
     # The native String.prototype.trim is back (assets/native_builtins.js) and works.
     assert driver.execute_script("return window.curateDebug.nativeBuiltinsRestored === true && "
@@ -383,6 +383,13 @@ def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_roo
     # The Table I counts, then one count per finding kind besides label.
     assert head == ["class", "size", "flagged", "overridden", "relabelled", "kept",
                     "duplicate", "leak", "outlier", "reduction"] and "total" in table[0].text
+    # Left, the table is taken down (its cells would cost every class switch); back, it
+    # is there again.
+    for title, shown in (("Review list", False), ("Summary", True)):
+        tab = driver.find_element(By.LINK_TEXT, title)
+        driver.execute_script("arguments[0].click()", tab)
+        wait_for(lambda shown=shown: bool(driver.find_elements(
+            By.CSS_SELECTOR, "#curate-summary table")) == shown)
 
 
 def test_hover_shows_the_image(driver, server):
@@ -545,6 +552,30 @@ def test_map_and_review_list_share_one_screen(server, size):
         assert boxes["scroll"] <= width, boxes
     finally:
         small.quit()
+
+
+def test_a_tab_built_on_opening_keeps_what_was_typed(driver, server):
+    """Export and Retrain are not on the page until first opened (fewer mounted
+    components on every class switch); once built they stay, with what the user typed."""
+    _open(driver, server, "export")
+    assert not driver.find_elements(By.ID, "export-name")  # not built yet
+
+    def open_tab(title: str) -> None:
+        tab = driver.find_element(By.LINK_TEXT, title)
+        driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
+
+    def shown_name():
+        found = driver.find_elements(By.ID, "export-name")
+        return found[0] if found and found[0].is_displayed() else None
+
+    open_tab("Export")
+    wait_for(shown_name).send_keys("typed-before")
+    wait_for(lambda: shown_name().get_attribute("value") == "typed-before")
+    open_tab("Review list")
+    wait_for(lambda: shown_name() is None)
+    open_tab("Export")
+    assert wait_for(shown_name).get_attribute("value") == "typed-before"
+    assert not _severe_errors(driver)
 
 
 def test_export_produces_the_manifest(driver, server, ui_root):
