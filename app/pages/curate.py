@@ -6,7 +6,8 @@ store, which components change through their change stores (app/curate/changes.p
 one render path (app/curate/render.py) draws every component's part from the store's
 snapshot when the class or a change store changes, and says what the page now shows
 (SHOWN, SHOWN_REV); the rule panel, the review list and the summary follow
-those, so their requests start once the map's answer is in.
+those, so their requests start once the map's answer is in. Tabs marked BUILT_ON_OPEN
+(Export, Retrain) are put on the page the first time they are opened.
 """
 
 from __future__ import annotations
@@ -71,8 +72,6 @@ def _page(run_id: str, data) -> Page:  # noqa: ANN001 - RunData
 # followed): until then they are not mounted, and every mounted component costs each store
 # update of a class switch a selector run in Dash's renderer (docs/benchmarks.md).
 BUILT_ON_OPEN = [c for c in COMPONENTS if getattr(c, "BUILT_ON_OPEN", False)]
-
-
 BUILT = "curate-tabs-built"  # the parts of BUILT_ON_OPEN built so far
 
 
