@@ -5,10 +5,11 @@ Starts ``curator serve`` on a copy of the run, switches once to warm up, then re
 the switches with the DevTools protocol's ``Profiler`` (sampling every 100 µs) and prints
 the self time per script (Dash's renderer, Plotly, AG Grid, React, the page's own
 scripts; "(program)" and "(garbage collector)" are V8's own) and the top functions, each
-as ms per switch. Only the samples between the click and ``plotly_afterplot`` count (two
-marker functions, one in a capture-phase click listener and one on the plot's event, spin
-for a moment so the profile shows when each ran); the same switches are timed as
-``bench.ui_latency`` does, so the profile can be read beside the figure it explains.
+as ms per switch, in two phases: from the click to ``Plotly.react`` and from there to
+``plotly_afterplot`` (three marker functions, in a capture-phase click listener, before
+``Plotly.react`` and on the plot's event, spin for a moment so the profile shows when each
+ran). The same switches are timed as ``bench.ui_latency`` does, so the profile can be read
+beside the figure it explains.
 
     python -m bench.ui_profile --run runs/cifar10n [--switches 10] [--top 25]
 """
@@ -140,12 +141,12 @@ def main() -> None:
         idle = scripts.get("(idle)", 0.0) / max(kept, 1)
         print(f"\n## {phase}: {busy:.1f} ms busy, {idle:.1f} ms idle per switch")
         for key, value in sorted(scripts.items(), key=lambda kv: -kv[1]):
-            if key != "(idle)" and value / kept >= 0.2:
-                print(f"  {value / kept:6.2f}  {key}")
+            if key != "(idle)" and value / max(kept, 1) >= 0.2:
+                print(f"  {value / max(kept, 1):6.2f}  {key}")
         print(f"  top {args.top} functions")
         for key, value in sorted(functions.items(), key=lambda kv: -kv[1])[:args.top]:
             if not key.startswith("(idle)"):
-                print(f"  {value / kept:6.2f}  {key}")
+                print(f"  {value / max(kept, 1):6.2f}  {key}")
 
 
 if __name__ == "__main__":
