@@ -583,6 +583,7 @@ def test_export_produces_the_manifest(driver, server, ui_root):
     tab = driver.find_element(By.LINK_TEXT, "Export")
     driver.execute_script("arguments[0].scrollIntoView(); arguments[0].click();", tab)
     name = wait_for(lambda: driver.find_element(By.ID, "export-name"))
+    wait_for(name.is_displayed)  # built on opening, then faded in
     name.send_keys("from-browser")
     driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "export-go"))
     link = wait_for(lambda: driver.find_element(By.ID, "export-download"), timeout=60)
@@ -618,6 +619,7 @@ def _element(driver, element_id: str):
 
 def _set(driver, element_id: str, value: str) -> None:
     box = _element(driver, element_id)
+    wait_for(box.is_displayed)  # a tab's content is built on opening, then fades in
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys(value)
 
