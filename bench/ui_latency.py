@@ -24,11 +24,13 @@ table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from selenium.webdriver.common.keys import Keys
@@ -81,6 +83,24 @@ document.addEventListener('load', e => {
   }
 }, true);
 """
+
+
+@contextlib.contextmanager
+def served_run(run: Path, prefix: str) -> Iterator[tuple[Server, object]]:
+    """``curator serve`` on a copy of ``run`` (as run id ``bench``, without its cache and
+    exports) and a headless Chromium, both stopped and the copy removed after."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    root = work / "runs"
+    root.mkdir()
+    shutil.copytree(run, root / "bench", ignore=shutil.ignore_patterns("cache", "exports"))
+    server = Server(root)
+    driver = chrome()
+    try:
+        yield server, driver
+    finally:
+        driver.quit()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -422,12 +442,6 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
     import numpy as np
 
     n_total = len(np.load(args.run / "embedding.npy", mmap_mode="r"))
-    work = Path(tempfile.mkdtemp(prefix="bench-ui-"))
-    root = work / "runs"
-    root.mkdir()
-    shutil.copytree(args.run, root / "bench", ignore=shutil.ignore_patterns("cache", "exports"))
-    server = Server(root)
-    driver = chrome()
     results: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
                                        "eps change, stored": [], "idle frame interval": [],
                                        "drag frame interval": [],
@@ -436,7 +450,7 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                                        "overview (all classes)": [], "triage step": [],
                                        "triage step, scripted": [],
                                        "apply to all classes": []}
-    try:
+    with served_run(args.run, "bench-ui-") as (server, driver):
         t_load = time.perf_counter()
         driver.get(f"{server.url}/curate/bench")
         # The first paint clusters every class (memoized afterwards): minutes at 1,000
@@ -493,10 +507,6 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
         if args.review:
             results.update(review_list(driver, args.review))
         server_rss = _peak_rss_gb(server.proc.pid)
-    finally:
-        driver.quit()
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     print(f"# UI latency, {n_total} points, class of {n_points[1]} · {machine()}")
     report(results)
     print(f"browser DBSCAN of the class (inside the eps change): {dbscan_ms:.1f} ms median")

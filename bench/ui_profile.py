@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import shutil
 import statistics
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
 from bench.common import machine
-from bench.ui_latency import HOOKS, repaint_ms
-from tests.integration.browser import Server, chrome, pick_class, trace_markers, wait_for
+from bench.ui_latency import HOOKS, repaint_ms, served_run
+from tests.integration.browser import pick_class, trace_markers, wait_for
 
 MARKERS = """
 const gd = document.querySelector('#curate-graph .js-plotly-plot');
@@ -91,13 +89,7 @@ def main() -> None:
     ap.add_argument("--switches", type=int, default=10)
     ap.add_argument("--top", type=int, default=25)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-profile-"))
-    root = work / "runs"
-    root.mkdir()
-    shutil.copytree(args.run, root / "bench", ignore=shutil.ignore_patterns("cache", "exports"))
-    server = Server(root)
-    driver = chrome()
-    try:
+    with served_run(args.run, "bench-profile-") as (server, driver):
         driver.get(f"{server.url}/curate/bench")
         wait_for(lambda: trace_markers(driver), timeout=600)
         time.sleep(1)
@@ -128,10 +120,6 @@ def main() -> None:
                 for total, part in zip(totals[phase], parts, strict=True):
                     for key, value in part.items():
                         total[key] += value
-    finally:
-        driver.quit()
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     print(f"# class switch (overview → class), {args.switches} switches, {kept} profiled "
           f"· {machine()}")
     print(f"click → repaint p50 {statistics.median(times):.1f} ms, max {max(times):.1f} ms "
