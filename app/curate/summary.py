@@ -5,7 +5,7 @@ every store update of a class switch a selector run, docs/benchmarks.md)."""
 from __future__ import annotations
 
 import dash_bootstrap_components as dbc
-from dash import Input, Output, State, callback, html
+from dash import Input, Output, State, callback, ctx, html
 from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
@@ -26,14 +26,14 @@ def layout(_page: Page) -> html.Div:
 def register() -> None:
     """The tab's callback, for the page module to call as Dash imports it."""
     callback(Output(TABLE, "children"), Input(SHOWN_REV, "data"), Input(TABS, "active_tab"),
-             State(RUN, "data"), State(TABLE, "children"),
-             prevent_initial_call=True)(on_summary)
+             State(RUN, "data"), prevent_initial_call=True)(on_summary)
 
 
-def on_summary(_revision, tab, run_id, shown):
-    """The table for the revision the page shows while the tab is open; none once left."""
+def on_summary(_revision, tab, run_id):
+    """The table for the revision the page shows while the tab is open; none once left
+    (a tab change takes it down; a new revision while it is closed changes nothing)."""
     if tab != "summary":
-        if shown is None:
+        if ctx.triggered_id != TABS:
             raise PreventUpdate
         return None
     data = run_data(settings().runs_root, run_id)
