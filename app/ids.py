@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 
 GRAPH = "curate-graph"  # the Curate page's map
+MAP = "curate-map"  # the map's element: data-traces, where assets/mapclass.js fetches
+PAINTED = "curate-map-painted"  # the class switch assets/mapclass.js drew (a store)
+BACKGROUND = "curate-background"  # the map's "other classes" switch
 UNDO = "curate-undo"
 REDO = "curate-redo"
 CLASS_PICK = "curate-class"  # the shown class (a store the class list writes)
@@ -31,7 +34,8 @@ RELABEL_TO = "review-relabel-to"  # the review list's class picker
 HOVER_BOX = "curate-hover"  # the map's hover card, opened and placed by assets/hover.js
 
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….
-SHARED = {"graph": GRAPH, "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
+SHARED = {"graph": GRAPH, "map": MAP, "painted": PAINTED, "background": BACKGROUND,
+          "undo": UNDO, "redo": REDO, "classPick": CLASS_PICK,
           "classList": CLASS_LIST, "epsSlider": EPS_SLIDER, "epsInput": EPS_INPUT,
           "msSlider": MS_SLIDER, "msInput": MS_INPUT, "status": STATUS,
           "statusData": STATUS_DATA, "model": MODEL,

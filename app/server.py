@@ -25,6 +25,7 @@ from pathlib import Path
 
 import dash
 import numpy as np
+import orjson
 from dash.exceptions import DashException
 from flask import Flask, Response, abort, current_app, request, send_file
 from PIL import Image
@@ -384,6 +385,27 @@ def _register_routes(server: Flask) -> None:
         return send_file(target, as_attachment=True, download_name=f"{name}-{filename}")
 
 
+def _register_map_route(server: Flask) -> None:
+    """A class's trace for the Curate page's map, which fetches it ahead
+    (app/curate/map.py ``class_answer``)."""
+    @server.get("/map/<path:subpath>")
+    def map_trace(subpath: str) -> Response:
+        from .curate.map import class_answer  # here: that module imports this one
+
+        run_id, _, leaf = subpath.rpartition("/")
+        if not leaf.endswith(".json"):
+            abort(404)
+        try:
+            answer = class_answer(run_id, leaf.removesuffix(".json"), request.args.get("have"))
+        except InputError:
+            abort(404)
+        if answer is None:  # the browser holds this revision already
+            return Response(status=204)
+        resp = Response(orjson.dumps(answer), mimetype="application/json")
+        resp.headers["Cache-Control"] = "no-store"  # the store's revision decides
+        return resp
+
+
 def create_app(config: Settings | None = None) -> dash.Dash:
     """Build the Dash app for ``config`` (default: from the environment)."""
     config = config or load_settings()
@@ -398,6 +420,7 @@ def create_app(config: Settings | None = None) -> dash.Dash:
     server.register_error_handler(Exception, _on_error)
     logging.getLogger("werkzeug").addFilter(_RedactToken())
     _register_routes(server)
+    _register_map_route(server)
     app = dash.Dash(
         __name__, server=server, use_pages=True,
         pages_folder=str(Path(__file__).parent / "pages"), assets_folder=str(ASSETS),

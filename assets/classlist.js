@@ -37,7 +37,19 @@
     const id = row.getAttribute("row-id");
     const code = id === "all" ? "all" : Number(id);
     if (String(code) === String(picked) || !window.dash_clientside.set_props) return;
+    // The map draws the class now if it holds it (assets/mapclass.js), before the pick is
+    // written, so the render path the pick starts knows.
+    if (window.curateMap) window.curateMap.show(code);
     window.dash_clientside.set_props(IDS.classPick, {data: code});
+  }, true);
+
+  // The pointer on a row: the map may fetch that class ahead, to draw it at the click
+  // without waiting for the server (assets/mapclass.js).
+  document.addEventListener("pointerover", (event) => {
+    const row = event.target instanceof Element &&
+      event.target.closest("#" + IDS.classList + " .ag-row[row-id]");
+    const id = row && row.getAttribute("row-id");
+    if (id && id !== "all" && window.curateMap) window.curateMap.prefetch(Number(id));
   }, true);
 
   // Clientside callback: the shown class changed (or the rows came): mark its row and

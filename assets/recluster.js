@@ -171,15 +171,22 @@
     show();
   }
 
+  // The plot, if it shows model m's class: after a class switch drawn in the browser
+  // (assets/mapclass.js) the model of the class before stays until the server's answer.
+  function plotOf(m) {
+    const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
+    const trace = gd && gd.data && gd.data.length >= 2 && gd.data[1];
+    return trace && trace.meta && trace.meta["class"] === m["class"] ? gd : null;
+  }
+
   // Re-cluster and repaint the class at (eps, ms) and make that the draft; returns the
   // status line, or null where the server has to draw it (tiny classes, no plot yet, or
   // the baseline switch curateDebug.serverOnly that bench/ui_latency.py sets). The class
   // list's counts for the class and the total follow in the grid itself
   // (assets/classlist.js).
   function redraw(m, eps, ms) {
-    const gd = document.querySelector("#" + GRAPH + " .js-plotly-plot");
-    if (!m.exact || !gd || !window.Plotly || !gd.data || gd.data.length < 2 ||
-        debug.serverOnly) return null;
+    const gd = plotOf(m);
+    if (!m.exact || !gd || !window.Plotly || debug.serverOnly) return null;
     const xs = decode(gd.data[1].x), ys = decode(gd.data[1].y);
     if (!xs || xs.length !== m.n) return null;
     if (!gd.curateHooked) {
@@ -265,7 +272,8 @@
   function commit(eps, ms, typed, m, tolerance) {
     const dc = window.dash_clientside;
     dropWanted();  // drawn here instead, at the final values
-    if (!(model = m || null)) return dc.no_update;
+    // No model (the overview), or one of the class before the switch: nothing to publish.
+    if (!(model = m || null) || !plotOf(model)) return dc.no_update;
     const shown = shownParams(model);
     if (stored(model, eps, ms, tolerance)) {
       const back = !showing(shown, model.eps, model.ms) && redraw(model, model.eps, model.ms);
@@ -322,5 +330,6 @@
   window.curateKeys.on("params", (action, event) => { onEnter(event); return false; });
 
   debug.dbscan = dbscan;  // compared with scikit-learn by a browser test
-  window.dash_clientside = Object.assign({}, window.dash_clientside, {map: {seen, preview, slid, typed}});
+  const dc = window.dash_clientside = window.dash_clientside || {};
+  dc.map = Object.assign({}, dc.map, {seen, preview, slid, typed});  // + assets/mapclass.js
 })();

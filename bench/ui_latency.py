@@ -8,7 +8,9 @@ hover card image's ``load`` event and the card being opened; "eps change, stored
 the server's answer to the browser's re-cluster has arrived (the change is in the store).
 The eps change is timed twice: through the server alone (the baseline,
 ``window.curateDebug.serverOnly``) and as the page does it, re-clustered in the browser
-(assets/recluster.js). Prints p50/p95 per action, their
+(assets/recluster.js). A class switch is a real click after the pointer rested on the
+class's row (``--rest``, during which the map may fetch the class), timed also with that
+fetching switched off (drawn by the server, as before it). Prints p50/p95 per action, their
 ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a real key press in the
 review list (``j``, assets/review.js, sent through the DevTools protocol), from the key
 event's timestamp until the first frame painted with the next row focused and its point
@@ -33,6 +35,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
 from bench.common import machine
@@ -47,13 +50,17 @@ from tests.integration.browser import (
 
 HOOKS = """
 const gd = document.querySelector('#curate-graph .js-plotly-plot');
-window.bench = {plot: 0, status: 0, img: 0, card: 0, t0: 0, answered: 0};
-// When the server's answer to a callback has arrived (for an eps change: stored).
+window.bench = {plot: 0, status: 0, img: 0, card: 0, t0: 0, answered: 0, figure: 0};
+// When the server's answer to a callback has arrived (for an eps change: stored), and
+// the last one that carried a new figure for the map.
 const fetch0 = window.fetch;
 window.fetch = function (...args) {
   return fetch0.apply(this, args).then((r) => {
     if (String(args[0]).includes('_dash-update-component')) {
-      r.clone().text().then(() => { window.bench.answered = performance.now(); });
+      r.clone().text().then((text) => {
+        window.bench.answered = performance.now();
+        if (text.includes('"curate-graph":{"figure"')) window.bench.figure = performance.now();
+      });
     }
     return r;
   });
@@ -388,16 +395,52 @@ def eps_changes(driver, base: float, n: int, eps_range: str) -> dict[str, list[f
     return out
 
 
-def class_switches(driver, run: Path, n: int) -> dict[str, list[float]]:
-    """``n`` switches from the overview to a class and back, each timed to the repaint."""
+def class_switches(driver, run: Path, n: int,
+                   rest: float) -> tuple[dict[str, list[float]], int]:
+    """``n`` switches from the overview to a class and back with the map's fetching
+    ahead switched off (drawn by the server), then ``n`` as the page makes them, each
+    timed to the repaint; returns the times and how many of the latter ``n`` the browser
+    drew (the server's answer carried no figure).
+
+    A class is picked as with a mouse: the pointer moves onto its row, rests ``rest``
+    seconds and clicks (real input events, through the DevTools protocol); the map may
+    fetch the class while the pointer rests (assets/mapclass.js).
+    """
     n_classes = len(json.loads((run / "run.json").read_text())["classes"])
-    out: dict[str, list[float]] = {"class switch": [], "overview (all classes)": []}
-    for k in range(n):
-        pick_class(driver, 1 + (k + 1) % (n_classes - 1))
-        out["class switch"].append(repaint_ms(driver, counts=False))
-        pick_class(driver, "all")
-        out["overview (all classes)"].append(repaint_ms(driver, counts=False))
-    return out
+    out: dict[str, list[float]] = {"class switch": [], "class switch, drawn by the server": [],
+                                   "overview (all classes)": []}
+    # The server's path first, while the map holds no class: its fetching ahead is
+    # replaced by nothing here, in the bench's page only.
+    driver.execute_script("window.benchPrefetch = window.curateMap.prefetch;"
+                          "window.curateMap.prefetch = () => {};")
+    drawn = 0
+    for name in ("class switch, drawn by the server", "class switch"):
+        for k in range(n):
+            point_and_click(driver, 1 + (k + 1) % (n_classes - 1), rest)
+            out[name].append(repaint_ms(driver, counts=False))
+            b = driver.execute_script("return window.bench")
+            drawn += name == "class switch" and b["figure"] < b["t0"]
+            pick_class(driver, "all")
+            out["overview (all classes)"].append(repaint_ms(driver, counts=False))
+        driver.execute_script("window.curateMap.prefetch = window.benchPrefetch;")
+    return out, drawn
+
+
+def point_and_click(driver, code: int, rest: float) -> None:
+    """Move the pointer onto class ``code``'s row in the class list at once, rest ``rest``
+    seconds and click it, as a mouse would."""
+    cell = wait_for(lambda: driver.execute_script(CLASS_ROW, str(code)))
+    ActionChains(driver, duration=0).move_to_element(cell).perform()
+    time.sleep(rest)
+    ActionChains(driver, duration=0).click(cell).perform()
+
+
+CLASS_ROW = """
+const list = window.curateDebug.classList, api = list.api(), node = list.nodeOf(api, arguments[0]);
+if (!node) return null;
+api.ensureNodeVisible(node);
+return document.querySelector(`#curate-class-list .ag-row[row-id="${arguments[0]}"] .ag-cell`);
+"""
 
 
 def report(results: dict[str, list[float]]) -> None:
@@ -426,6 +469,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
     ap.add_argument("--hovers", type=int, default=20)
     # 30, not 10: the p95 of 10 values is their maximum (pct rounds 0.95 × 9 up to 9).
     ap.add_argument("--switches", type=int, default=30)
+    ap.add_argument("--rest", type=float, default=0.15,
+                    help="seconds the pointer rests on a class's row before the click")
     ap.add_argument("--triage", type=int, default=30)
     ap.add_argument("--apply-all", type=int, default=3)
     ap.add_argument("--review", type=int, default=30,
@@ -447,6 +492,7 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                                        "drag frame interval": [],
                                        "drag move → repaint": [],
                                        "hover image": [], "class switch": [],
+                                       "class switch, drawn by the server": [],
                                        "overview (all classes)": [], "triage step": [],
                                        "triage step, scripted": [],
                                        "apply to all classes": []}
@@ -479,7 +525,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
             "  times.push(performance.now() - t); }"
             "return times.sort((a, b) => a - b)[10];", base)
         results["hover image"] = hover_ms(driver, args.hovers)
-        results.update(class_switches(driver, args.run, args.switches))
+        switches, drawn = class_switches(driver, args.run, args.switches, args.rest)
+        results.update(switches)
         pick_class(driver, 1)
         # The list follows the class after the map has painted: wait for its filter, so the
         # keys do not race the refilter (which moves the rows under the focus).
@@ -510,6 +557,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
     print(f"# UI latency, {n_total} points, class of {n_points[1]} · {machine()}")
     report(results)
     print(f"browser DBSCAN of the class (inside the eps change): {dbscan_ms:.1f} ms median")
+    print(f"class switches drawn by the browser (no figure in the server's answer): "
+          f"{drawn} of {args.switches}")
     print(f"first page load (every class clustered): {first_load:.1f} s")
     print(f"server peak RSS while serving: {server_rss:.2f} GB")
     if triage_events:

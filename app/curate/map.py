@@ -10,12 +10,20 @@ the parameters' server callback stores it, and the render path leaves the plot a
 when the browser has already painted what was stored. The script is also the status
 line's one writer: the server's line comes to it in a hidden element, :data:`STATUS_DATA`,
 which the script copies the moment React has written it (no Dash round between).
+
+A class switch is painted by the browser when it can (assets/mapclass.js, the same
+namespace): the script fetches a class's trace ahead (:func:`class_answer`, served at
+``/map/<run>/<class>.json``) while the pointer rests on its row in the class list, and at
+the click draws it from there and says so in :data:`PAINTED`; the render path then leaves
+the plot as it is. A class it does not hold at the revision the page shows is drawn by
+the server, as before.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import dash_bootstrap_components as dbc
 from dash import (
@@ -35,11 +43,12 @@ from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
 from app import ids
-from app.curate import RUN, SHOWN, Page, changes
+from app.curate import RUN, SHOWN, SHOWN_REV, Page, changes
 from app.curate.render import View, changed
-from app.data import cached_figure
+from app.data import RunData, RunState, cached_figure, current_state, run_data
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
+from app.server import settings
 from worker.pipeline.errors import InputError
 
 PART = "map"
@@ -50,11 +59,13 @@ REDO = ids.REDO
 KEEP = "curate-keep"
 DROP = "curate-drop"
 CLEAR = "curate-clear"
-BACKGROUND = "curate-background"
+BACKGROUND = ids.BACKGROUND
 STATUS = ids.STATUS  # the status line: written by assets/recluster.js only
 STATUS_DATA = ids.STATUS_DATA  # the server's status line (hidden), for the script to show
 MODEL = ids.MODEL  # what assets/recluster.js needs to re-cluster the shown class
 DRAFT = ids.DRAFT  # the parameter change the script drew: written by assets/recluster.js
+PAINTED = ids.PAINTED  # the class switch assets/mapclass.js drew: {class, revision}
+TRACES = "/map"  # where assets/mapclass.js fetches a class's trace (see class_answer)
 
 
 def status_line() -> html.Span:
@@ -65,8 +76,9 @@ def status_line() -> html.Span:
                       html.Span(id=STATUS_DATA, hidden=True)])
 
 
-def layout(_page: Page) -> html.Div:
-    """The toolbar, the plot and its legend."""
+def layout(page: Page) -> html.Div:
+    """The toolbar, the plot and its legend; the address of the run's class traces for the
+    script, on the map's element (``data-traces``)."""
     toolbar = dbc.Row([
         dbc.Col(dbc.ButtonGroup([
             small_button("Keep", KEEP, "success"),
@@ -84,8 +96,9 @@ def layout(_page: Page) -> html.Div:
                       clear_on_unhover=True,
                       config={**GRAPH_CONFIG, "scrollZoom": True, "plotGlPixelRatio": 1,
                               "modeBarButtonsToRemove": [*LOCAL_ONLY, "toImage"]})
-    return html.Div([dcc.Store(id=MODEL), dcc.Store(id=DRAFT),
-                     changes.store(PART), toolbar, graph, _legend()])
+    return html.Div([dcc.Store(id=MODEL), dcc.Store(id=DRAFT), dcc.Store(id=PAINTED),
+                     changes.store(PART), toolbar, graph, _legend()],
+                    id=ids.MAP, **{"data-traces": f"{TRACES}/{quote(page.run_id, safe='')}/"})
 
 
 def _legend() -> html.Div:
@@ -117,6 +130,7 @@ OUTPUTS = {"figure": Output(GRAPH, "figure"), "model": Output(MODEL, "data"),
            "status_at": Output(STATUS_DATA, "title"),
            "undo_disabled": Output(UNDO, "disabled"), "redo_disabled": Output(REDO, "disabled")}
 STATES = {"background": State(BACKGROUND, "value"), "draft": State(DRAFT, "data"),
+          "painted": State(PAINTED, "data"),
           "undo_disabled": State(UNDO, "disabled"), "redo_disabled": State(REDO, "disabled")}
 
 
@@ -125,8 +139,8 @@ def render(view: View, states: dict) -> dict:
     script re-clusters with, and, when the store changed, the status line and whether
     undo and redo can act."""
     code, state = view.code, view.state
-    out = {"figure": no_update if _painted(view, states["draft"]) else _figure(
-               view, states["background"]),
+    drawn = _painted(view, states["draft"]) or _switched_in_browser(view, states["painted"])
+    out = {"figure": no_update if drawn else _figure(view, states["background"]),
            "model": None if code is None else logic.client_model(view.data, state, code,
                                                                  view.noise)}
     if not view.stored:  # a class switch alone: the counts and history are as they were
@@ -153,19 +167,57 @@ def _painted(view: View, draft: dict | None) -> bool:
             and int(ms) == draft.get("min_samples"))
 
 
+def _switched_in_browser(view: View, painted: dict | None) -> bool:
+    """Whether the browser drew this class switch itself, from the class's trace at the
+    revision the store holds (assets/mapclass.js)."""
+    return (view.switched and "class" in view.fired and view.code is not None
+            and bool(painted) and painted.get("class") == view.code
+            and painted.get("revision") == view.state.revision)
+
+
+def class_trace_of(data: RunData, state: RunState, code: int) -> dict:
+    """The class view's trace 1 for class ``code`` at the store's revision (cached); its
+    ``meta`` names the class, which the map's scripts check before re-clustering."""
+    return cached_figure(data, state, ("class", code), lambda: {
+        **class_trace(data.embedding, data.members[code], state.decisions, state.marks),
+        "meta": {"class": code}})
+
+
+def class_answer(run_id: str, code: str, have: str | None) -> dict | None:
+    """What ``/map/<run>/<class>.json`` answers: class ``code``'s trace at the store's
+    revision, with the class view's frame (the axes' pin and the layout) for a switch from
+    the overview; None when the browser says it ``have`` s that revision already.
+
+    Raises
+    ------
+    InputError
+        No such run, or no such class in it.
+    """
+    root = settings().runs_root
+    data = run_data(root, run_id)
+    if not (code.isascii() and code.isdigit() and len(code) < 10
+            and int(code) < len(data.samples.classes)):
+        raise InputError(f"no class {code!r} in run {run_id!r}")
+    state = current_state(data)
+    if have is not None and have == str(state.revision):
+        return None
+    frame = class_figure(data.embedding, {}, f"/background/{run_id}.png", True, data.bounds)
+    return {"class": int(code), "revision": state.revision,
+            "trace": class_trace_of(data, state, int(code)),
+            "frame": {"data": frame["data"][:1], "layout": frame["layout"]}}
+
+
 def _figure(view: View, background: bool):
     """The map for the shown class (None: every class), as a new figure or as a Patch of
     what the page shows: the class trace on a switch, colours and symbols on an edit."""
     data, state, code, run_id = view.data, view.state, view.code, view.run_id
-    d = state.decisions
 
     def trace() -> dict:
-        return cached_figure(data, state, ("class", code), lambda: class_trace(
-            data.embedding, data.members[code], d, state.marks))
+        return class_trace_of(data, state, code)
 
     if code is None:
         return cached_figure(data, state, ("overview",), lambda: overview_figure(
-            data.embedding, data.samples.labels, data.samples.classes, d,
+            data.embedding, data.samples.labels, data.samples.classes, state.decisions,
             f"/background/{run_id}.png"))
     if view.shown in (None, "all"):
         return class_figure(data.embedding, trace(), f"/background/{run_id}.png",
@@ -213,6 +265,10 @@ def register() -> None:
                         State(MODEL, "data"), prevent_initial_call=True)
     # The WebGL canvas at the screen's pixel ratio (Plotly's default, 2, draws 4× the pixels
     # of a plain screen: a repaint cost twice the time, docs/benchmarks.md).
+    # assets/mapclass.js draws a class picked from the trace it holds at the revision the
+    # page shows (the class list calls it at the click, before it writes the pick).
+    clientside_callback(ClientsideFunction(namespace="map", function_name="revised"),
+                        Input(SHOWN_REV, "data"))
     clientside_callback(_PIXEL_RATIO, Output(GRAPH, "config"), Input(RUN, "data"),
                         State(GRAPH, "config"))
     callback(changes.output(PART), Input(UNDO, "n_clicks"), Input(REDO, "n_clicks"),

@@ -15,8 +15,9 @@ pytestmark = browser_marks()
 ROOT = Path(__file__).resolve().parents[2]
 ACTIONS = ("eps change, server path", "eps change", "eps change, stored",
            "idle frame interval", "drag frame interval", "drag move → repaint", "hover image",
-           "class switch", "overview (all classes)", "triage step", "triage step, scripted",
-           "apply to all classes", "review list, N rows: sort", "review list, N rows: filter")
+           "class switch", "class switch, drawn by the server", "overview (all classes)",
+           "triage step", "triage step, scripted", "apply to all classes",
+           "review list, N rows: sort", "review list, N rows: filter")
 
 
 def test_ui_latency_times_every_action(digits_run):
@@ -29,10 +30,14 @@ def test_ui_latency_times_every_action(digits_run):
     timed = {re.sub(r"\d+ rows", "N rows", m[0].strip()): int(m[1]) for m in re.findall(
         r"^(.+?)\s+n=\s*(\d+)\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms$", r.stdout, re.M)}
     want = {"triage step": 3, "triage step, scripted": 3, "hover image": 2,
-            "class switch": 2, "apply to all classes": 1}
+            "class switch": 2, "class switch, drawn by the server": 2,
+            "apply to all classes": 1}
     assert set(timed) == set(ACTIONS), r.stdout
     assert all(timed[k] == n for k, n in want.items()), timed
     assert "triage step by Chrome's Event Timing" in r.stdout
+    # The pointer rested on each class's row: the browser drew every one of them.
+    assert "class switches drawn by the browser (no figure in the server's answer): 2 of 2" \
+        in r.stdout, r.stdout
     assert timed["drag frame interval"] > 20 and timed["drag move → repaint"] > 0, timed
     assert "drag frame interval p95 / idle frame interval p95" in r.stdout
     assert re.search(r"^p95_ms=[\d.]+$", r.stdout, re.M), r.stdout

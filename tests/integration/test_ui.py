@@ -42,7 +42,7 @@ from worker.pipeline.store import CurationStore
 
 pytestmark = browser_marks()
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
-             "parity", "drag", "tabs", "relabel", "triage", "filter", "switch")
+             "parity", "drag", "tabs", "relabel", "triage", "filter", "switch", "ahead")
 
 
 @pytest.fixture(scope="module")
@@ -502,6 +502,102 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
         assert trace_markers(driver)["color"] == hex_colours(colours)
         assert trace_markers(driver)["symbol"] == [names[s] for s in symbols]
     assert store.revision() == before
+
+
+# Which of the server's answers carried a new figure for the map (recorded in the page).
+FIGURE_ANSWERS = """
+window.figureAnswers = [];
+const fetch0 = window.fetch;
+window.fetch = function (...args) {
+  return fetch0.apply(this, args).then((r) => {
+    if (String(args[0]).includes('_dash-update-component')) {
+      r.clone().json().then((a) => {
+        const graph = (a.response || {})['curate-graph'];
+        window.figureAnswers.push(Boolean(graph && graph.figure));
+      }).catch(() => {});
+    }
+    return r;
+  });
+};
+"""
+
+
+# Whether the map shows the other classes' backdrop.
+_BACKDROP = ("const gd = document.querySelector('#curate-graph .js-plotly-plot');"
+             "return gd.layout.images[0].visible;")
+
+
+def _rest_on_class(driver, code: int, revision: int) -> None:
+    """Move the pointer onto class ``code``'s row, leave it there until the map holds the
+    class at store ``revision``, then click."""
+    cell = wait_for(lambda: driver.execute_script(
+        "const list = window.curateDebug.classList, api = list.api();"
+        "api.ensureNodeVisible(list.nodeOf(api, arguments[0]));"
+        "return document.querySelector("
+        "`#curate-class-list .ag-row[row-id='${arguments[0]}'] .ag-cell`);", str(code)))
+    ActionChains(driver, duration=0).move_to_element(cell).perform()
+    wait_for(lambda: [code, revision] in driver.execute_script(
+        "return window.curateDebug.heldClasses()"))
+    ActionChains(driver, duration=0).click(cell).perform()
+
+
+def test_a_class_drawn_ahead_is_the_servers_and_takes_later_changes(driver, server,
+                                                                   ui_root):
+    """A class picked with the pointer resting on its row is drawn by the browser from the
+    trace fetched meanwhile (assets/mapclass.js): the map shows what the server draws, the
+    server's answer leaves the plot as it is, and a change made next is drawn over it. A
+    class held from before a change is drawn by the server."""
+    from app.data import current_state, run_data
+    from app.figures import SYMBOLS, marker_style
+
+    names = {v: k for k, v in SYMBOLS.items()}
+
+    def shows(code: int) -> bool:
+        data = run_data(ui_root, "ahead")
+        state = current_state(data)
+        colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks)
+        m = trace_markers(driver)
+        return (m["customdata"] == data.members[code].tolist()
+                and m["color"] == hex_colours(colours)
+                and m["symbol"] == [names[s] for s in symbols])
+
+    def settled(code: int) -> bool:  # the server has answered the pick (the eps box follows)
+        state = current_state(run_data(ui_root, "ahead"))
+        return float(driver.find_element(By.ID, "curate-eps-input").get_attribute(
+            "value")) == round(state.params[code][0], 4)
+
+    store = CurationStore(ui_root / "ahead" / "curation.sqlite")
+    _open(driver, server, "ahead")
+    driver.find_element(By.ID, "curate-background").click()  # the other classes hidden
+    wait_for(lambda: driver.execute_script(_BACKDROP) is False)
+    pick_class(driver, "all")
+    wait_for(lambda: len(trace_markers(driver)["customdata"]) > 0 and picked_class(driver)
+             == "all")
+    driver.execute_script(FIGURE_ANSWERS)
+    before = store.revision()
+    _rest_on_class(driver, 5, before)
+    wait_for(lambda: shows(5))
+    wait_for(lambda: settled(5))
+    assert driver.execute_script(_BACKDROP) is False  # drawn as the switch says
+    _rest_on_class(driver, 3, before)
+    wait_for(lambda: shows(3))
+    wait_for(lambda: settled(3))
+    answers = driver.execute_script("return window.figureAnswers")
+    assert len(answers) >= 2 and True not in answers
+
+    # A decision on the class drawn ahead: the server's marker patch lands on it.
+    sample = _listed_of_class(driver, 3)[0]
+    _decide(driver, sample, "d")
+    wait_for(lambda: store.revision() > before)
+    wait_for(lambda: shows(3))
+    assert store.overrides()[sample] == "drop"
+
+    # Class 5 is held at the revision before the decision: the server draws it.
+    driver.execute_script("window.figureAnswers = []")
+    pick_class(driver, 5)
+    wait_for(lambda: shows(5))
+    wait_for(lambda: settled(5))
+    assert True in driver.execute_script("return window.figureAnswers")
 
 
 def test_class_list_filters_and_sorts_by_any_column(driver, server):

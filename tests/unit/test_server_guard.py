@@ -137,7 +137,8 @@ def test_the_servers_edges_answer_4xx_and_log_no_traceback(client, caplog):
             r = client.get(f"/{page}/{run_id}", headers={"Host": "127.0.0.1"})
             assert r.status_code == 404, (page, run_id[:20], r.status_code)
         assert client.get(f"/{page}/digits", headers={"Host": "127.0.0.1"}).status_code == 200
-    for url in ("/thumb/" + "x" * 5000 + "/1.png", "/background/" + "y" * 5000 + ".png"):
+    for url in ("/thumb/" + "x" * 5000 + "/1.png", "/background/" + "y" * 5000 + ".png",
+                "/map/" + "z" * 5000 + "/1.json", "/map/digits/" + "9" * 5000 + ".json"):
         assert client.get(url, headers={"Host": "127.0.0.1"}).status_code == 404
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
@@ -177,8 +178,8 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
     two components; a callback that changes the store writes only its own component's
     change store (and that component's own outputs), which the render path follows
     directly; the alert line has one writer (the change channel); the status line has no
-    callback writer at all (assets/recluster.js is its one); and only the map's script
-    writes the draft."""
+    callback writer at all (assets/recluster.js is its one), nor has what the map drew on a
+    class switch (assets/mapclass.js); and only the map's script writes the draft."""
     from app.server import create_app
 
     app = create_app(Settings(runs_root=root))
@@ -218,6 +219,7 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
     assert writers["curate-alert-line.children"] == {"app.curate.changes"}
     assert "curate-status.children" not in writers
     assert writers["curate-draft.data"] == {"app.curate.map"}
+    assert "curate-map-painted.data" not in writers  # assets/mapclass.js writes it
     renders = [d for d in deps if "curate-class-list.rowData" in d["output"]]
     assert len(renders) == 1
     assert {i["id"] for i in renders[0]["inputs"]} == {
