@@ -388,9 +388,10 @@ def _register_routes(server: Flask) -> None:
 def _register_map_route(server: Flask) -> None:
     """A class's trace for the Curate page's map, which fetches it ahead
     (app/curate/map.py ``class_answer``)."""
-    @server.get("/map/<path:subpath>")
+    from .curate.map import TRACES, class_answer  # here: that module imports this one
+
+    @server.get(f"{TRACES}/<path:subpath>")
     def map_trace(subpath: str) -> Response:
-        from .curate.map import class_answer  # here: that module imports this one
 
         run_id, _, leaf = subpath.rpartition("/")
         if not leaf.endswith(".json"):

@@ -64,7 +64,7 @@ STATUS = ids.STATUS  # the status line: written by assets/recluster.js only
 STATUS_DATA = ids.STATUS_DATA  # the server's status line (hidden), for the script to show
 MODEL = ids.MODEL  # what assets/recluster.js needs to re-cluster the shown class
 DRAFT = ids.DRAFT  # the parameter change the script drew: written by assets/recluster.js
-PAINTED = ids.PAINTED  # the class switch assets/mapclass.js drew: {class, revision}
+PAINTED = ids.PAINTED  # the switch assets/mapclass.js drew: {class, revision}, or None
 TRACES = "/map"  # where assets/mapclass.js fetches a class's trace (see class_answer)
 
 
@@ -185,8 +185,8 @@ def class_trace_of(data: RunData, state: RunState, code: int) -> dict:
 
 def class_answer(run_id: str, code: str, have: str | None) -> dict | None:
     """What ``/map/<run>/<class>.json`` answers: class ``code``'s trace at the store's
-    revision, with the class view's frame (the axes' pin and the layout) for a switch from
-    the overview; None when the browser says it ``have`` s that revision already.
+    revision, with the class view's frame (the axes' pin and the layout, the same for every
+    class); None when the store's revision is ``have``, the one the browser holds.
 
     Raises
     ------
@@ -263,12 +263,12 @@ def register() -> None:
                         Output(DRAFT, "data", allow_duplicate=True),
                         Input(ids.EPS_INPUT, "value"), Input(ids.MS_INPUT, "value"),
                         State(MODEL, "data"), prevent_initial_call=True)
-    # The WebGL canvas at the screen's pixel ratio (Plotly's default, 2, draws 4× the pixels
-    # of a plain screen: a repaint cost twice the time, docs/benchmarks.md).
     # assets/mapclass.js draws a class picked from the trace it holds at the revision the
     # page shows (the class list calls it at the click, before it writes the pick).
     clientside_callback(ClientsideFunction(namespace="map", function_name="revised"),
                         Input(SHOWN_REV, "data"))
+    # The WebGL canvas at the screen's pixel ratio (Plotly's default, 2, draws 4× the pixels
+    # of a plain screen: a repaint cost twice the time, docs/benchmarks.md).
     clientside_callback(_PIXEL_RATIO, Output(GRAPH, "config"), Input(RUN, "data"),
                         State(GRAPH, "config"))
     callback(changes.output(PART), Input(UNDO, "n_clicks"), Input(REDO, "n_clicks"),
