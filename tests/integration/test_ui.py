@@ -813,7 +813,9 @@ def test_new_run_form_starts_the_pipeline_with_live_progress(driver, server, ui_
     driver.execute_script("arguments[0].click();", driver.find_element(By.ID, "new-go"))
     wait_for(lambda: "started" in driver.find_element(By.ID, "runs-alert").text)
     # The run appears at once with its job's progress, and becomes curatable when done.
-    wait_for(lambda: "fromform" in driver.find_element(By.ID, "runs-table").text)
+    # Up to a minute: the table's refresh counts every run in this module's root (16), and
+    # beside a CPU hog on a slow host the row took over 20 s to appear.
+    wait_for(lambda: "fromform" in driver.find_element(By.ID, "runs-table").text, timeout=60)
     link = wait_for(lambda: driver.find_element(By.CSS_SELECTOR, "a[href='/curate/fromform']"),
                     timeout=180)
     assert (ui_root / "fromform" / "embedding.npy").is_file()
