@@ -41,9 +41,10 @@ from selenium.webdriver.common.keys import Keys
 from bench.common import machine
 from tests.integration.browser import (
     Server,
-    chrome,
+    class_cell,
     pick_class,
     point_position,
+    served,
     trace_markers,
     wait_for,
 )
@@ -100,13 +101,10 @@ def served_run(run: Path, prefix: str) -> Iterator[tuple[Server, object]]:
     root = work / "runs"
     root.mkdir()
     shutil.copytree(run, root / "bench", ignore=shutil.ignore_patterns("cache", "exports"))
-    server = Server(root)
-    driver = chrome()
     try:
-        yield server, driver
+        with served(root) as (server, driver):
+            yield server, driver
     finally:
-        driver.quit()
-        server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -429,18 +427,10 @@ def class_switches(driver, run: Path, n: int,
 def point_and_click(driver, code: int, rest: float) -> None:
     """Move the pointer onto class ``code``'s row in the class list at once, rest ``rest``
     seconds and click it, as a mouse would."""
-    cell = wait_for(lambda: driver.execute_script(CLASS_ROW, str(code)))
+    cell = class_cell(driver, code)
     ActionChains(driver, duration=0).move_to_element(cell).perform()
     time.sleep(rest)
     ActionChains(driver, duration=0).click(cell).perform()
-
-
-CLASS_ROW = """
-const list = window.curateDebug.classList, api = list.api(), node = list.nodeOf(api, arguments[0]);
-if (!node) return null;
-api.ensureNodeVisible(node);
-return document.querySelector(`#curate-class-list .ag-row[row-id="${arguments[0]}"] .ag-cell`);
-"""
 
 
 def report(results: dict[str, list[float]]) -> None:

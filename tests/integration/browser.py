@@ -182,6 +182,21 @@ return true;
 """
 
 
+CLASS_CELL = """
+const list = (window.curateDebug || {}).classList, api = list && list.api();
+const node = api && list.nodeOf(api, arguments[0]);
+if (!node) return null;
+if (!node.rowPinned) api.ensureNodeVisible(node);
+return document.querySelector(`#curate-class-list .ag-row[row-id="${arguments[0]}"] .ag-cell`);
+"""
+
+
+def class_cell(driver, code: int | str):
+    """A cell of class ``code``'s row in the class list, scrolled into view (to point at
+    and click with real input)."""
+    return wait_for(lambda: driver.execute_script(CLASS_CELL, str(code)))
+
+
 def pick_class(driver, code: int | str) -> None:
     """Click class ``code`` (or "all") in the Curate page's class list (a dash-ag-grid),
     scrolling its row into view first."""

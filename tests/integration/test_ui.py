@@ -22,6 +22,7 @@ from tests.integration.browser import (
     Server,
     browser_marks,
     chrome,
+    class_cell,
     class_rows,
     focused_sample,
     grid_rows,
@@ -530,11 +531,7 @@ _BACKDROP = ("const gd = document.querySelector('#curate-graph .js-plotly-plot')
 def _rest_on_class(driver, code: int, revision: int) -> None:
     """Move the pointer onto class ``code``'s row, leave it there until the map holds the
     class at store ``revision``, then click."""
-    cell = wait_for(lambda: driver.execute_script(
-        "const list = window.curateDebug.classList, api = list.api();"
-        "api.ensureNodeVisible(list.nodeOf(api, arguments[0]));"
-        "return document.querySelector("
-        "`#curate-class-list .ag-row[row-id='${arguments[0]}'] .ag-cell`);", str(code)))
+    cell = class_cell(driver, code)
     ActionChains(driver, duration=0).move_to_element(cell).perform()
     wait_for(lambda: [code, revision] in driver.execute_script(
         "return window.curateDebug.heldClasses()"))
