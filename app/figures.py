@@ -13,7 +13,7 @@ from html import escape
 
 import numpy as np
 
-from worker.pipeline.clustering import Decisions, flagged_by
+from worker.pipeline.map.clustering import Decisions, flagged_by
 
 # Qualitative palette for clusters (Plotly's D3/T10, minus red, green and grey, which
 # mean drop, keep and background here).
@@ -157,7 +157,7 @@ def look_table(bits: np.ndarray, overrides: np.ndarray,
     """Each point's look for both DBSCAN outcomes, for the browser to look up after it
     re-clusters: shape (n, 2), column 0 if the point is in a cluster, 1 if it is noise.
 
-    ``bits``: :func:`~worker.pipeline.clustering.flag_bits`, shape (n,); ``finding``: as
+    ``bits``: :func:`~worker.pipeline.map.clustering.flag_bits`, shape (n,); ``finding``: as
     in :func:`look_codes` (another kind's drop does not depend on DBSCAN).
     """
     return np.stack([look_codes(flagged_by(bits, noise), np.full(len(bits), noise), overrides,
@@ -244,7 +244,7 @@ def class_figure(emb: np.ndarray, trace: dict, background_url: str,
     Trace 0 is invisible and only pins the axes to the whole map (``bounds``, when the
     caller has them: :func:`~app.background.extent` of ``emb``); trace 1 is the class.
     """
-    from .background import extent
+    from app.background import extent
 
     x0, x1, y0, y1 = bounds or extent(emb)
     pin = dict(type="scattergl", x=[x0, x1], y=[y0, y1], mode="markers", hoverinfo="skip",

@@ -1,12 +1,12 @@
 """Web forms to typed job parameters: the browser sends text, floats and empty boxes; the
-jobs take :mod:`worker.jobs.params` dataclasses. Every number is checked by the one rule of
-worker.pipeline.params, so a form, the CLI and a job's JSON are refused in the same words.
+jobs take :mod:`worker.jobs.job_params` dataclasses. Every number is checked by the one rule of
+worker.pipeline.ranges, so a form, the CLI and a job's JSON are refused in the same words.
 """
 
 from __future__ import annotations
 
-from worker.jobs.params import train_config
-from worker.train.launch import TrainConfig, check_numbers
+from worker.jobs.job_params import train_config
+from worker.train.config import TrainConfig, check_numbers
 
 # The Retrain form's fields: a train job's settings of the same names.
 TRAIN_FIELDS = ("subset", "model", "batch_size", "epochs", "nproc")

@@ -46,8 +46,8 @@ SHARED = {"graph": GRAPH, "map": MAP, "painted": PAINTED, "background": BACKGROU
 
 def script() -> str:
     """``/ids.js``: the ids as ``window.CURATOR_IDS`` (frozen), and the key actions' table
-    as ``window.CURATOR_ACTIONS`` (app/actions.py)."""
-    from .actions import script as actions
+    as ``window.CURATOR_ACTIONS`` (app/curate/key_actions.py)."""
+    from app.curate.key_actions import script as actions
 
     return (f"window.CURATOR_IDS = Object.freeze({json.dumps(SHARED, sort_keys=True)});\n"
             + actions())

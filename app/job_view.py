@@ -12,8 +12,8 @@ from dash import html, no_update
 from app.layout import error_alert
 from app.server import dispatcher, settings
 from worker.pipeline.errors import InputError
-from worker.pipeline.jobstore import FINAL, JobStore
-from worker.runs import resolve_run
+from worker.pipeline.storage.job_store import FINAL, JobStore
+from worker.run_catalog import resolve_run
 
 
 def _clock(seconds: float) -> str:
@@ -77,7 +77,7 @@ def job_progress(job: dict) -> html.Div:
 
 
 def submit(run_id: str, kind: str, params: object) -> tuple:
-    """Submit a job of typed ``params`` (worker.jobs.params); an error is an alert."""
+    """Submit a job of typed ``params`` (worker.jobs.job_params); an error is an alert."""
     try:
         job_id = dispatcher().submit(run_id, kind, params)
     except InputError as exc:

@@ -58,7 +58,7 @@ def feature_badges(meta: dict) -> list:
     """Badges on a run's features from its ``run.json``: "random weights" when the network
     was not pretrained, and the feature-quality gauge with its verdict (its advice in the
     tooltip). Empty before the extract and cluster steps."""
-    from worker.pipeline.gauge import judge
+    from worker.pipeline.evaluation.gauge import judge
 
     steps = meta.get("steps", {}) if isinstance(meta, dict) else {}
     extract, evidence = steps.get("extract", {}), steps.get("evidence", {})
@@ -78,7 +78,7 @@ def feature_badges(meta: dict) -> list:
 def feature_advice(meta: dict) -> html.Div | None:
     """The gauge's verdict and what to do next, spelled out, when the flags need care
     (a fair or weak gauge); None when they are strong or not computed yet."""
-    from worker.pipeline.gauge import judge
+    from worker.pipeline.evaluation.gauge import judge
 
     steps = meta.get("steps", {}) if isinstance(meta, dict) else {}
     value = steps.get("evidence", {}).get("gauge")

@@ -31,14 +31,13 @@ from flask import Flask, Response, abort, current_app, request, send_file
 from PIL import Image
 from werkzeug.exceptions import HTTPException
 
+from app import caching
+from app.caching import files
 from worker.jobs.dispatchers import get_dispatcher
 from worker.pipeline.errors import InputError
-from worker.pipeline.rundir import RunDir, load_npy
-from worker.runs import resolve_run
+from worker.pipeline.storage.rundir import RunDir, load_npy
+from worker.run_catalog import resolve_run
 from worker.settings import Settings, load_settings
-
-from . import caching
-from .caching import files
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TOKEN_COOKIE = "curator_token"
@@ -259,7 +258,7 @@ def thumbnail_png(run_path: str, index: int, mtime: int, name: str = "thumbnails
 @functools.lru_cache(maxsize=4)
 def _run_dataset(run_path: str, mtime: int):  # noqa: ANN202 - Dataset
     """The run's dataset (its samples table read once per ``mtime`` of samples.csv)."""
-    from worker.pipeline.ingest import open_run_dataset
+    from worker.pipeline.sources.ingest import open_run_dataset
 
     return open_run_dataset(RunDir(Path(run_path)))
 
@@ -273,7 +272,7 @@ def image_png(run_path: str, index: int, mtime: int) -> bytes:
     """PNG bytes of one sample's thumbnail, decoded from its image file: for runs made from
     a features file, which have no thumbnails.npy. The file must lie inside the dataset's
     folder (the features file's); a sample without one gets a plain grey square."""
-    from worker.pipeline.ingest import MAX_THUMB, thumbnail
+    from worker.pipeline.sources.ingest import MAX_THUMB, thumbnail
 
     ds = _run_dataset(run_path, mtime)
     if not 0 <= index < len(ds.samples):
@@ -295,7 +294,7 @@ def image_png(run_path: str, index: int, mtime: int) -> bytes:
 def background_png(run_path: str, mtimes: tuple[int, int]) -> bytes:
     """The class view's backdrop of every point, tinted by class (cached per embedding
     and samples table: ``mtimes`` are theirs)."""
-    from .background import render_png
+    from app.background import render_png
 
     run = RunDir(Path(run_path))
     samples = run.read_samples()
@@ -327,7 +326,7 @@ def _register_routes(server: Flask) -> None:
 
     @server.get("/ids.js")
     def client_ids() -> Response:  # the ids assets/*.js use (app/ids.py)
-        from .ids import script
+        from app.ids import script
 
         return Response(script(), mimetype="text/javascript")
 
@@ -387,8 +386,8 @@ def _register_routes(server: Flask) -> None:
 
 def _register_map_route(server: Flask) -> None:
     """A class's trace for the Curate page's map, which fetches it ahead
-    (app/curate/map.py ``class_answer``)."""
-    from .curate.map import TRACES, class_answer  # here: that module imports this one
+    (app/curate/map_view.py ``class_answer``)."""
+    from app.curate.map_view import TRACES, class_answer  # here: that module imports this one
 
     @server.get(f"{TRACES}/<path:subpath>")
     def map_trace(subpath: str) -> Response:
@@ -430,7 +429,7 @@ def create_app(config: Settings | None = None) -> dash.Dash:
         # Before the assets' scripts, which read window.CURATOR_IDS (app/ids.py).
         external_scripts=["/ids.js"],
     )
-    from .layout import shell
+    from app.layout import shell
 
     app.layout = shell()
     _secure_headers(app)  # after the layout and every callback: the hashes cover them

@@ -13,8 +13,7 @@ from flask import Flask
 
 def application() -> Flask:
     """Build the app from the environment's settings and return its Flask server."""
+    from app.server import create_app
     from worker.settings import load_settings
-
-    from .server import create_app
 
     return create_app(load_settings()).server

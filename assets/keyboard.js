@@ -1,5 +1,5 @@
 // The Curate page's one key listener. A key is looked up in the actions table
-// (window.CURATOR_ACTIONS: app/actions.py, through /ids.js) and handed to the script that
+// (window.CURATOR_ACTIONS: app/curate/key_actions.py, through /ids.js) and handed to the script that
 // owns the action's scope, which registered with window.curateKeys.on(scope, handler): the
 // handler gets the action and the event and returns true when it acted (the key is then
 // consumed). The "press" scope is this script's: it clicks the action's target (the Undo

@@ -1,4 +1,4 @@
-// The map's class switch drawn in the browser (app/curate/map.py, namespace "map").
+// The map's class switch drawn in the browser (app/curate/map_view.py, namespace "map").
 //
 // While the pointer rests on a class's row, the class list (assets/classlist.js) asks this
 // script to fetch the class's trace ahead, from /map/<run>/<class>.json. When the row is

@@ -1,4 +1,4 @@
-// The map's script (app/curate/map.py, namespace "map"): re-cluster the shown class in the
+// The map's script (app/curate/map_view.py, namespace "map"): re-cluster the shown class in the
 // browser when eps or min_samples changes, repaint it at once, keep the draft (the one model
 // of a parameter change in progress) and publish it for the server to store. It is also the
 // status line's one writer.
@@ -6,7 +6,7 @@
 // Why: the Dash round trip (request, server, renderer, then Plotly) is too slow to follow
 // a slider; DBSCAN on a class here takes a few ms, so what is left is Plotly's repaint
 // (docs/benchmarks.md, "Measurements behind the code"). The server still computes the same labels
-// (worker/pipeline/dbscan.py) for everything it stores and draws; a browser test checks
+// (worker/pipeline/map/dbscan.py) for everything it stores and draws; a browser test checks
 // that both give the same markers and counts.
 //
 // The labels equal scikit-learn's, as the server's do: pairs within eps are found with the
@@ -113,7 +113,7 @@
   // Marker colours, symbols and sizes, and the class's counts, looked up: model.looks
   // holds each point's row of model.style.looks for both DBSCAN outcomes, computed by the
   // server from its rule (app/figures.py look_table), colours as the channel arrays the
-  // server sends too (app/figures.py channels); model comes from app/curate_logic.py
+  // server sends too (app/figures.py channels); model comes from app/curate/logic.py
   // client_model().
   function paint(model, labels) {
     const {looks: table, clusters} = model.style;
@@ -141,8 +141,8 @@
   // {class, eps, min_samples, base_revision, painted, status}; null when the plot shows the
   // model as the server drew it (a new figure from the server, applied by dcc.Graph with
   // Plotly.react, clears it). The draft is published into the page's draft store when a
-  // slider is released or a value typed; the server stores it (app/curate/params.py) and
-  // leaves the plot as it is when it shows what was stored (app/curate/map.py).
+  // slider is released or a value typed; the server stores it (app/curate/eps_panel.py) and
+  // leaves the plot as it is when it shows what was stored (app/curate/map_view.py).
   let model = null, draft = null;
   const drafted = (m) => draft !== null && draft["class"] === m["class"] &&
     draft.base_revision === m.revision;
@@ -156,7 +156,7 @@
     if (line && line.textContent !== text) line.textContent = text;
   }
 
-  // The server's line (a hidden element the render path writes, app/curate/map.py) is
+  // The server's line (a hidden element the render path writes, app/curate/map_view.py) is
   // shown the moment React writes it: its text, or its title, which changes with every
   // answer.
   let watched = null;
@@ -306,7 +306,7 @@
     return commit(Number(eps), Number(ms), true, m, m ? m.tolerance : 0);
   }
 
-  // Enter in the eps or min_samples box (the "apply" action, app/actions.py, dispatched by
+  // Enter in the eps or min_samples box (the "apply" action, app/curate/key_actions.py, dispatched by
   // assets/keyboard.js before React's handlers) repaints at once, before Dash hears of the
   // new value, which skips Dash's renderer on the way to `typed` (docs/benchmarks.md).
   // `typed` then finds the plot drawn at the typed values and only publishes the draft. A

@@ -5,7 +5,7 @@
 // - Hovering or focusing a row rings its point on the map (a layout shape: no trace is
 //   redrawn).
 // - Clicking a point scrolls the list to its row, focuses and selects it.
-// - The review actions' keys (app/actions.py: j / k, a, d, r, m) act on the focused row. An
+// - The review actions' keys (app/curate/key_actions.py: j / k, a, d, r, m) act on the focused row. An
 //   action writes {sample, action, label, at} into the review-key store (the server's
 //   on_review_edit runs its operation) and moves the focus on at once; the focused row's
 //   sample goes into review-focus (the server explains it).
@@ -143,7 +143,7 @@
   setInterval(writeCount, 500);
 
   // A review action on the focused row: sent to the server (its operation in
-  // app/actions.py), and the focus moves on at once.
+  // app/curate/key_actions.py), and the focus moves on at once.
   function act(action) {
     const grid = api();
     if (!grid) return false;
@@ -158,7 +158,7 @@
     return true;
   }
 
-  // The review actions' keys (app/actions.py, dispatched by assets/keyboard.js), while the
+  // The review actions' keys (app/curate/key_actions.py, dispatched by assets/keyboard.js), while the
   // list is shown.
   window.curateKeys.on("review", function (action) {
     const grid = api();

@@ -18,8 +18,8 @@ import time
 
 from bench.common import machine
 
-EAGER = ("import worker.pipeline.clustering, worker.pipeline.datasets, "
-         "worker.pipeline.models, worker.pipeline.rundir; ")
+EAGER = ("import worker.pipeline.map.clustering, worker.pipeline.sources.datasets, "
+         "worker.pipeline.features.backbones, worker.pipeline.storage.rundir; ")
 
 
 def median_s(argv: list[str], repeat: int) -> float:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.ingest import DatasetOptions
+    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.sources.ingest import DatasetOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
@@ -121,7 +121,7 @@ class Row:
 def resnet56_features() -> FeatureOptions:
     """The shared CIFAR ResNet-56 weights (trained on CIFAR-10's *true* labels, which
     flatters every detector that uses their features)."""
-    from worker.pipeline.features import FeatureOptions
+    from worker.pipeline.features.extraction import FeatureOptions
 
     return FeatureOptions(model="cifar-resnet56",
                           weights=SHARED / "weights/resnet56-4bfd9763.th")
@@ -131,9 +131,9 @@ def _share_cached_features(row: Row, run) -> None:  # noqa: ANN001 - RunDir
     """Link a sibling bench run's cached features into ``run`` when they have the same
     key (the same images and model: features.cache_key leaves labels out), so rows that
     differ only in their labels extract once."""
-    from worker.pipeline.features import cache_key
-    from worker.pipeline.runlock import run_lock
+    from worker.pipeline.features.extraction import cache_key
     from worker.pipeline.runner import ensure_ingested
+    from worker.pipeline.storage.runlock import run_lock
 
     if row.features.finetune_epochs or row.dataset.spec.kind == "features":
         return
@@ -152,9 +152,9 @@ def run_row(row: Row, run):  # noqa: ANN001, ANN201 - RunDir → (s, samples, de
     """Run (or reuse) the pipeline of ``row`` in ``run`` with default settings; returns
     (seconds, samples, decisions, noisy) where ``noisy`` (bool, shape (N,)) marks the
     samples whose label differs from the true one."""
-    from worker.pipeline.curation import current_decisions
-    from worker.pipeline.embedding import EmbeddingOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.storage.curation import current_decisions
 
     t = time.perf_counter()
     _share_cached_features(row, run)

@@ -5,7 +5,7 @@ one, from a 5,000-point openTSNE map of CIFAR pixels. For a sweep of eps values 
 to 8× the automatic one (automatic eps on a map of 1,000 classes lands near a class's own
 diameter, which is where a pair list grows to O(n²)), it times:
 
-- ``ours``: ``worker.pipeline.dbscan.dbscan_once`` (k-nearest core test + Delaunay
+- ``ours``: ``worker.pipeline.map.dbscan.dbscan_once`` (k-nearest core test + Delaunay
   components), what the cluster step and the app run;
 - ``sklearn``: ``DBSCAN(eps, min_samples).fit_predict`` on the same points,
 
@@ -24,20 +24,20 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import machine, timed
-from worker.pipeline.clustering import auto_eps
-from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
+from worker.pipeline.map.clustering import auto_eps
+from worker.pipeline.map.dbscan import dbscan_once, sklearn_dbscan
 
 
 def class_points(run: Path) -> tuple[np.ndarray, str]:
     if (run / "embedding.npy").is_file():
-        from worker.pipeline.rundir import RunDir
+        from worker.pipeline.storage.rundir import RunDir
 
         labels = RunDir(run).read_samples().labels
         emb = np.load(run / "embedding.npy")
         c = int(np.argmax(np.bincount(labels)))
         return emb[labels == c], f"{run}, class {c}"
     from bench.tsne import cifar_pixels
-    from worker.pipeline.embedding import EmbeddingOptions, tsne_2d
+    from worker.pipeline.map.embedding import EmbeddingOptions, tsne_2d
 
     return tsne_2d(cifar_pixels(5000), EmbeddingOptions()), "openTSNE of 5,000 CIFAR images"
 

@@ -27,11 +27,11 @@ import torch.nn.functional as F
 from PIL import Image
 
 from bench.common import SHARED, cifar_folder, machine, place, timed
-from worker.pipeline.datasets import parse_spec
-from worker.pipeline.features import FeatureOptions, extract, feature_precision
-from worker.pipeline.ingest import DatasetOptions, ingest
-from worker.pipeline.models import build_backbone
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.features.backbones import build_backbone
+from worker.pipeline.features.extraction import FeatureOptions, extract, feature_precision
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.sources.ingest import DatasetOptions, ingest
+from worker.pipeline.storage.rundir import RunDir
 
 WEIGHTS = SHARED / "weights" / "resnet56-4bfd9763.th"
 

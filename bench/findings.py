@@ -41,7 +41,8 @@ files.
 Scoring against ``injected.csv`` (index, path, kind, source, how):
 
 - Duplicates, ours and FiftyOne's (both mark all but one member of a group and name the kept
-  one): exactly as worker/pipeline/findings/evaluate.py: an injected copy and its source form a
+  one): exactly as worker/pipeline/evaluation/findings_scores.py: an injected copy and its source
+  form a
   family; a marked sample is right when its related sample (ours: ``related``, the kept copy;
   FiftyOne: the kept sample of its group) is of its own family; precision = right / marked;
   recall = families with a right mark / families.
@@ -311,7 +312,7 @@ def families(n: int, truth: list[dict]) -> tuple[np.ndarray, list[dict]]:
 
 
 def related_rule(marked: np.ndarray, related: np.ndarray, truth: list[dict]) -> dict:
-    """worker/pipeline/findings/evaluate.py ``duplicate_scores``, reproduced."""
+    """worker/pipeline/evaluation/findings_scores.py ``duplicate_scores``, reproduced."""
     family, copies = families(len(marked), truth)
     found = np.flatnonzero(marked)
     right = found[(related[found] >= 0) & (family[found] == family[np.maximum(related[found], 0)])]
@@ -453,7 +454,7 @@ def ours_breakdown(run: Path) -> dict:
     is written."""
     from worker.pipeline.findings import kinds
     from worker.pipeline.findings.context import FindingContext
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
 
     rd = RunDir(run)
     out: dict = {}
@@ -480,7 +481,7 @@ def duplicate_misses(run: Path, truth: list[dict]) -> dict:
     from worker.pipeline.findings import duplicate as dup
     from worker.pipeline.findings.context import FindingContext
     from worker.pipeline.findings.pixels import match_pairs
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
 
     rd = RunDir(run)
     ctx = FindingContext(rd, rd.read_samples())

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import machine
-from worker.pipeline.curation import current_decisions
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.storage.curation import current_decisions
+from worker.pipeline.storage.rundir import RunDir
 
 CURATOR = str(Path(sys.executable).parent / "curator")
 

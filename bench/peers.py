@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.pipeline.evaluation import cleanlab_probs
+from worker.pipeline.evaluation.run_report import cleanlab_probs
 
 
 def cleanlab_peer(features: np.ndarray, labels: np.ndarray, classifier: str, pca: bool,

@@ -29,12 +29,22 @@ import torch
 
 from bench.common import Row, cifar_folder, cifar_subset, machine
 from bench.detection import score_row
-from worker.pipeline import efficientnet
-from worker.pipeline.datasets import parse_spec
-from worker.pipeline.features import FeatureOptions, _inference_net, _normalise, feature_precision
-from worker.pipeline.ingest import DatasetOptions
-from worker.pipeline.models import EFFICIENTNET_SIZE, IMAGENET_MEAN, IMAGENET_STD, build_backbone
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.features import efficientnet
+from worker.pipeline.features.backbones import (
+    EFFICIENTNET_SIZE,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    build_backbone,
+)
+from worker.pipeline.features.extraction import (
+    FeatureOptions,
+    _inference_net,
+    _normalise,
+    feature_precision,
+)
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.storage.rundir import RunDir
 
 MODEL = "efficientnet-lite0"
 

@@ -72,8 +72,8 @@ def _fresh(run) -> None:  # noqa: ANN001 - RunDir
 
 
 def _extract(run, opts, compute=None) -> tuple[float, str]:  # noqa: ANN001
-    from worker.pipeline.features import extract
-    from worker.pipeline.ingest import open_run_dataset
+    from worker.pipeline.features.extraction import extract
+    from worker.pipeline.sources.ingest import open_run_dataset
 
     _fresh(run)
     t0 = time.perf_counter()
@@ -101,8 +101,8 @@ def main() -> None:
 
     from worker.extract_shards import sharded
     from worker.jobs.dispatchers import CeleryDispatcher
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.storage.rundir import RunDir
     from worker.settings import load_settings
 
     redis.Redis.from_url(BROKER).flushdb()

@@ -28,12 +28,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.common import SHARED, machine
-from worker.pipeline.datasets import parse_spec
-from worker.pipeline.embedding import EmbeddingOptions
-from worker.pipeline.features import FeatureOptions
-from worker.pipeline.ingest import DatasetOptions
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.runner import run_pipeline
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.storage.rundir import RunDir
 from worker.train.experiment import run_experiment
 from worker.train.launch import TrainConfig, launch, read_metrics
 from worker.train.trainer import SYNC_EVERY

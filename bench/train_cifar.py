@@ -34,13 +34,13 @@ import time
 from pathlib import Path
 
 from bench.common import Row, cifar_folder, cifar_subset, machine, resnet56_features, run_row
-from worker.pipeline.datasets import parse_spec
-from worker.pipeline.evaluation import detection_scores
-from worker.pipeline.features import FeatureOptions
-from worker.pipeline.ingest import DatasetOptions
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.evaluation.metrics import detection_scores
+from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.storage.rundir import RunDir
+from worker.train.config import TrainConfig
 from worker.train.experiment import read_results, run_experiment, verdict_report
-from worker.train.launch import TrainConfig
 from worker.train.verdict import compare
 
 PER_CLASS = 500

@@ -15,8 +15,8 @@ import numpy as np
 from PIL import Image
 
 from bench.common import cifar_folder, machine, timed
-from worker.pipeline.embedding import EmbeddingOptions, pca_reduce, tsne_2d
-from worker.pipeline.features import pixel_features
+from worker.pipeline.features.extraction import pixel_features
+from worker.pipeline.map.embedding import EmbeddingOptions, pca_reduce, tsne_2d
 
 
 def cifar_pixels(n: int) -> np.ndarray:

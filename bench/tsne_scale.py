@@ -22,7 +22,7 @@ import numpy as np
 
 from bench.common import machine
 from bench.synth import SynthSpec, write_synthetic
-from worker.pipeline import embedding
+from worker.pipeline.map import embedding
 
 
 def map_agreement(emb: np.ndarray, labels: np.ndarray, k: int = 10) -> float:

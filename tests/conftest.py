@@ -91,12 +91,12 @@ def small_folder(cifar_mini, tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def digits_run(tmp_path_factory):
     """A complete digits run (pixels, 10% injected noise), built once per session."""
-    from worker.pipeline.datasets import parse_spec
-    from worker.pipeline.embedding import EmbeddingOptions
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.ingest import DatasetOptions
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.storage.rundir import RunDir
 
     run = RunDir(tmp_path_factory.mktemp("runs") / "digits")
     run_pipeline(run, DatasetOptions(parse_spec("digits"), inject_noise=0.1, seed=0),
@@ -109,7 +109,7 @@ def fresh_run(digits_run, tmp_path):
     """A private copy of the digits run, safe to curate and export."""
     import shutil
 
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
 
     dest = tmp_path / "digits"
     shutil.copytree(digits_run.path, dest)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from celery import Celery
 from kombu import Queue
 
-from .jobs.registry import QUEUES, routes
-from .settings import Settings, load_settings
+from worker.jobs.registry import QUEUES, routes
+from worker.settings import Settings, load_settings
 
 
 def make_celery(settings: Settings) -> Celery:

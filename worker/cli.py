@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
-from .pipeline.errors import InputError
-from .pipeline.names import (
+from worker.pipeline.errors import InputError
+from worker.pipeline.names import (
     DEFAULT_IMAGE_MODEL,
     DEFAULT_RULE,
     MODEL_NAMES,
@@ -27,16 +27,16 @@ from .pipeline.names import (
     RULES,
     SUBSETS,
 )
-from .pipeline.params import check, cli_type
-from .pipeline.progress import Cancelled, TqdmProgress
-from .settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
+from worker.pipeline.progress import Cancelled, TqdmProgress
+from worker.pipeline.ranges import check, cli_type
+from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 
 if TYPE_CHECKING:
-    from .pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
 
 
 def _rundir(path: Path) -> RunDir:
-    from .pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
 
     return RunDir(path)
 
@@ -133,8 +133,8 @@ def _thresholds(a: argparse.Namespace) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- builders
 def _dataset_opts(a: argparse.Namespace):
-    from .pipeline.datasets import has_split, open_dataset, parse_spec
-    from .pipeline.ingest import DatasetOptions
+    from worker.pipeline.sources.datasets import has_split, open_dataset, parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
 
     if not a.dataset:
         return None
@@ -147,9 +147,9 @@ def _dataset_opts(a: argparse.Namespace):
 
 
 def _feature_opts(a: argparse.Namespace):
-    from .pipeline.features import FeatureOptions
-    from .pipeline.models import random_weights_warning
-    from .settings import load_settings
+    from worker.pipeline.features.backbones import random_weights_warning
+    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.settings import load_settings
 
     s = load_settings()
     warning = random_weights_warning(a.model, a.weights)
@@ -162,7 +162,7 @@ def _feature_opts(a: argparse.Namespace):
 
 
 def _embed_opts(a: argparse.Namespace):
-    from .pipeline.embedding import EmbeddingOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
 
     return EmbeddingOptions(pca_dims=a.pca_dims, perplexity=a.perplexity, n_iter=a.n_iter,
                             exaggeration_iter=a.exaggeration_iter,
@@ -170,7 +170,7 @@ def _embed_opts(a: argparse.Namespace):
 
 
 def _print_summary(run: RunDir) -> None:
-    from .pipeline.curation import current_decisions, format_table, summary_rows
+    from worker.pipeline.storage.curation import current_decisions, format_table, summary_rows
 
     samples, decisions, _ = current_decisions(run)
     print(format_table(summary_rows(samples, decisions)))
@@ -181,9 +181,9 @@ def _dispatcher_for(out: Path):
     """(dispatcher, run id): Celery when CURATOR_BROKER_URL is set, else in-process."""
     from dataclasses import replace
 
-    from .jobs.dispatchers import CeleryDispatcher, EmbeddedDispatcher
-    from .runs import run_id_for
-    from .settings import load_settings
+    from worker.jobs.dispatchers import CeleryDispatcher, EmbeddedDispatcher
+    from worker.run_catalog import run_id_for
+    from worker.settings import load_settings
 
     settings = load_settings()
     if settings.broker_url:
@@ -196,9 +196,9 @@ def _dispatcher_for(out: Path):
 
 
 def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: object) -> dict:
-    """Submit a job (``params``: its kind's typed parameters, worker.jobs.params), show its
+    """Submit a job (``params``: its kind's typed parameters, worker.jobs.job_params), show its
     progress, and wait; Ctrl-C cancels it cleanly."""
-    from .jobs.client import wait_for, waiting_notice
+    from worker.jobs.client import wait_for, waiting_notice
 
     job_id = dispatcher.submit(run_id, kind, params)
     bar = TqdmProgress()
@@ -232,8 +232,8 @@ def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: o
 
 
 def cmd_pipeline(a: argparse.Namespace) -> None:
-    from .pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
-    from .pipeline.runner import run_pipeline
+    from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.storage.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
 
     run = _rundir(a.out)  # --eps and --min-samples were checked as they were parsed
     dataset = _dataset_opts(a)
@@ -262,14 +262,14 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
 
 def _findings_line(run: RunDir) -> str:
     """'findings: label 188 · duplicate 3 · leak 0 (no test split) · outlier 12'."""
-    from .pipeline.findings.report import counts_line
+    from worker.pipeline.findings.report import counts_line
 
     return counts_line(run)
 
 
 def cmd_findings(a: argparse.Namespace) -> None:
-    from .pipeline.findings import ensure_findings, get_kind
-    from .pipeline.findings.report import findings_report, format_findings
+    from worker.pipeline.findings import ensure_findings, get_kind
+    from worker.pipeline.findings.report import findings_report, format_findings
 
     run = _rundir(a.run).require()
     if a.kind:
@@ -297,8 +297,8 @@ class _JobSteps:
         return contextlib.nullcontext()
 
     def features(self, run: RunDir, dataset, opts) -> None:  # noqa: ANN001
-        from .extract_shards import shard_count, sharded
-        from .jobs.params import ExtractParams, IngestParams
+        from worker.extract_shards import shard_count, sharded
+        from worker.jobs.job_params import ExtractParams, IngestParams
 
         d, shards = self.dispatcher, 0
         if d.settings.broker_url and self.shards != 0 and not opts.finetune_epochs:
@@ -308,8 +308,8 @@ class _JobSteps:
         if shards < 2:
             _run_job_and_wait(d, run, self.run_id, "extract", ExtractParams(dataset, opts))
             return
-        from .pipeline.features import extract
-        from .pipeline.ingest import open_run_dataset
+        from worker.pipeline.features.extraction import extract
+        from worker.pipeline.sources.ingest import open_run_dataset
 
         bar = TqdmProgress()
         try:
@@ -322,8 +322,8 @@ class _JobSteps:
         _run_job_and_wait(self.dispatcher, run, self.run_id, "embed", opts)
 
     def test_split(self, run: RunDir) -> None:
-        from .jobs.params import TestSplitParams
-        from .pipeline.findings.testsplit import test_spec
+        from worker.jobs.job_params import TestSplitParams
+        from worker.pipeline.findings.testsplit import test_spec
 
         if test_spec(run) is not None:  # the leak kind's input, on the gpu queue
             _run_job_and_wait(self.dispatcher, run, self.run_id, "extract-test",
@@ -335,7 +335,7 @@ def _skipped_text(run) -> str:
     (2 unreadable, 1 links outside the dataset folder; see skipped.csv)'."""
     from collections import Counter
 
-    from .pipeline.datasets import EMPTY, OUTSIDE
+    from worker.pipeline.sources.datasets import EMPTY, OUTSIDE
 
     rows = run.read_skipped()
     if not rows:
@@ -346,9 +346,9 @@ def _skipped_text(run) -> str:
 
 
 def cmd_extract(a: argparse.Namespace) -> None:
-    from .pipeline.features import extract
-    from .pipeline.runlock import claim_out_dir, run_lock
-    from .pipeline.runner import ensure_ingested
+    from worker.pipeline.features.extraction import extract
+    from worker.pipeline.runner import ensure_ingested
+    from worker.pipeline.storage.runlock import claim_out_dir, run_lock
 
     run = _rundir(a.out)
     dataset = _dataset_opts(a)
@@ -364,8 +364,8 @@ def cmd_extract(a: argparse.Namespace) -> None:
 
 
 def cmd_embed(a: argparse.Namespace) -> None:
-    from .pipeline.runlock import run_lock
-    from .pipeline.runner import ensure_embedded
+    from worker.pipeline.runner import ensure_embedded
+    from worker.pipeline.storage.runlock import run_lock
 
     run = _rundir(a.run).require()
     with run_lock(run, f"curator embed (pid {os.getpid()})"):
@@ -374,7 +374,7 @@ def cmd_embed(a: argparse.Namespace) -> None:
 
 
 def cmd_cluster(a: argparse.Namespace) -> None:
-    from .pipeline.curation import class_code, cluster_step, set_cut
+    from worker.pipeline.storage.curation import class_code, cluster_step, set_cut
 
     run = _rundir(a.run).require()
     if a.cut is not None and not a.cls:
@@ -390,8 +390,8 @@ def cmd_cluster(a: argparse.Namespace) -> None:
 
 
 def cmd_export(a: argparse.Namespace) -> None:
-    from .jobs.execution import run_here
-    from .jobs.params import ExportParams
+    from worker.jobs.execution import run_here
+    from worker.jobs.job_params import ExportParams
 
     run = _rundir(a.run).require()
     bar = TqdmProgress()
@@ -403,7 +403,7 @@ def cmd_export(a: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(a: argparse.Namespace) -> None:
-    from .pipeline.evaluation import evaluate, format_report
+    from worker.pipeline.evaluation.run_report import evaluate, format_report
 
     result = evaluate(_rundir(a.run).require(), with_cleanlab=not a.no_cleanlab)
     print(json.dumps(result, indent=2) if a.json else format_report(result))
@@ -412,13 +412,13 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 def cmd_serve(a: argparse.Namespace) -> None:
     from dataclasses import replace
 
-    from .settings import load_settings
+    from worker.settings import load_settings
 
     settings = load_settings()
     settings = replace(settings, runs_root=a.runs_root or settings.runs_root,
                        host=a.host or settings.host, port=a.port or settings.port)
     if settings.broker_url:
-        from .jobs.dispatchers import check_broker
+        from worker.jobs.dispatchers import check_broker
 
         try:
             check_broker(settings.broker_url)
@@ -460,7 +460,7 @@ def _check_port_free(host: str, port: int) -> None:
 def _run_to_open(runs_root: Path) -> str | None:
     """The run to point a new user at: ``demo`` when it is ready, else the most recently
     clustered run, else None."""
-    from .runs import list_runs
+    from worker.run_catalog import list_runs
 
     ready = [e for e in list_runs(runs_root) if e.error is None
              and e.meta.get("steps", {}).get("cluster", {}).get("status") == "done"]
@@ -470,9 +470,9 @@ def _run_to_open(runs_root: Path) -> str | None:
 
 
 def cmd_worker(a: argparse.Namespace) -> None:
-    from .jobs.dispatchers import check_broker
-    from .jobs.recovery import recover_stale_jobs, watch_stale_jobs
-    from .settings import load_settings
+    from worker.jobs.dispatchers import check_broker
+    from worker.jobs.recovery import recover_stale_jobs, watch_stale_jobs
+    from worker.settings import load_settings
 
     settings = load_settings()
     if not settings.broker_url:
@@ -487,7 +487,7 @@ def cmd_worker(a: argparse.Namespace) -> None:
     # Not only at start-up: a replacement started the moment after a crash must still
     # re-queue the dead worker's job once its heartbeat goes stale.
     watch_stale_jobs(settings)
-    from .celery_app import make_celery
+    from worker.celery_app import make_celery
 
     argv = ["worker", "-Q", ",".join(queues), "--concurrency", str(a.concurrency),
             "--loglevel", a.loglevel, "--hostname", a.name or f"curator-{os.getpid()}@%h"]
@@ -495,9 +495,9 @@ def cmd_worker(a: argparse.Namespace) -> None:
 
 
 def cmd_jobs(a: argparse.Namespace) -> None:
-    from .jobs.recovery import fail_dead_jobs
-    from .pipeline.jobstore import JobStore
-    from .settings import load_settings
+    from worker.jobs.recovery import fail_dead_jobs
+    from worker.pipeline.storage.job_store import JobStore
+    from worker.settings import load_settings
 
     run = _rundir(a.run).require_jobs()
     fail_dead_jobs(load_settings(), run)
@@ -514,9 +514,9 @@ def cmd_jobs(a: argparse.Namespace) -> None:
 
 
 def cmd_cancel(a: argparse.Namespace) -> None:
-    from .jobs.client import find_job
-    from .jobs.dispatchers import get_dispatcher
-    from .settings import load_settings
+    from worker.jobs.client import find_job
+    from worker.jobs.dispatchers import get_dispatcher
+    from worker.settings import load_settings
 
     settings = load_settings()
     if a.run:
@@ -535,7 +535,7 @@ def cmd_cancel(a: argparse.Namespace) -> None:
 
 
 def _train_config(a: argparse.Namespace, **over):
-    from .train.launch import TrainConfig
+    from worker.train.config import TrainConfig
 
     def pick(name: str, default=None):  # noqa: ANN001, ANN202
         return over[name] if name in over else getattr(a, name, default)
@@ -569,8 +569,8 @@ def _train_printer():
 
 
 def cmd_retrain(a: argparse.Namespace) -> None:
-    from .jobs.execution import run_here
-    from .train.launch import validate
+    from worker.jobs.execution import run_here
+    from worker.train.launch import validate
 
     run = _rundir(a.run).require()
     cfg = _train_config(a)
@@ -584,10 +584,10 @@ def cmd_retrain(a: argparse.Namespace) -> None:
 
 
 def cmd_experiment(a: argparse.Namespace) -> None:
-    from .jobs.execution import run_here
-    from .jobs.params import ExperimentParams
-    from .train.experiment import verdict_report
-    from .train.launch import validate
+    from worker.jobs.execution import run_here
+    from worker.jobs.job_params import ExperimentParams
+    from worker.train.experiment import verdict_report
+    from worker.train.launch import validate
 
     run = _rundir(a.run).require()
     subsets = [s for s in a.subsets.split(",") if s]
@@ -606,7 +606,7 @@ def cmd_experiment(a: argparse.Namespace) -> None:
 
 
 def cmd_params(a: argparse.Namespace) -> None:
-    from .pipeline.curation import current_decisions, format_table, summary_rows
+    from worker.pipeline.storage.curation import current_decisions, format_table, summary_rows
 
     samples, decisions, params = current_decisions(_rundir(a.run).require())
     by_name = {samples.classes[c]: (float(eps), int(ms)) for c, (eps, ms) in params.items()}
@@ -619,7 +619,7 @@ def cmd_params(a: argparse.Namespace) -> None:
 
 
 def cmd_undo(a: argparse.Namespace) -> None:
-    from .pipeline.curation import open_store
+    from worker.pipeline.storage.curation import open_store
 
     store = open_store(_rundir(a.run))
     done = store.redo() if a.redo else store.undo()
@@ -627,7 +627,7 @@ def cmd_undo(a: argparse.Namespace) -> None:
 
 
 def cmd_override(a: argparse.Namespace) -> None:
-    from .pipeline.curation import open_store
+    from worker.pipeline.storage.curation import open_store
 
     decision = None if a.decision == "clear" else a.decision
     run = _rundir(a.run).require()
@@ -637,7 +637,7 @@ def cmd_override(a: argparse.Namespace) -> None:
 
 
 def cmd_relabel(a: argparse.Namespace) -> None:
-    from .pipeline.curation import current_decisions, open_store
+    from worker.pipeline.storage.curation import current_decisions, open_store
 
     run = _rundir(a.run).require()
     samples = run.read_samples()

@@ -5,7 +5,8 @@ Every worker that mounts the runs root at the same path takes part (GPU hosts in
 production: the ``gpu`` queue). Each shard:
 
 - computes the features of images ``start`` to ``stop - 1``
-  (:func:`~worker.pipeline.features.network_features` with ``rows``), its start a multiple
+  (:func:`~worker.pipeline.features.extraction.network_features` with ``rows``), its start a
+  multiple
   of the batch size, so it sees the same batches as a single-worker run and its rows are
   bit-identical to that run's;
 - writes its block atomically to ``cache/parts-<key>/<start>-<stop>.<precision>.npy``
@@ -30,10 +31,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .jobs.params import ShardParams
-from .pipeline.datasets import Dataset
-from .pipeline.errors import InputError
-from .pipeline.features import (
+from worker.jobs.job_params import ShardParams
+from worker.pipeline.errors import InputError
+from worker.pipeline.features.extraction import (
     FeatureCompute,
     FeatureOptions,
     cache_key,
@@ -41,11 +41,12 @@ from .pipeline.features import (
     network_features,
     network_input,
 )
-from .pipeline.ingest import open_run_dataset
-from .pipeline.jobstore import JobStore
-from .pipeline.progress import Cancelled, ProgressFn, report
-from .pipeline.rundir import RunDir, save_npy
-from .settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
+from worker.pipeline.progress import Cancelled, ProgressFn, report
+from worker.pipeline.sources.datasets import Dataset
+from worker.pipeline.sources.ingest import open_run_dataset
+from worker.pipeline.storage.job_store import JobStore
+from worker.pipeline.storage.rundir import RunDir, save_npy
+from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 
 SHARD_KIND = "extract-shard"
 POLL_S = 0.3
@@ -103,7 +104,7 @@ def run_shard(run: RunDir, p: ShardParams, progress: ProgressFn | None = None) -
 
 
 def sharded(dispatcher: GroupDispatcher, run_id: str, shards: int) -> FeatureCompute:
-    """A :data:`~worker.pipeline.features.FeatureCompute` that shares the rows out as
+    """A :data:`~worker.pipeline.features.extraction.FeatureCompute` that shares the rows out as
     ``shards`` ``extract-shard`` jobs and merges their blocks."""
 
     def compute(run: RunDir, ds: Dataset, opts: FeatureOptions,

@@ -23,7 +23,7 @@ def _env(name: str, default: str) -> str:
 
 def _int_env(name: str, default: int) -> int:
     """An integer setting, or one clear line naming the variable."""
-    from .pipeline.errors import InputError
+    from worker.pipeline.errors import InputError
 
     text = _env(name, str(default))
     try:
@@ -33,9 +33,9 @@ def _int_env(name: str, default: int) -> int:
 
 
 def _number_env(name: str, param: str, default: int) -> int:
-    """A setting with a parameter's range (worker.pipeline.params), named as the variable."""
-    from .pipeline.errors import InputError
-    from .pipeline.params import PARAMS, check
+    """A setting with a parameter's range (worker.pipeline.ranges), named as the variable."""
+    from worker.pipeline.errors import InputError
+    from worker.pipeline.ranges import PARAMS, check
 
     try:
         return int(check(param, _env(name, str(default))))

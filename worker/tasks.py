@@ -11,9 +11,9 @@ from typing import Any
 
 from celery import Task
 
-from .celery_app import app
-from .jobs.execution import is_transient, record_failure, run_job
-from .jobs.registry import KINDS
+from worker.celery_app import app
+from worker.jobs.execution import is_transient, record_failure, run_job
+from worker.jobs.registry import KINDS
 
 
 class JobTask(Task):

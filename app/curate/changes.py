@@ -17,8 +17,7 @@ from pathlib import Path
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, clientside_callback, dcc, html
 
-from app import curate_logic as logic
-from app.curate import ALERT
+from app.curate import ALERT, logic
 from app.server import settings
 from worker.pipeline.errors import InputError
 

@@ -26,8 +26,8 @@ from dash import (
 
 from app import ids
 from app.curate import CLASS_PICK, Page
+from app.curate.logic import COUNT_KEYS, FINDING_KEYS
 from app.curate.render import View
-from app.curate_logic import COUNT_KEYS, FINDING_KEYS
 from worker.pipeline.findings import kinds
 
 PART = "class_list"
@@ -85,7 +85,7 @@ def grid_rows(rows: list[dict]) -> tuple[list[dict], dict]:
 
     Parameters
     ----------
-    rows : per-class count rows (``worker.pipeline.curation.summary_rows``), the total last
+    rows : per-class count rows (``worker.pipeline.storage.curation.summary_rows``), the total last
 
     Returns
     -------

@@ -14,10 +14,9 @@ import numpy as np
 from dash import ClientsideFunction, Input, Output, State, callback, clientside_callback, html
 from dash.exceptions import PreventUpdate
 
-from app import curate_logic as logic
 from app import ids
-from app.curate import RUN, Page
-from app.data import current_state, run_data
+from app.curate import RUN, Page, logic
+from app.run_data import current_state, run_data
 from app.server import settings
 
 PART = "hover_card"

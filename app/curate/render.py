@@ -20,9 +20,8 @@ from types import ModuleType
 
 from dash import Input, Output, Patch, State, callback, ctx, no_update
 
-from app import curate_logic as logic
-from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, changes, code_of
-from app.data import RunData, RunState, current_state, run_data
+from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, changes, code_of, logic
+from app.run_data import RunData, RunState, current_state, run_data
 from app.server import settings
 
 
@@ -52,7 +51,7 @@ class View:
 
     @cached_property
     def counts(self) -> list[dict]:
-        """Per-class count rows, the total last (:func:`~app.curate_logic.class_counts`)."""
+        """Per-class count rows, the total last (:func:`~app.curate.logic.class_counts`)."""
         return logic.class_counts(self.data, self.state)
 
 

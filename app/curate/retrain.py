@@ -91,7 +91,7 @@ def on_retrain(_n, _fields, run_id):
 def show_plan(_fields, _job, run_id):
     """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
     warning when that is too few optimizer steps to train."""
-    from app.data import current_state, run_data
+    from app.run_data import current_state, run_data
     from worker.train.launch import plan_for
 
     try:

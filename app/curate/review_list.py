@@ -1,10 +1,10 @@
 """The review list: one queue across classes in a dash-ag-grid, with its actions.
 
 The grid sorts and filters in the browser (its client-side row model), so a sort or a
-filter of 17,000 rows never waits for the server. Rows come from ``app/review.py``. Its
+filter of 17,000 rows never waits for the server. Rows come from ``app/curate/review_queue.py``. Its
 script (assets/review.js, namespace ``review``) links the grid with the map (lasso
 filters the list, a focused or hovered row rings its point, a clicked point scrolls to
-its row) and gives it its keys (app/actions.py). Its rows follow the revision the page
+its row) and gives it its keys (app/curate/key_actions.py). Its rows follow the revision the page
 shows (SHOWN_REV), once the map's answer is in.
 """
 
@@ -30,13 +30,13 @@ from dash import (
 )
 from dash.exceptions import PreventUpdate
 
-from app import curate_logic as logic
-from app import ids, review
-from app.actions import key_help, run_action
-from app.curate import RUN, SHOWN, SHOWN_REV, TABS, Page, changes, code_of
-from app.data import current_state, run_data
+from app import ids
+from app.curate import RUN, SHOWN, SHOWN_REV, TABS, Page, changes, code_of, logic
+from app.curate import review_queue as review
+from app.curate.key_actions import key_help, run_action
+from app.curate.review_queue import BULK, STATES
 from app.layout import small_button
-from app.review import BULK, STATES
+from app.run_data import current_state, run_data
 from app.server import settings
 from worker.pipeline.errors import InputError
 
@@ -395,7 +395,7 @@ def on_review_edit(_keep, _drop, _relabel, selected, label, run_id):
 
 def on_review_key(key, run_id):
     """A key on the focused row (assets/review.js): its action's store operation
-    (app/actions.py)."""
+    (app/curate/key_actions.py)."""
     if not key:
         raise PreventUpdate
     return changes.apply(run_id, lambda root: run_action(root, run_id, key))

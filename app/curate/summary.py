@@ -8,9 +8,8 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, ctx, html
 from dash.exceptions import PreventUpdate
 
-from app import curate_logic as logic
-from app.curate import RUN, SHOWN_REV, TABS, Page
-from app.data import current_state, run_data
+from app.curate import RUN, SHOWN_REV, TABS, Page, logic
+from app.run_data import current_state, run_data
 from app.server import settings
 
 PART = "summary"
@@ -41,7 +40,7 @@ def on_summary(_revision, tab, run_id):
 
 
 def table(rows: list[dict]) -> dbc.Table:
-    """``rows`` (:func:`~app.curate_logic.class_counts`, the total last) as a table."""
+    """``rows`` (:func:`~app.curate.logic.class_counts`, the total last) as a table."""
     keys = (*logic.COUNT_KEYS, *logic.FINDING_KEYS)
     head = html.Thead(html.Tr([html.Th(h) for h in ("class", *keys, "reduction")]))
     body = html.Tbody([html.Tr([html.Td(r["class"]), *[html.Td(r.get(k, 0)) for k in keys],

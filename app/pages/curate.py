@@ -18,10 +18,10 @@ from dash import Input, Output, State, callback, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, render
-from app.curate import map as curate_map
+from app.curate import map_view as curate_map
 from app.curate.components import COMPONENTS, render_parts
-from app.data import current_state, run_data
 from app.layout import error_alert, feature_advice, feature_badges
+from app.run_data import current_state, run_data
 from app.server import settings
 from worker.pipeline.errors import InputError
 

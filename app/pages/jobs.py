@@ -11,8 +11,8 @@ from app.layout import error_alert, info_alert, live_table
 from app.server import dispatcher, settings
 from worker.jobs.recovery import fail_dead_jobs
 from worker.pipeline.errors import InputError
-from worker.pipeline.jobstore import FINAL, JobStore
-from worker.runs import list_runs
+from worker.pipeline.storage.job_store import FINAL, JobStore
+from worker.run_catalog import list_runs
 
 dash.register_page(__name__, path="/jobs", title="Jobs · tsne-curator")
 
@@ -23,7 +23,7 @@ CANCEL = "jobs-cancel"
 
 
 def all_jobs(limit: int = 200) -> list[dict]:
-    """Jobs of every readable run under the runs root (worker.runs.list_runs), newest
+    """Jobs of every readable run under the runs root (worker.run_catalog.list_runs), newest
     first; runs that cannot be read are shown on the Runs page with the reason."""
     if not settings().broker_url:
         fail_dead_jobs(settings())  # jobs of a process that died show as failed, not running

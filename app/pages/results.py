@@ -16,7 +16,7 @@ from app.layout import GRAPH_CONFIG as LOCAL_GRAPH_CONFIG
 from app.layout import error_alert
 from app.server import settings
 from worker.pipeline.errors import InputError
-from worker.runs import resolve_run
+from worker.run_catalog import resolve_run
 from worker.train.experiment import read_results
 from worker.train.launch import read_metrics
 from worker.train.verdict import compare, mean_without_leaks, verdict

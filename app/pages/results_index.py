@@ -7,7 +7,7 @@ import dash_bootstrap_components as dbc
 from dash import dcc, html
 
 from app.server import settings
-from worker.runs import list_runs
+from worker.run_catalog import list_runs
 
 dash.register_page(__name__, path="/results", title="Results · tsne-curator")
 

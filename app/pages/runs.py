@@ -12,16 +12,16 @@ from flask import current_app
 from app.job_view import job_progress
 from app.layout import error_alert, feature_badges, live_table
 from app.server import dispatcher, settings
-from worker.jobs.params import PipelineParams
-from worker.pipeline.datasets import parse_spec
-from worker.pipeline.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
+from worker.jobs.job_params import PipelineParams
 from worker.pipeline.errors import InputError
-from worker.pipeline.features import FeatureOptions
-from worker.pipeline.ingest import DatasetOptions
-from worker.pipeline.jobstore import FINAL, JobStore
+from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.map.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
-from worker.pipeline.runlock import claim_out_dir
-from worker.runs import list_runs, resolve_run
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.storage.job_store import FINAL, JobStore
+from worker.pipeline.storage.runlock import claim_out_dir
+from worker.run_catalog import list_runs, resolve_run
 from worker.settings import data_roots_of
 
 dash.register_page(__name__, path="/", title="Runs · tsne-curator")
@@ -39,7 +39,7 @@ DEFAULT_CHOICE = "default"  # the model for the dataset's kind (names.default_mo
 
 
 def run_rows() -> list[dict]:
-    """Every run under the runs root (worker.runs.list_runs), newest first, with its step
+    """Every run under the runs root (worker.run_catalog.list_runs), newest first, with its step
     states; a run that cannot be read keeps its row, with the reason."""
     out = []
     for entry in list_runs(settings().runs_root):
@@ -57,9 +57,9 @@ def run_rows() -> list[dict]:
 def run_counts(run_id: str) -> dict:
     """Flagged, overridden and dropped counts of a clustered run as stored now, and the F1
     of what is dropped against the true noise when true labels are known. Uses the Curate
-    page's caches (app.data). Raises InputError when a file of the run cannot be read."""
-    from app.data import current_state, run_data
-    from worker.pipeline.evaluation import detection_scores
+    page's caches (app.run_data). Raises InputError when a file of the run cannot be read."""
+    from app.run_data import current_state, run_data
+    from worker.pipeline.evaluation.metrics import detection_scores
 
     data = run_data(settings().runs_root, run_id)
     state = current_state(data)

@@ -143,7 +143,7 @@ def test_training_reports_accuracy_without_the_leaked_test_images(leak_run):
     left out, and the accuracy without them is computed over the others."""
     from worker.pipeline.findings.files import load_table
     from worker.pipeline.findings.testsplit import read_test_paths
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
     from worker.train.data import leaked_mask
 
     run, _, planted = leak_run

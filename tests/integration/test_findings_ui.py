@@ -22,7 +22,7 @@ from tests.integration.browser import (
     shown_text,
     wait_for,
 )
-from worker.pipeline.store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()
 
@@ -31,12 +31,12 @@ LEAKED = 4  # test images copied into train
 
 @pytest.fixture(scope="module")
 def findings_root(cifar_mini, tmp_path_factory):
-    from worker.pipeline.datasets import parse_spec
-    from worker.pipeline.embedding import EmbeddingOptions
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.ingest import DatasetOptions
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.storage.rundir import RunDir
 
     data = tmp_path_factory.mktemp("findings-data") / "cifar"
     for split, per_class in (("train", 40), ("test", 10)):

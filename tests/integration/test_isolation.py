@@ -42,7 +42,7 @@ def _get(url: str, host: str | None = None) -> tuple[int, bytes]:
 
 
 def test_listing_keeps_broken_runs_as_rows(messy_root):
-    from worker.runs import list_runs
+    from worker.run_catalog import list_runs
 
     entries = {e.id: e for e in list_runs(messy_root)}
     assert set(entries) == {"good", "nested/good2", "corrupt", "badjson", "nostore", "escape"}

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.integration.conftest import CURATOR, Worker, redis_alive
-from worker.pipeline.jobstore import JobStore
+from worker.pipeline.storage.job_store import JobStore
 
 pytestmark = pytest.mark.slow
 

@@ -29,7 +29,7 @@ from tests.integration.browser import (
     trace_markers,
     wait_for,
 )
-from worker.pipeline.store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()
 
@@ -80,9 +80,9 @@ def _store(review_root, run: str) -> CurationStore:
 
 def _queued(review_root, run: str) -> int:
     """How many samples the review list holds: the rule's flags and every other finding
-    kind's marks (app/review.py queue_samples)."""
-    from app.data import current_state, run_data
-    from app.review import queue_samples
+    kind's marks (app/curate/review_queue.py queue_samples)."""
+    from app.curate.review_queue import queue_samples
+    from app.run_data import current_state, run_data
 
     data = run_data(review_root, run)
     return len(queue_samples(data, current_state(data)))
@@ -293,8 +293,8 @@ def test_rule_panel_explains_the_class_and_flag_more_fewer_are_undoable(page, re
                          "noise (of 3 it decides)."]
     # The span's numbers depend on the map (the host's kernels): tests/unit/test_cut.py
     # checks them against scikit-learn; here the page says what the server computes.
-    from app import curate_logic as logic
-    from app.data import current_state, run_data
+    from app.curate import logic
+    from app.run_data import current_state, run_data
 
     data = run_data(review_root, "cut")
     facts = logic.rule_facts(data, current_state(data), 3)

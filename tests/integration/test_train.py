@@ -10,9 +10,9 @@ import pytest
 
 from tests.integration.conftest import CURATOR
 from worker.pipeline.errors import InputError
-from worker.pipeline.jobstore import JobStore
 from worker.pipeline.progress import Cancelled
-from worker.pipeline.store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore
+from worker.pipeline.storage.job_store import JobStore
 from worker.train.launch import TrainConfig, launch, read_metrics, validate
 
 pytestmark = pytest.mark.slow
@@ -123,12 +123,12 @@ def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
     DistributedSampler read the files; the dataset's own test split is the test set."""
     from PIL import Image
 
-    from worker.pipeline.datasets import parse_spec
-    from worker.pipeline.embedding import EmbeddingOptions
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.ingest import DatasetOptions
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.storage.rundir import RunDir
 
     root = tmp_path / "big"
     for split, n in (("train", 40), ("test", 10)):

@@ -38,8 +38,8 @@ from tests.integration.browser import (
     wait_for,
 )
 from tests.unit.test_cli import CURATOR
-from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
-from worker.pipeline.store import CurationStore
+from worker.pipeline.map.dbscan import dbscan_once, sklearn_dbscan
+from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
@@ -178,11 +178,10 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     markers and counts must be exactly what the server stores and would draw, and the
     server must not repaint them a second time. The run uses the default rule, adaptive,
     whose bits differ from point to point, so the browser must look them up."""
-    from app import curate_logic as logic
-    from app.curate import class_list
-    from app.data import current_state, run_data
+    from app.curate import class_list, logic
     from app.figures import SYMBOLS, marker_style
-    from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
+    from app.run_data import current_state, run_data
+    from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
 
     store = CurationStore(ui_root / "parity" / "curation.sqlite")
     data = run_data(ui_root, "parity")
@@ -272,8 +271,8 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     hold.release().perform()
     alert = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-alert .alert"))
     assert "eps must be" in shown_text(alert[0]) and store.class_params()[0][0] == eps
-    from app.data import current_state, run_data
     from app.figures import marker_style
+    from app.run_data import current_state, run_data
 
     data = run_data(ui_root, "drag")
     state = current_state(data)
@@ -475,9 +474,9 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
     """Switching classes sets the eps slider to the class's stored eps (snapped to the
     slider's step): that is no drag, so the browser must not re-cluster at the snapped
     value. The map and the counts are the server's, and nothing is stored."""
-    from app import curate_logic as logic
-    from app.data import current_state, run_data
+    from app.curate import logic
     from app.figures import SYMBOLS, marker_style
+    from app.run_data import current_state, run_data
 
     store = CurationStore(ui_root / "switch" / "curation.sqlite")
     before = store.revision()
@@ -544,8 +543,8 @@ def test_a_class_drawn_ahead_is_the_servers_and_takes_later_changes(driver, serv
     trace fetched meanwhile (assets/mapclass.js): the map shows what the server draws, the
     server's answer leaves the plot as it is, and a change made next is drawn over it. A
     class held from before a change is drawn by the server."""
-    from app.data import current_state, run_data
     from app.figures import SYMBOLS, marker_style
+    from app.run_data import current_state, run_data
 
     names = {v: k for k, v in SYMBOLS.items()}
 
@@ -875,7 +874,7 @@ def test_relabel_from_the_review_list_reaches_the_export_and_the_training_subset
     """The r key relabels the focused row to its suggestion (its badge then says so), the
     exported manifest carries it beside the given label, the filtered subset trains with
     it, and Undo takes it back."""
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
     from worker.train.data import holdout_mask, select_subset
 
     store = CurationStore(ui_root / "relabel" / "curation.sqlite")

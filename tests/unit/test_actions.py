@@ -1,4 +1,4 @@
-"""The Curate page's key actions come from one table (app/actions.py): the scripts get it
+"""The Curate page's key actions come from one table (app/curate/key_actions.py): the scripts get it
 through /ids.js, one listener dispatches every key, the key help is made from it, and a
 row added to it (here a toy one, inside the test) reaches all of them with no other edit."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app import actions
-from app.actions import ACTIONS, Action, run_action
-from app.data import current_state, run_data
+from app.curate import key_actions as actions
+from app.curate.key_actions import ACTIONS, Action, run_action
+from app.run_data import current_state, run_data
 from worker.settings import Settings
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -56,7 +56,7 @@ def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch
     """A toy action, one row with its operation: /ids.js serves it, the key help lists it,
     the review list's badge follows its reason, and a key's request runs its operation."""
     from app.curate import Page, review_list
-    from app.curate_logic import set_decision
+    from app.curate.logic import set_decision
     from app.server import create_app
 
     def op(runs_root, run_id, sample, key):
@@ -75,7 +75,7 @@ def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch
     run_action(root, "digits", {"sample": sample, "action": "toss"})
     state = current_state(data)
     assert state.overrides.get(sample) == "drop"
-    from app.review import row_states
+    from app.curate.review_queue import row_states
 
     assert row_states(state, np.array([sample])) == ["tossed"]
 

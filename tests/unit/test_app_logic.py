@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import curate_logic as logic
-from app.actions import run_action
-from app.curate import class_list
-from app.data import current_state, run_data
+from app.curate import class_list, logic
+from app.curate.key_actions import run_action
+from app.run_data import current_state, run_data
 from worker.pipeline.errors import InputError
-from worker.pipeline.rundir import RunDir
-from worker.pipeline.store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore
+from worker.pipeline.storage.rundir import RunDir
 
 
 @pytest.fixture
@@ -180,7 +179,7 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
     from app.server import create_app
     from tests.unit.test_datasets import _links_out
     from worker.jobs.execution import run_job
-    from worker.pipeline.runlock import claim_out_dir
+    from worker.pipeline.storage.runlock import claim_out_dir
     from worker.settings import Settings
 
     data = tmp_path / "data"
@@ -235,7 +234,7 @@ def test_client_model_carries_what_the_browser_needs(root):
 
 def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
     from app import caching
-    from app.data import cached_figure
+    from app.run_data import cached_figure
     from app.server import create_app
     from worker.settings import Settings
 
@@ -246,7 +245,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         built.append(state.revision)
         return {"revision": state.revision}
 
-    import app.data as app_data
+    import app.run_data as app_data
 
     def no_dbscan(*_a):
         pytest.fail("recomputed")
@@ -289,7 +288,7 @@ def test_job_timing_extrapolates_the_current_phase(tmp_path):
     from datetime import datetime, timedelta
 
     from app.job_view import job_duration, job_timing
-    from worker.pipeline.jobstore import JobStore
+    from worker.pipeline.storage.job_store import JobStore
 
     jobs = JobStore(tmp_path / "curation.sqlite")
     job_id = jobs.create("train", {})
@@ -396,9 +395,9 @@ def test_why_a_point_is_flagged_names_the_evidence(root):
 
 
 def test_relabel_to_the_suggestion_with_a_key(root):
-    """The r key on a review row relabels it to its suggestion (app/actions.py); the why
+    """The r key on a review row relabels it to its suggestion (app/curate/key_actions.py); the why
     line says so; relabelling back to the given class clears it."""
-    from app import review
+    from app.curate import review_queue as review
 
     data = run_data(root, "digits")
     state = current_state(data)

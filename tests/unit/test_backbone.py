@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from tests.unit.test_cli import curator
-from worker.pipeline import efficientnet, models
 from worker.pipeline.errors import InputError
-from worker.pipeline.features import _inference_net
-from worker.pipeline.models import build_backbone, random_weights_warning
+from worker.pipeline.features import backbones as models
+from worker.pipeline.features import efficientnet
+from worker.pipeline.features.backbones import build_backbone, random_weights_warning
+from worker.pipeline.features.extraction import _inference_net
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.pipeline.clustering import (
+from worker.pipeline.errors import InputError
+from worker.pipeline.map.clustering import (
     DEFAULT_MIN_SAMPLES,
     RuleInputs,
     auto_eps,
@@ -16,9 +17,8 @@ from worker.pipeline.clustering import (
     decide,
     knn_agreement,
 )
-from worker.pipeline.dbscan import dbscan_once, sklearn_dbscan
-from worker.pipeline.embedding import check_features
-from worker.pipeline.errors import InputError
+from worker.pipeline.map.dbscan import dbscan_once, sklearn_dbscan
+from worker.pipeline.map.embedding import check_features
 
 
 def test_labels_identical_to_sklearn_on_random_blobs():
@@ -109,7 +109,7 @@ def test_overrides_win_and_rules_differ():
 
 def test_knn_agreement_on_real_digits(digits_run):
     s = digits_run.read_samples()
-    from worker.pipeline.clustering import feature_neighbours
+    from worker.pipeline.map.clustering import feature_neighbours
 
     nn = feature_neighbours(np.load(digits_run.features))
     assert nn.shape == (1797, 20) and not (nn == np.arange(1797)[:, None]).any()
@@ -143,8 +143,8 @@ def test_one_shot_dbscan_equals_sklearn_at_any_eps(n, grid, line, eps, ms, seed)
 def test_a_new_map_rederives_every_class_s_eps_as_one_undoable_edit(fresh_run):
     """eps is a distance on one map: stored values, the user's included, do not carry
     over to a new embedding; the edit that replaces them can be undone."""
-    from worker.pipeline.curation import cluster_step, open_store
-    from worker.pipeline.embedding import EmbeddingOptions, embed
+    from worker.pipeline.map.embedding import EmbeddingOptions, embed
+    from worker.pipeline.storage.curation import cluster_step, open_store
 
     store = open_store(fresh_run)
     store.set_class_params({0: (0.123, 7)}, "a reviewer's eps")

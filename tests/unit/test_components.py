@@ -10,7 +10,7 @@ import types
 from dash import Input, Output, html, no_update
 
 from app.curate import components
-from app.data import run_data
+from app.run_data import run_data
 from worker.settings import Settings
 
 HOST = {"Host": "127.0.0.1"}

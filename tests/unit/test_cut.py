@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import curate_logic as logic
-from app.data import current_state, run_data
-from worker.pipeline.clustering import RuleInputs, cut_bands
-from worker.pipeline.curation import current_decisions, load_evidence, open_store, set_cut
-from worker.pipeline.dbscan import noise_until, sklearn_dbscan
+from app.curate import logic
+from app.run_data import current_state, run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import export
-from worker.pipeline.store import CurationStore
+from worker.pipeline.map.clustering import RuleInputs, cut_bands
+from worker.pipeline.map.dbscan import noise_until, sklearn_dbscan
+from worker.pipeline.storage.curation import current_decisions, load_evidence, open_store, set_cut
+from worker.pipeline.storage.curation_store import CurationStore
 
 from .test_cli import curator
 
@@ -108,7 +108,7 @@ def assert_eps_span(data, state, code: int, facts) -> None:
     """The rule panel's eps span, against scikit-learn's DBSCAN on the class's map points:
     just below ``eps_from`` every sample whose flag DBSCAN decides is noise, at ``eps_from``
     one is not, at ``eps_half`` half of them are not, from ``eps_to`` none is noise."""
-    from worker.pipeline.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
+    from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
 
     idx = data.members[code]
     bits = flag_bits(state.inputs.take(idx), state.rule, len(idx))

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from worker.pipeline.datasets import (
+from worker.pipeline.errors import InputError
+from worker.pipeline.sources.datasets import (
     apply_labels_csv,
     inject_noise,
     open_dataset,
     parse_spec,
 )
-from worker.pipeline.errors import InputError
-from worker.pipeline.ingest import DatasetOptions, ingest, open_run_dataset
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.sources.ingest import DatasetOptions, ingest, open_run_dataset
+from worker.pipeline.storage.rundir import RunDir
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -7,9 +7,9 @@ import pytest
 from sklearn.datasets import load_digits
 from sklearn.neighbors import NearestNeighbors
 
-from worker.pipeline import embedding
-from worker.pipeline.embedding import EmbeddingOptions, exact_neighbours, tsne_2d
 from worker.pipeline.errors import InputError
+from worker.pipeline.map import embedding
+from worker.pipeline.map.embedding import EmbeddingOptions, exact_neighbours, tsne_2d
 
 
 def _label_agreement(emb: np.ndarray, y: np.ndarray, k: int = 10) -> float:

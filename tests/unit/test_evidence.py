@@ -10,11 +10,11 @@ import pytest
 from sklearn.datasets import load_digits
 
 from tests.golden import DIGITS_NOISE10, check_digits_evaluation
-from worker.pipeline.clustering import feature_neighbours
-from worker.pipeline.datasets import SampleTable, inject_noise, noise_partners
-from worker.pipeline.embedding import pca_reduce
 from worker.pipeline.errors import InputError
-from worker.pipeline.evidence import label_evidence, neighbour_votes
+from worker.pipeline.map.clustering import feature_neighbours
+from worker.pipeline.map.embedding import pca_reduce
+from worker.pipeline.map.evidence import label_evidence, neighbour_votes
+from worker.pipeline.sources.datasets import SampleTable, inject_noise, noise_partners
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_flags_are_the_highest_scores_as_many_as_the_estimated_counts(digits_spa
     off-diagonal and calibrated estimates of how many labels are wrong."""
     from cleanlab.count import num_label_issues
 
-    from worker.pipeline.evidence import most_suspect, wrong_label_counts
+    from worker.pipeline.map.evidence import most_suspect, wrong_label_counts
 
     x, nn, clean = digits_space
     labels = inject_noise(_table(clean), 0.2, seed=3).labels
@@ -104,8 +104,8 @@ def test_pairs_noise_flips_each_class_to_one_partner():
 
 
 def test_score_and_suggestion_reach_the_run_and_the_manifest(fresh_run):
-    from worker.pipeline.curation import current_decisions, load_evidence
     from worker.pipeline.export import export
+    from worker.pipeline.storage.curation import current_decisions, load_evidence
 
     ev = load_evidence(fresh_run)
     samples, decisions, _ = current_decisions(fresh_run)
@@ -122,7 +122,7 @@ def test_score_and_suggestion_reach_the_run_and_the_manifest(fresh_run):
 
 def test_evidence_is_recomputed_when_the_labels_change(fresh_run):
     """A run whose labels changed (a new samples table) never reads stale evidence."""
-    from worker.pipeline.curation import cluster_step, load_evidence
+    from worker.pipeline.storage.curation import cluster_step, load_evidence
 
     before = load_evidence(fresh_run)["score"].copy()
     cluster_step(fresh_run)  # current: nothing recomputed
@@ -137,7 +137,7 @@ def test_evidence_is_recomputed_when_the_labels_change(fresh_run):
 
 
 def test_evaluate_reports_the_estimated_noise_beside_the_truth(fresh_run):
-    from worker.pipeline.evaluation import evaluate, format_report
+    from worker.pipeline.evaluation.run_report import evaluate, format_report
 
     result = evaluate(fresh_run, with_cleanlab=False)
     total = result["noise_estimate"][-1]
@@ -164,7 +164,7 @@ def _dense_confident_joint(nn: np.ndarray, labels: np.ndarray, n_classes: int):
 @pytest.mark.parametrize("rate, golden_f1", [(0.1, 0.880), (0.3, 0.945)])
 def test_knn_evidence_is_the_confident_joint_of_the_votes_without_dense_matrices(
         digits_space, rate, golden_f1):
-    from worker.pipeline.evidence import knn_evidence
+    from worker.pipeline.map.evidence import knn_evidence
 
     _, nn, clean = digits_space
     labels = inject_noise(_table(clean), rate, seed=2).labels
@@ -181,8 +181,8 @@ def test_knn_evidence_is_the_confident_joint_of_the_votes_without_dense_matrices
 
 def test_large_runs_use_the_neighbour_evidence(fresh_run, monkeypatch):
     """Above DENSE_MAX = N·C the cluster step stores knn_evidence's result."""
-    from worker.pipeline import curation
-    from worker.pipeline.evidence import knn_evidence
+    from worker.pipeline.map.evidence import knn_evidence
+    from worker.pipeline.storage import curation
 
     samples = fresh_run.read_samples()
     monkeypatch.setattr(curation, "DENSE_MAX", len(samples) * 10 - 1)

@@ -9,9 +9,9 @@ import os
 import numpy as np
 import pytest
 
-from worker.pipeline.curation import current_decisions, open_store
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import export
+from worker.pipeline.storage.curation import current_decisions, open_store
 
 
 def test_csv_manifest_in_sample_order(fresh_run):
@@ -49,12 +49,12 @@ def test_indices_and_imagefolder(fresh_run):
 
 
 def test_imagefolder_links_real_files(small_folder, tmp_path):
-    from worker.pipeline.datasets import parse_spec
-    from worker.pipeline.embedding import EmbeddingOptions
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.ingest import DatasetOptions
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.storage.rundir import RunDir
 
     run = RunDir(tmp_path / "run")
     run_pipeline(run, DatasetOptions(parse_spec(f"folder:{small_folder}")), FeatureOptions(),
@@ -120,8 +120,8 @@ def test_saved_clusters_are_reused_only_for_the_file_and_params_they_were_made_w
     recorded with it; a clusters.npy that run.json does not describe is not trusted."""
     import os
 
-    from worker.pipeline.clustering import cluster_all
-    from worker.pipeline.curation import current_snapshot, read_curation, recorded_clusters
+    from worker.pipeline.map.clustering import cluster_all
+    from worker.pipeline.storage.curation import current_snapshot, read_curation, recorded_clusters
 
     samples = fresh_run.read_samples()
     recorded = recorded_clusters(fresh_run, samples)
@@ -139,7 +139,7 @@ def test_saved_clusters_are_reused_only_for_the_file_and_params_they_were_made_w
 def test_cli_export_is_a_job_in_the_run_s_store(fresh_run):
     """``curator export`` from a shell shows on the Jobs page like an export from the app:
     one record, with its result, or with the one-line error the shell printed."""
-    from worker.pipeline.jobstore import JobStore
+    from worker.pipeline.storage.job_store import JobStore
 
     from .test_cli import curator
 

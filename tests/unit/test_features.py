@@ -7,18 +7,18 @@ import pytest
 import torch
 
 from tests.conftest import shared_file
-from worker.pipeline.datasets import parse_spec
 from worker.pipeline.errors import InputError
-from worker.pipeline.features import (
+from worker.pipeline.features.backbones import build_backbone, pick_device, read_state_dict
+from worker.pipeline.features.extraction import (
     ADAPT_LR,
     SCRATCH_LR,
     FeatureOptions,
     extract,
     finetune_lr,
 )
-from worker.pipeline.ingest import DatasetOptions, ingest
-from worker.pipeline.models import build_backbone, pick_device, read_state_dict
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.sources.ingest import DatasetOptions, ingest
+from worker.pipeline.storage.rundir import RunDir
 
 
 def _knn_accuracy(x: np.ndarray, y: np.ndarray) -> float:
@@ -47,7 +47,7 @@ def test_pretrained_cifar_resnet_features_separate_classes(cifar_mini, tmp_path)
 
 def test_file_decoding_path_matches_thumbnail_path(small_folder, tmp_path):
     """Folders whose thumbnails are not exact decode files through a DataLoader instead."""
-    from worker.pipeline.features import network_features
+    from worker.pipeline.features.extraction import network_features
 
     run = RunDir(tmp_path / "run")
     ds = ingest(run, DatasetOptions(parse_spec(f"folder:{small_folder}")))
@@ -111,7 +111,7 @@ def test_unknown_model_and_device():
 
 
 def test_precision_choice_and_fallback(monkeypatch):
-    from worker.pipeline import models
+    from worker.pipeline.features import backbones as models
 
     cpu = torch.device("cpu")
     monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: False)

@@ -35,7 +35,7 @@ def features_run(synth, tmp_path_factory) -> Path:
 
 
 def test_pipeline_curate_and_export_from_a_features_file(features_run, synth):
-    from worker.pipeline.rundir import RunDir
+    from worker.pipeline.storage.rundir import RunDir
 
     run = RunDir(features_run)
     meta = run.read_meta()

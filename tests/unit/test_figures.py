@@ -9,7 +9,7 @@ from PIL import Image
 
 from app.background import LABEL_LIMIT, extent, render_png
 from app.figures import NOISE_COLOUR, OVERVIEW_POINTS_MAX, overview_figure
-from worker.pipeline.clustering import Decisions
+from worker.pipeline.map.clustering import Decisions
 
 
 def _decisions(n: int, dropped: np.ndarray) -> Decisions:

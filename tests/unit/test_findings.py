@@ -22,8 +22,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import shared_file
-from worker.pipeline.curation import current_snapshot, open_store
-from worker.pipeline.embedding import EmbeddingOptions
 from worker.pipeline.export import export, manifest_columns
 from worker.pipeline.findings import (
     DROP,
@@ -39,8 +37,10 @@ from worker.pipeline.findings import (
 )
 from worker.pipeline.findings.duplicate import exact_units, star_groups
 from worker.pipeline.findings.files import table_path
-from worker.pipeline.findings.inject import read_truth
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.map.embedding import EmbeddingOptions
+from worker.pipeline.sources.inject import read_truth
+from worker.pipeline.storage.curation import current_snapshot, open_store
+from worker.pipeline.storage.rundir import RunDir
 
 TOY_EVERY = 7  # the toy kind marks every 7th sample
 
@@ -165,8 +165,9 @@ def test_a_toy_kind_reaches_the_export(toy_run):
 def test_a_toy_kind_reaches_the_review_list(toy_run):
     """(b): the review list lists every sample the kind marks, its ``finding`` column
     naming it, and the focused row's why carries the kind's own why-line."""
-    from app import curate_logic, review
-    from app.data import current_state, run_data
+    from app.curate import logic as curate_logic
+    from app.curate import review_queue as review
+    from app.run_data import current_state, run_data
 
     run, marked = toy_run["run"], toy_run["marked"]
     data = run_data(run.path.parent, run.path.name)
@@ -183,7 +184,7 @@ def test_a_toy_kind_reaches_the_review_list(toy_run):
 def test_a_toy_kind_reaches_the_findings_report_and_evaluate(toy_run):
     """(c): ``curator findings``' report has the kind with its count and its top items by
     score with their why-lines; ``curator evaluate`` counts it."""
-    from worker.pipeline.evaluation import evaluate
+    from worker.pipeline.evaluation.run_report import evaluate
     from worker.pipeline.findings.report import findings_report, format_findings
 
     run, decision, marked = toy_run["run"], toy_run["decision"], toy_run["marked"]
@@ -316,10 +317,10 @@ def test_no_group_has_a_single_member(dup_run):
 @pytest.fixture(scope="module")
 def dup_run(tmp_path_factory) -> RunDir:
     """Digits with 10% label noise and 5% exact copies (real images, the real chain)."""
-    from worker.pipeline.datasets import parse_spec
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.ingest import DatasetOptions
+    from worker.pipeline.features.extraction import FeatureOptions
     from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
 
     run = RunDir(tmp_path_factory.mktemp("dup") / "dup")
     run_pipeline(run, DatasetOptions(parse_spec("digits"), inject_noise=0.1, seed=0,
@@ -389,7 +390,7 @@ def test_evaluate_scores_the_duplicate_kind_against_the_injected_truth(dup_run):
     """``curator evaluate``'s duplicate scores are those of the table: a family is found
     when its two members share a group and one of them is marked (the kept copy may be
     a third, natural near-copy)."""
-    from worker.pipeline.evaluation import evaluate
+    from worker.pipeline.evaluation.run_report import evaluate
 
     families = _families(dup_run)
     table = load_findings(dup_run, 1797 + len(families))["duplicate"]
@@ -408,7 +409,7 @@ def test_a_family_grouped_with_a_kept_near_copy_is_found():
     """Samples 0 (source) and 3 (its injected exact copy) are both dropped as copies of
     sample 1, a near copy kept in their group: the injected copy was removed, so the
     family is found (recall 1.0)."""
-    from worker.pipeline.findings.evaluate import duplicate_scores
+    from worker.pipeline.evaluation.findings_scores import duplicate_scores
 
     marked = np.array([True, False, False, True])
     related = np.array([1, -1, -1, 1])
@@ -446,10 +447,10 @@ def outlier_run(cifar_mini, tmp_path_factory) -> RunDir:
     """400 real CIFAR-10 photos (40 per class) and 20 injected outliers, through the
     CIFAR ResNet-20. Its weights (akamaster's) were trained on CIFAR-10's train split
     with its true labels: the features know these very classes."""
-    from worker.pipeline.datasets import parse_spec
-    from worker.pipeline.features import FeatureOptions
-    from worker.pipeline.ingest import DatasetOptions
+    from worker.pipeline.features.extraction import FeatureOptions
     from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
 
     weights = shared_file("weights/resnet20-12fca82f.th")
     base = tmp_path_factory.mktemp("outliers")
@@ -485,7 +486,7 @@ def test_outlier_table_is_its_score_against_its_cut(outlier_run):
 
 
 def test_injected_outliers_rank_high_by_score(outlier_run):
-    from worker.pipeline.evaluation import evaluate
+    from worker.pipeline.evaluation.run_report import evaluate
 
     table = load_findings(outlier_run, len(outlier_run.read_samples()))["outlier"]
     truth, _ = _outlier_truth(outlier_run)

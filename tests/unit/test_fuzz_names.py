@@ -8,11 +8,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.pipeline.datasets import parse_spec
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import check_export_name
-from worker.pipeline.rundir import RunDir
-from worker.runs import resolve_run
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.storage.rundir import RunDir
+from worker.run_catalog import resolve_run
 
 TEXT = st.text(max_size=40) | st.sampled_from(
     ["..", "../x", "/etc", "a/../../b", ".hidden", "x\x00y", "folder:", "folder:/",

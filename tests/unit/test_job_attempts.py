@@ -5,7 +5,7 @@ end over the attempt that replaced it (JobStore's attempt token, run_job's fence
 from __future__ import annotations
 
 from worker.jobs.execution import record_failure, run_job
-from worker.pipeline.jobstore import JobStore
+from worker.pipeline.storage.job_store import JobStore
 
 
 def test_writes_carry_the_attempt_and_a_superseded_one_changes_nothing(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from worker.celery_app import app
-from worker.jobs.params import (
+from worker.jobs.job_params import (
     ExperimentParams,
     ExportParams,
     ExtractParams,
@@ -16,15 +16,15 @@ from worker.jobs.params import (
     PipelineParams,
     ShardParams,
 )
-from worker.jobs.params import TestSplitParams as SplitParams  # not a test class to pytest
+from worker.jobs.job_params import TestSplitParams as SplitParams  # not a test class to pytest
 from worker.jobs.registry import KINDS, QUEUES, kind
-from worker.pipeline.datasets import parse_spec
-from worker.pipeline.embedding import EmbeddingOptions
 from worker.pipeline.errors import InputError
-from worker.pipeline.features import FeatureOptions
-from worker.pipeline.ingest import DatasetOptions
+from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.map.embedding import EmbeddingOptions
+from worker.pipeline.sources.datasets import parse_spec
+from worker.pipeline.sources.ingest import DatasetOptions
 from worker.tasks import TASKS
-from worker.train.launch import TrainConfig
+from worker.train.config import TrainConfig
 
 
 def test_tasks_and_routes_are_made_from_the_registry():

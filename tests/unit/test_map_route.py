@@ -1,13 +1,13 @@
 """``/map/<run>/<class>.json``: a class's trace for the map to draw a class switch itself
-(app/curate/map.py ``class_answer``, assets/mapclass.js)."""
+(app/curate/map_view.py ``class_answer``, assets/mapclass.js)."""
 from __future__ import annotations
 
 import orjson
 import pytest
 
-from app.data import current_state, run_data
 from app.figures import class_figure, class_trace
-from worker.pipeline.store import CurationStore
+from app.run_data import current_state, run_data
+from worker.pipeline.storage.curation_store import CurationStore
 from worker.settings import Settings
 
 

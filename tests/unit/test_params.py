@@ -1,5 +1,5 @@
 """Every number is checked before use (issue 21, item 4): one definition per parameter
-(worker.pipeline.params) used by the CLI, the forms, the callbacks and the jobs."""
+(worker.pipeline.ranges) used by the CLI, the forms, the callbacks and the jobs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from worker.cli import build_parser
 from worker.pipeline.errors import InputError
-from worker.pipeline.params import PARAMS, check
+from worker.pipeline.ranges import PARAMS, check
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -110,9 +110,9 @@ def test_bounds_the_data_set(fresh_run):
     """node-rank < nnodes, min_samples ≤ the class's size, perplexity < N/3, pca-dims ≤ D,
     each refused by the step that knows the bound, before anything is stored."""
     from tests.unit.test_cli import curator
-    from worker.pipeline.embedding import EmbeddingOptions, tsne_with_neighbours
-    from worker.pipeline.store import CurationStore
-    from worker.train.launch import TrainConfig, check_numbers
+    from worker.pipeline.map.embedding import EmbeddingOptions, tsne_with_neighbours
+    from worker.pipeline.storage.curation_store import CurationStore
+    from worker.train.config import TrainConfig, check_numbers
 
     with pytest.raises(InputError, match=r"--node-rank must be .* < 2 \(below --nnodes\)"):
         check_numbers(TrainConfig(nnodes=2, node_rank=2))
@@ -132,8 +132,8 @@ def test_bounds_the_data_set(fresh_run):
 def test_callback_values_are_refused_with_nothing_stored(fresh_run, value):
     """The eps/min_samples callbacks' plain function: a bad value is an InputError (the
     page shows it inline) and the store does not change."""
-    from app import curate_logic as logic
-    from worker.pipeline.store import CurationStore
+    from app.curate import logic
+    from worker.pipeline.storage.curation_store import CurationStore
 
     root = fresh_run.path.parent
     rev = CurationStore(fresh_run.store).revision()

@@ -1,4 +1,5 @@
-"""The review list across classes (app/review.py): its rows, the confusion pairs, relabel
+"""The review list across classes (app/curate/review_queue.py): its rows, the confusion pairs,
+relabel
 to any class and the bulk actions, each one undoable step. Real digits run, no browser."""
 
 from __future__ import annotations
@@ -6,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app import review
-from app.data import current_state, run_data
+from app.curate import review_queue as review
+from app.run_data import current_state, run_data
 from worker.pipeline.errors import InputError
-from worker.pipeline.store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore
 
 
 @pytest.fixture

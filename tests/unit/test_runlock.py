@@ -11,8 +11,8 @@ import pytest
 
 from tests.unit.test_cli import CURATOR, curator
 from worker.pipeline.errors import InputError
-from worker.pipeline.rundir import RunDir
-from worker.pipeline.runlock import MARKER, PIPELINE_LOCK, claim_out_dir, run_lock
+from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.runlock import MARKER, PIPELINE_LOCK, claim_out_dir, run_lock
 
 
 def test_out_dir_rules(tmp_path, digits_run):
@@ -106,12 +106,12 @@ def test_out_mistakes_via_the_cli(tmp_path, small_folder):
 def test_a_killed_writer_s_temp_file_is_swept_by_the_next_write(tmp_path):
     import numpy as np
 
-    from worker.pipeline.rundir import atomic_path, save_npy
+    from worker.pipeline.storage.rundir import atomic_path, save_npy
 
     # A real process writes a temp file for samples.csv and is killed before the rename.
     target = tmp_path / "arr.npy"
     code = ("import sys, time\nfrom pathlib import Path\n"
-            "from worker.pipeline.rundir import atomic_path\n"
+            "from worker.pipeline.storage.rundir import atomic_path\n"
             "with atomic_path(Path(sys.argv[1]), '.npy') as tmp:\n"
             "    tmp.write_text('half'); print(tmp, flush=True); time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(target)],
@@ -135,10 +135,10 @@ def test_an_ingest_that_dies_after_its_thumbnails_leaves_a_run_a_retry_completes
     """A first ingest killed between placing thumbnails.npy and writing the sample table
     leaves a run in the making (run.json without the ingest step), not a folder that
     --out refuses; the retry ingests it."""
-    from worker.pipeline import ingest as ingest_mod
-    from worker.pipeline.datasets import parse_spec
-    from worker.pipeline.ingest import DatasetOptions
     from worker.pipeline.runner import ensure_ingested
+    from worker.pipeline.sources import ingest as ingest_mod
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
 
     run = RunDir(tmp_path / "run")
     opts = DatasetOptions(parse_spec(f"folder:{small_folder}"))

@@ -184,7 +184,7 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
 
     app = create_app(Settings(runs_root=root))
     deps = app.server.test_client().get("/_dash-dependencies").get_json()
-    scripts = {"map": "app.curate.map", "classlist": "app.curate.class_list",
+    scripts = {"map": "app.curate.map_view", "classlist": "app.curate.class_list",
                "review": "app.curate.review_list", "hover": "app.curate.hover_card"}
 
     def owner(dep: dict) -> str:
@@ -218,7 +218,7 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
             ("curate-graph", "curate-class-list", "curate-alert"))], dep
     assert writers["curate-alert-line.children"] == {"app.curate.changes"}
     assert "curate-status.children" not in writers
-    assert writers["curate-draft.data"] == {"app.curate.map"}
+    assert writers["curate-draft.data"] == {"app.curate.map_view"}
     assert "curate-map-painted.data" not in writers  # assets/mapclass.js writes it
     renders = [d for d in deps if "curate-class-list.rowData" in d["output"]]
     assert len(renders) == 1

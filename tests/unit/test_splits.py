@@ -16,14 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from worker.pipeline.datasets import (
+from worker.pipeline.errors import InputError
+from worker.pipeline.sources.datasets import (
     DatasetSpec,
     has_split,
     open_dataset,
     parse_spec,
     split_spec,
 )
-from worker.pipeline.errors import InputError
 
 
 def _images(folder: Path, n: int) -> None:

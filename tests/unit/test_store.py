@@ -7,7 +7,7 @@ import multiprocessing as mp
 import pytest
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore
 
 
 def test_overrides_persist_and_undo_redo(tmp_path):

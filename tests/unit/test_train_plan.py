@@ -107,9 +107,9 @@ def test_identical_seeds_have_no_spread_to_test():
 
 
 def test_form_values_are_coerced_or_refused_in_one_line():
-    from worker.jobs.params import train_config
+    from worker.jobs.job_params import train_config
     from worker.pipeline.errors import InputError
-    from worker.train.launch import check_numbers
+    from worker.train.config import check_numbers
 
     cfg = check_numbers(train_config({"batch_size": "", "epochs": 3.0, "nproc": "2",
                                       "lr": "0.05"}))
@@ -128,7 +128,7 @@ def test_form_values_are_coerced_or_refused_in_one_line():
 
 def test_a_batch_larger_than_the_subset_is_refused():
     from worker.pipeline.errors import InputError
-    from worker.train.launch import TrainConfig
+    from worker.train.config import TrainConfig
     from worker.train.plan import resolve
 
     assert resolve(TrainConfig(batch_size=500), 500)[0].batch_size == 500

@@ -8,16 +8,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from worker.jobs.dispatchers import CeleryDispatcher
+from worker.jobs.execution import stale_cutoff
+from worker.jobs.registry import KINDS
 from worker.pipeline.errors import InputError
-from worker.pipeline.jobstore import FINAL, JobStore
 from worker.pipeline.progress import ProgressFn
-from worker.pipeline.rundir import RunDir
-from worker.runs import list_runs
+from worker.pipeline.storage.job_store import FINAL, JobStore
+from worker.pipeline.storage.rundir import RunDir
+from worker.run_catalog import list_runs
 from worker.settings import Settings
-
-from .dispatchers import CeleryDispatcher
-from .execution import stale_cutoff
-from .registry import KINDS
 
 
 def wait_for(run: RunDir, job_id: str, on_progress: ProgressFn | None = None,

@@ -6,13 +6,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from worker.jobs.execution import new_job, record_failure, run_job, stale_cutoff
+from worker.jobs.registry import KINDS, QUEUES
 from worker.pipeline.errors import InputError
-from worker.pipeline.jobstore import JobStore
-from worker.runs import resolve_run
+from worker.pipeline.storage.job_store import JobStore
+from worker.run_catalog import resolve_run
 from worker.settings import Settings
-
-from .execution import new_job, record_failure, run_job, stale_cutoff
-from .registry import KINDS, QUEUES
 
 
 class EmbeddedDispatcher:

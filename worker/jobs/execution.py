@@ -3,7 +3,7 @@
 The same :func:`run_job` body serves a Celery worker, the embedded in-process worker and a
 command that runs a job in its own process (:func:`run_here`), so a job behaves identically
 with or without Redis. Job records live in the run's SQLite store
-(:class:`~worker.pipeline.jobstore.JobStore`); Redis carries only the queue.
+(:class:`~worker.pipeline.storage.job_store.JobStore`); Redis carries only the queue.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from worker.jobs.registry import kind as kind_named
 from worker.pipeline.errors import InputError
-from worker.pipeline.jobstore import FINAL, JobStore
 from worker.pipeline.progress import Cancelled, ProgressFn
-from worker.pipeline.rundir import RunDir
-from worker.runs import resolve_run
+from worker.pipeline.storage.job_store import FINAL, JobStore
+from worker.pipeline.storage.rundir import RunDir
+from worker.run_catalog import resolve_run
 from worker.settings import Settings
-
-from .registry import kind as kind_named
 
 HEARTBEAT_S = 10.0
 
@@ -144,7 +143,7 @@ def new_job(run: RunDir, kind: str, params: Any) -> tuple[str, dict[str, Any]]:
     """Record a queued job of typed ``params`` in the run's store; returns its id and the
     params' JSON. A clustered run whose store has gone is refused (curation.check_store),
     not given a fresh, empty one."""
-    from worker.pipeline.curation import check_store
+    from worker.pipeline.storage.curation import check_store
 
     encoded = kind_named(kind).encode(params)
     check_store(run)

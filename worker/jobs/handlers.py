@@ -10,15 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from worker.pipeline.embedding import EmbeddingOptions
-from worker.pipeline.errors import InputError
-from worker.pipeline.ingest import DatasetOptions
-from worker.pipeline.progress import ProgressFn
-from worker.pipeline.rundir import RunDir
-from worker.pipeline.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
-from worker.train.launch import TrainConfig
-
-from .params import (
+from worker.jobs.job_params import (
     ExperimentParams,
     ExportParams,
     ExtractParams,
@@ -27,9 +19,16 @@ from .params import (
     ShardParams,
     TestSplitParams,
 )
+from worker.pipeline.errors import InputError
+from worker.pipeline.map.embedding import EmbeddingOptions
+from worker.pipeline.progress import ProgressFn
+from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
+from worker.train.config import TrainConfig
 
 if TYPE_CHECKING:
-    from worker.pipeline.datasets import Dataset
+    from worker.pipeline.sources.datasets import Dataset
 
 # How long a step waits for another writer of its run (runlock.run_lock) before failing.
 STEP_WAIT_S = 600.0
@@ -53,7 +52,7 @@ def ingest(run: RunDir, p: IngestParams, progress: ProgressFn) -> dict:
 
 
 def extract(run: RunDir, p: ExtractParams, progress: ProgressFn) -> dict:
-    from worker.pipeline.features import extract as extract_features
+    from worker.pipeline.features.extraction import extract as extract_features
 
     with _ingested(run, p.dataset, progress, "an extract job") as ds:
         feats = extract_features(run, ds, p.features, progress)

@@ -8,14 +8,13 @@ import os
 import sys
 import time
 
-from worker.pipeline.jobstore import JobStore
-from worker.pipeline.rundir import RunDir
-from worker.runs import list_runs
+from worker.jobs.dispatchers import CeleryDispatcher
+from worker.jobs.execution import stale_cutoff
+from worker.jobs.registry import KINDS
+from worker.pipeline.storage.job_store import JobStore
+from worker.pipeline.storage.rundir import RunDir
+from worker.run_catalog import list_runs
 from worker.settings import Settings
-
-from .dispatchers import CeleryDispatcher
-from .execution import stale_cutoff
-from .registry import KINDS
 
 
 def recover_stale_jobs(settings: Settings) -> list[str]:

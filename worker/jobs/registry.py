@@ -11,12 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from worker.pipeline.errors import InputError
-from worker.pipeline.progress import ProgressFn
-from worker.pipeline.rundir import RunDir
-
-from . import handlers
-from .params import (
+from worker.jobs import handlers
+from worker.jobs.job_params import (
     ExperimentParams,
     ExportParams,
     ExtractParams,
@@ -27,6 +23,9 @@ from .params import (
     embedding_opts,
     train_config,
 )
+from worker.pipeline.errors import InputError
+from worker.pipeline.progress import ProgressFn
+from worker.pipeline.storage.rundir import RunDir
 
 
 @dataclass(frozen=True)

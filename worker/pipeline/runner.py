@@ -15,18 +15,18 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Protocol
 
-from .clustering import Decisions, check_rule
-from .curation import cluster_step, current_decisions
-from .datasets import Dataset
-from .dbscan import check_params
-from .embedding import EmbeddingOptions, embed
-from .errors import InputError
-from .features import FeatureOptions, extract
-from .findings import ensure_findings
-from .ingest import DatasetOptions, ingest, open_run_dataset
-from .progress import ProgressFn
-from .rundir import RunDir
-from .runlock import claim_out_dir, run_lock
+from worker.pipeline.errors import InputError
+from worker.pipeline.features.extraction import FeatureOptions, extract
+from worker.pipeline.findings import ensure_findings
+from worker.pipeline.map.clustering import Decisions, check_rule
+from worker.pipeline.map.dbscan import check_params
+from worker.pipeline.map.embedding import EmbeddingOptions, embed
+from worker.pipeline.progress import ProgressFn
+from worker.pipeline.sources.datasets import Dataset
+from worker.pipeline.sources.ingest import DatasetOptions, ingest, open_run_dataset
+from worker.pipeline.storage.curation import cluster_step, current_decisions
+from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.runlock import claim_out_dir, run_lock
 
 
 def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
@@ -104,7 +104,7 @@ class LocalSteps:
         ensure_embedded(run, opts, self.progress)
 
     def test_split(self, run: RunDir) -> None:
-        from .findings.testsplit import load_test_split
+        from worker.pipeline.findings.testsplit import load_test_split
 
         load_test_split(run, self.progress)
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from .trainer import main
+from worker.train.trainer import main
 
 sys.exit(main())

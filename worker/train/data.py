@@ -26,7 +26,7 @@ import numpy as np
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.names import SUBSETS
-from worker.pipeline.rundir import RunDir
+from worker.pipeline.storage.rundir import RunDir
 
 HOLDOUT_FRACTION = 0.2
 
@@ -103,7 +103,7 @@ def _has_test_split(run: RunDir) -> bool:
 
 def _test_dataset(run: RunDir):  # noqa: ANN202 - (Dataset, ndarray)
     """The test split and its labels as the run's class codes."""
-    from worker.pipeline.datasets import open_dataset
+    from worker.pipeline.sources.datasets import open_dataset
 
     test = open_dataset(_test_spec(run))
     codes = {n: k for k, n in enumerate(run.read_meta()["classes"])}
@@ -117,7 +117,7 @@ def _test_dataset(run: RunDir):  # noqa: ANN202 - (Dataset, ndarray)
 def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The dataset's own test split as uint8 (N, 3, S, S) images at thumbnail size, their
     labels and their paths."""
-    from worker.pipeline.ingest import thumbnail
+    from worker.pipeline.sources.ingest import thumbnail
 
     test, codes = _test_dataset(run)
     size = int(run.load_array(run.thumbnails, "ingest", mmap=True).shape[1])
@@ -164,7 +164,7 @@ def correctable(labels: np.ndarray, dropped_by_rule: np.ndarray,
                 evidence: dict[str, np.ndarray] | None) -> np.ndarray:
     """bool (N,): the samples ``corrected`` takes back with their suggested label: dropped
     by the rule (not by a reviewer), a confident label issue, suggested class ≠ given.
-    ``evidence`` is :func:`~worker.pipeline.curation.load_evidence`'s; all False without."""
+    ``evidence`` is :func:`~worker.pipeline.storage.curation.load_evidence`'s; all False without."""
     if evidence is None:
         return np.zeros(len(labels), dtype=bool)
     return dropped_by_rule & evidence["issue"].astype(bool) & (evidence["suggested"] != labels)
@@ -198,13 +198,13 @@ def subset_indices(run: RunDir, labels: np.ndarray, kept: np.ndarray, subset: st
 def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
     """The samples of ``subset`` (see module docstring), excluding any hold-out, read from
     one snapshot of the curation store."""
-    from worker.pipeline.curation import current_snapshot
+    from worker.pipeline.storage.curation import current_snapshot
 
     snap = current_snapshot(run)
     samples, labels = snap.samples, snap.labels
     rescued = None
     if subset == "corrected":
-        from worker.pipeline.curation import load_evidence
+        from worker.pipeline.storage.curation import load_evidence
 
         evidence = load_evidence(run)
         rescued = correctable(samples.labels, snap.decisions.reason == "noise", evidence)
@@ -282,7 +282,7 @@ def streaming_sets(run: RunDir, indices: np.ndarray, labels: np.ndarray | None =
                    ) -> tuple[FileImages, FileImages, str]:
     """(train set, test set, test source) read from the image files; ``labels`` as in
     :func:`load_train_data`."""
-    from worker.pipeline.ingest import open_run_dataset
+    from worker.pipeline.sources.ingest import open_run_dataset
 
     size = stream_size(run)
     ds = open_run_dataset(run)

@@ -15,12 +15,11 @@ from pathlib import Path
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import check_export_name
 from worker.pipeline.progress import ProgressFn
-from worker.pipeline.rundir import RunDir, atomic_path
-
-from .data import select_subset
-from .launch import TrainConfig, launch, validate
-from .plan import resolve
-from .verdict import compare, mean_without_leaks, verdict
+from worker.pipeline.storage.rundir import RunDir, atomic_path
+from worker.train.data import select_subset
+from worker.train.launch import TrainConfig, launch, validate
+from worker.train.plan import resolve
+from worker.train.verdict import compare, mean_without_leaks, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",

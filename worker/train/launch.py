@@ -13,70 +13,18 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.params import check, check_optional
 from worker.pipeline.progress import Cancelled, ProgressFn, report
-from worker.pipeline.rundir import RunDir, save_npy, write_text
-
-from .data import SUBSETS, correctable, select_subset, subset_indices
-from .model import TRAIN_MODELS
-from .plan import Plan, resolve
-
-
-@dataclass
-class TrainConfig:
-    """One training run. ``batch_size`` is the global batch across all processes.
-
-    ``epochs``, ``batch_size`` and ``lr`` left as None are chosen from the subset's size
-    when the training is prepared (:mod:`worker.train.plan`)."""
-
-    subset: str = "filtered"
-    model: str = "resnet18"
-    epochs: int | None = None
-    batch_size: int | None = None
-    nproc: int = 1
-    lr: float | None = None  # at batch 256; scaled linearly with the global batch
-    weight_decay: float = 5e-4
-    label_smoothing: float = 0.0
-    optimizer: str = "sgd"
-    warmup_epochs: int = 1
-    seed: int = 0
-    device: str = "auto"
-    name: str | None = None
-    # Multi-node: passed straight to torchrun's c10d rendezvous.
-    nnodes: int = 1
-    node_rank: int | None = None
-    rdzv_endpoint: str | None = None
-    rdzv_id: str | None = None
-    extra: dict = field(default_factory=dict)
-
-    def default_name(self) -> str:
-        return f"{self.subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}"
-
-
-# TrainConfig's numbers and their names in worker.pipeline.params; the optional ones (None
-# or an empty form box: chosen from the subset's size) first.
-OPTIONAL_NUMBERS = {"epochs": "epochs", "batch_size": "train_batch", "lr": "lr"}
-NUMBERS = {"nproc": "nproc", "weight_decay": "weight_decay",
-           "label_smoothing": "label_smoothing", "warmup_epochs": "warmup_epochs",
-           "seed": "seed", "nnodes": "nnodes"}
-
-
-def check_numbers(cfg: TrainConfig) -> TrainConfig:
-    """``cfg`` with every number checked and typed (worker.pipeline.params), whether it came
-    from the CLI, a form (text, floats, empty boxes) or a job's JSON."""
-    for name, key in OPTIONAL_NUMBERS.items():
-        setattr(cfg, name, check_optional(key, getattr(cfg, name)))
-    for name, key in NUMBERS.items():
-        setattr(cfg, name, check(key, getattr(cfg, name)))
-    cfg.node_rank = check_optional("node_rank", cfg.node_rank, high=cfg.nnodes, strict=True,
-                                   why=" (below --nnodes)")
-    return cfg
+from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
+from worker.train.config import TrainConfig, check_numbers
+from worker.train.data import SUBSETS, correctable, select_subset, subset_indices
+from worker.train.model import TRAIN_MODELS
+from worker.train.plan import Plan, resolve
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -136,7 +84,7 @@ def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray
     # drop is only told apart when the job takes its snapshot (select_subset).
     rescued = None
     if cfg.subset == "corrected":
-        from worker.pipeline.curation import load_evidence
+        from worker.pipeline.storage.curation import load_evidence
 
         rescued = correctable(labels, ~kept, load_evidence(run))
     return resolve(cfg, len(subset_indices(run, labels, kept, cfg.subset, cfg.seed,

@@ -7,8 +7,8 @@ import math
 import torch
 from torch import nn
 
-from worker.pipeline.cifar_resnet import CifarResNet
 from worker.pipeline.errors import InputError
+from worker.pipeline.features.cifar_resnet import CifarResNet
 from worker.pipeline.names import DEPTHS, TORCHVISION_RESNETS
 
 SMALL_IMAGE = 64

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from worker.pipeline.params import check
-
-if TYPE_CHECKING:  # launch imports this module
-    from .launch import TrainConfig
+from worker.pipeline.ranges import check
+from worker.train.config import TrainConfig
 
 MIN_STEPS_PER_EPOCH = 20
 MIN_TOTAL_STEPS = 300

@@ -15,10 +15,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from worker.pipeline.rundir import RunDir
-
-from .data import FileImages, TrainData, in_memory, load_train_data, streaming_sets
-from .plan import steps_per_epoch
+from worker.pipeline.storage.rundir import RunDir
+from worker.train.data import FileImages, TrainData, in_memory, load_train_data, streaming_sets
+from worker.train.plan import steps_per_epoch
 
 
 def augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:

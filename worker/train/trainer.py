@@ -33,11 +33,10 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
-from worker.pipeline.rundir import RunDir, atomic_path, write_text
-
-from .model import build_model, lr_at, make_optimizer
-from .plan import scaled_lr
-from .sources import Source, augment, open_source
+from worker.pipeline.storage.rundir import RunDir, atomic_path, write_text
+from worker.train.model import build_model, lr_at, make_optimizer
+from worker.train.plan import scaled_lr
+from worker.train.sources import Source, augment, open_source
 
 # Steps between host syncs (the stop flag agreed across ranks, the running loss read):
 # a few a second on a GPU, so a stop or the progress bar is never far behind.

@@ -6,11 +6,11 @@ Importing this package registers the built-in kinds, in the order they are shown
 
 from __future__ import annotations
 
-from . import duplicate, label, leak, outlier  # noqa: F401 - each registers its kind
-from .base import DROP, REVIEW, FindingKind, FindingTable, View
-from .files import load_findings
-from .registry import REGISTRY, get_kind, kinds, register, unregister
-from .step import default_drops, ensure_findings, marks, sample_findings
+from worker.pipeline.findings import duplicate, label, leak, outlier  # noqa: F401 - each registers its kind
+from worker.pipeline.findings.base import DROP, REVIEW, FindingKind, FindingTable, View
+from worker.pipeline.findings.files import load_findings
+from worker.pipeline.findings.kind_registry import REGISTRY, get_kind, kinds, register, unregister
+from worker.pipeline.findings.step import default_drops, ensure_findings, marks, sample_findings
 
 __all__ = ["DROP", "REGISTRY", "REVIEW", "FindingKind", "FindingTable", "View",
            "default_drops", "ensure_findings", "get_kind", "kinds", "load_findings", "marks",

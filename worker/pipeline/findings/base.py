@@ -4,7 +4,7 @@ decision, its columns and its why-line.
 Modelled on cleanlab Datalab's ``IssueManager`` (one class per issue type, found through
 a registry): every consumer (the run directory, the store's decisions, the review list,
 the map marks, the counts, ``curator findings``, ``curator evaluate`` and the export)
-loops over :data:`~worker.pipeline.findings.registry.REGISTRY`, so adding a kind is one
+loops over :data:`~worker.pipeline.findings.kind_registry.REGISTRY`, so adding a kind is one
 module and one ``@register`` line.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 if TYPE_CHECKING:
-    from .context import FindingContext
+    from worker.pipeline.findings.context import FindingContext
 
 # A kind's default decision for the samples it marks: dropped unless a reviewer keeps
 # them, or only listed for review (kept unless a reviewer drops them).
@@ -84,7 +84,7 @@ class FindingKind:
     title : what a person calls one finding ("near-duplicate").
     decision : :data:`DROP` or :data:`REVIEW`, the default for the samples it marks.
     columns : the manifest and review-list columns it adds (:meth:`column_values`).
-    threshold : name of its cut in :data:`~worker.pipeline.params.PARAMS` (its CLI flag),
+    threshold : name of its cut in :data:`~worker.pipeline.ranges.PARAMS` (its CLI flag),
         or None; the default is :attr:`default_threshold`.
     """
 
@@ -108,10 +108,15 @@ class FindingKind:
         """The kind's per-sample table for the run ``ctx`` describes."""
         raise NotImplementedError
 
+    def cut(self, ctx: FindingContext) -> float | None:
+        """The cut this run uses: the one given for :attr:`name` (``ctx.thresholds``,
+        from ``--<name>-threshold``), else :attr:`default_threshold`."""
+        return ctx.thresholds.get(self.name, self.default_threshold)
+
     def key(self, ctx: FindingContext) -> str:
         """What the stored table depends on besides the features, labels and
         :attr:`version` (the cut); a change recomputes it."""
-        return f"t={ctx.threshold(self)}"
+        return f"t={self.cut(ctx)}"
 
     def current(self, table: FindingTable, view: View | None = None) -> np.ndarray:
         """The samples the kind marks now (bool (N,)). Only ``label`` depends on the

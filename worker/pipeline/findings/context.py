@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..datasets import SampleTable
-from ..progress import ProgressFn
-from ..rundir import RunDir
-from .index import FeatureSpace, fit_space
-
-if TYPE_CHECKING:
-    from .base import FindingKind
-    from .testsplit import TestSplit
+from worker.pipeline.findings.copies import pixel_cut
+from worker.pipeline.findings.hashing import hash_rows
+from worker.pipeline.findings.index import FeatureSpace, fit_space
+from worker.pipeline.findings.pixels import grey_views
+from worker.pipeline.findings.testsplit import TestSplit, load_test_split, test_thumbnails
+from worker.pipeline.progress import ProgressFn
+from worker.pipeline.sources.datasets import SampleTable
+from worker.pipeline.storage.rundir import RunDir
 
 
 @dataclass
@@ -32,9 +31,6 @@ class FindingContext:
     thresholds: dict[str, float] = field(default_factory=dict)
     progress: ProgressFn | None = None
     _cuts: dict[float, float] = field(default_factory=dict, repr=False)  # pixel_cut's
-
-    def threshold(self, kind: FindingKind) -> float | None:
-        return self.thresholds.get(kind.name, kind.default_threshold)
 
     @functools.cached_property
     def features(self) -> np.ndarray:
@@ -65,8 +61,6 @@ class FindingContext:
             return self.run.load_array(path, "ingest")
         if not self.run.read_meta().get("has_images", True) or not self.run.thumbnails.is_file():
             return None
-        from .hashing import hash_rows
-
         return hash_rows(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
 
     @functools.cached_property
@@ -75,35 +69,25 @@ class FindingContext:
         a run without images."""
         if not self.run.read_meta().get("has_images", True) or not self.run.thumbnails.is_file():
             return None
-        from .pixels import grey_views
-
         return grey_views(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
 
     def pixel_cut(self, threshold: float) -> float | None:
-        """The pixel match a copy needs in this run (duplicate.pixel_cut), computed once
+        """The pixel match a copy needs in this run (copies.pixel_cut), computed once
         for the duplicate and leak kinds; None without images."""
         if self.grey is None:
             return None
         if threshold not in self._cuts:
-            from .duplicate import pixel_cut
-
             self._cuts[threshold] = pixel_cut(self.grey, self.space.neighbours, threshold)
         return self._cuts[threshold]
 
     @functools.cached_property
     def test_grey(self) -> np.ndarray | None:
         """The test split's grey views, or None without a test split."""
-        from .testsplit import test_thumbnails
-
         if self.test is None or not test_thumbnails(self.run).is_file():
             return None
-        from .pixels import grey_views
-
         return grey_views(self.run.load_array(test_thumbnails(self.run), "cluster", mmap=True))
 
     @functools.cached_property
     def test(self) -> TestSplit | None:
         """The dataset's test split with features from the same backbone, or None."""
-        from .testsplit import load_test_split
-
         return load_test_split(self.run, self.progress)

@@ -27,18 +27,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import DROP, FindingKind, FindingTable, View
-from .context import FindingContext
-from .pixels import match_pairs
-from .registry import register
-
-# The pixel match a near copy needs: chosen by looking at the injected-copies table in
-# docs/benchmarks.md (CIFAR-10 mini, 2,000 images: at 0.9 light copies are all found,
-# medium 80%, strong 52%, and 10 of 9,500 candidate pairs of other pictures pass).
-DEFAULT_DUPLICATE_THRESHOLD = 0.9
-K_CANDIDATES = 5
-CANDIDATE_RATIO = 1.5
-FEATURE_ONLY = 0.3
+from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
+from worker.pipeline.findings.context import FindingContext
+from worker.pipeline.findings.copies import (
+    DEFAULT_DUPLICATE_THRESHOLD,
+    copy_pairs,
+)
+from worker.pipeline.findings.kind_registry import register
+from worker.pipeline.findings.pixels import match_pairs
 
 
 def exact_units(hashes: np.ndarray | None, n: int) -> np.ndarray:
@@ -99,7 +95,7 @@ class DuplicateKind(FindingKind):
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         n, labels = len(ctx.samples), ctx.samples.labels
-        sp, t = ctx.space, float(ctx.threshold(self))
+        sp, t = ctx.space, float(self.cut(ctx))
         scale = sp.scale
         units = exact_units(ctx.pixel_hash, n)
         cut = ctx.pixel_cut(t) or t
@@ -168,55 +164,3 @@ class DuplicateKind(FindingKind):
         dist = "" if f["exact"][i] else \
             f"{pixels}, feature distance {float(f['ratio'][i]):.2f}× the typical"
         return f"{how} #{rep} (kept: {kept_why} of {size}){dist}, {label_text}"
-
-
-NULL_NEIGHBOURS = (10, 20)  # which neighbours stand for different pictures
-NULL_QUANTILE = 0.999
-
-
-def pixel_cut(views: np.ndarray | None, neighbours: np.ndarray, threshold: float) -> float:
-    """The pixel match a copy needs in this dataset: ``threshold``, raised to what
-    different pictures reach here (module docstring)."""
-    lo, hi = NULL_NEIGHBOURS
-    hi = min(hi, neighbours.shape[1])
-    if views is None or hi <= lo:
-        return threshold
-    n = len(neighbours)
-    a = np.repeat(np.arange(n, dtype=np.int64), hi - lo)
-    null = match_pairs(views, a, views, neighbours[:, lo:hi].ravel())
-    return max(threshold, float(np.quantile(null, NULL_QUANTILE)))
-
-
-def copy_pairs(neighbours: np.ndarray, ratio: np.ndarray, views_a: np.ndarray | None,
-               views_b: np.ndarray | None, threshold: float
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """The candidate pairs that are copies (module docstring).
-
-    Parameters
-    ----------
-    neighbours : int64 (N, k), each row's nearest rows of the other side, nearest first
-    ratio : float (N, k), their distances over the typical nearest-neighbour distance
-    views_a, views_b : grey views (findings/pixels.py) of the rows and of the neighbours'
-        side, or None for runs without images (feature distance alone decides)
-    threshold : the pixel match a copy needs
-
-    Returns
-    -------
-    pairs : int64 (P, 2), (row, neighbour) of each copy
-    best : float32 (N,), each row's best pixel match among its candidates (without
-        images: 1 / (1 + its nearest ratio)), the score copies are ranked by
-    """
-    n = len(neighbours)
-    kk = min(K_CANDIDATES, neighbours.shape[1])
-    r = ratio[:, :kk]
-    rows, cols = np.nonzero(r <= CANDIDATE_RATIO)
-    a, b = rows.astype(np.int64), neighbours[rows, cols].astype(np.int64)
-    close = r[rows, cols] <= FEATURE_ONLY
-    best = np.zeros(n, np.float32)
-    if views_a is None or views_b is None:
-        best[:] = 1.0 / (1.0 + (r[:, 0] if kk else np.inf))
-    elif len(a):
-        m = match_pairs(views_a, a, views_b, b)
-        close |= m >= threshold
-        np.maximum.at(best, a, m)
-    return np.stack([a[close], b[close]], axis=1), best

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..rundir import RunDir, atomic_path, damaged_file
-from .base import FindingTable
-from .registry import kinds
+from worker.pipeline.findings.base import FindingTable
+from worker.pipeline.findings.kind_registry import kinds
+from worker.pipeline.storage.rundir import RunDir, atomic_path, damaged_file
 
 
 def table_path(run: RunDir, name: str) -> Path:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..embedding import BLOCK, PCA_FIT_MAX
+from worker.pipeline.map.embedding import BLOCK, PCA_FIT_MAX
 
 
 @dataclass
@@ -85,7 +85,7 @@ def knn_query(base: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray
 
 def fit_space(features: np.ndarray, dims: int, seed: int,
               neighbours: np.ndarray) -> FeatureSpace:
-    """Fit the map's PCA (as :func:`~worker.pipeline.embedding.pca_reduce` does: every row
+    """Fit the map's PCA (as :func:`~worker.pipeline.map.embedding.pca_reduce` does: every row
     up to ``PCA_FIT_MAX``, a seeded sample above) and measure each stored neighbour's
     distance.
 

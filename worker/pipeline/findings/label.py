@@ -1,9 +1,9 @@
 """``label``: samples whose given label the evidence does not support.
 
 Its table is the label evidence the cluster step writes (``score.npy``,
-``suggested_label.npy``, ``label_issue.npy``: worker/pipeline/evidence.py); which samples
+``suggested_label.npy``, ``label_issue.npy``: worker/pipeline/map/evidence.py); which samples
 it marks is the run's rule at the stored parameters, cuts and overrides
-(worker/pipeline/clustering.py ``decide``), so it is read, never stored again. A group of
+(worker/pipeline/map/clustering.py ``decide``), so it is read, never stored again. A group of
 near-duplicates whose members carry different labels is a label finding too: the same
 picture cannot be both.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import DROP, FindingKind, FindingTable, View
-from .context import FindingContext
-from .registry import register
+from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
+from worker.pipeline.findings.context import FindingContext
+from worker.pipeline.findings.kind_registry import register
 
 
 @register

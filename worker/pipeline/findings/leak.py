@@ -4,7 +4,7 @@ When the dataset has a test split (``folder:`` with ``train/`` and ``test/``, or
 ``cifar10:``), its images go through the same backbone (findings/testsplit.py, cached)
 and are projected into the train samples' PCA space; each train image's nearest test
 images are candidates, and one that is a copy by the duplicate kind's rule
-(duplicate.copy_pairs: the same candidate gate, pixel match ≥ ``threshold``) marks the
+(copies.copy_pairs: the same candidate gate, pixel match ≥ ``threshold``) marks the
 train image, with the best-matching test image as the related sample. The default drops
 the train copy, so the test set stays comparable with published numbers.
 """
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import DROP, FindingKind, FindingTable, View
-from .context import FindingContext
-from .duplicate import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs
-from .index import knn_query
-from .pixels import match_pairs
-from .registry import register
+from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
+from worker.pipeline.findings.context import FindingContext
+from worker.pipeline.findings.copies import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs
+from worker.pipeline.findings.index import knn_query
+from worker.pipeline.findings.kind_registry import register
+from worker.pipeline.findings.pixels import match_pairs
 
 
 @register
@@ -38,7 +38,7 @@ class LeakKind(FindingKind):
 
     def key(self, ctx: FindingContext) -> str:
         test = ctx.test
-        return f"t={ctx.threshold(self)};test={test.key if test else None}"
+        return f"t={self.cut(ctx)};test={test.key if test else None}"
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         n = len(ctx.samples)
@@ -47,7 +47,7 @@ class LeakKind(FindingKind):
             table = FindingTable.empty(n)
             table.info = {"note": "no test split"}
             return table
-        sp, t = ctx.space, float(ctx.threshold(self))
+        sp, t = ctx.space, float(self.cut(ctx))
         scale = sp.scale
         nearest, dist = knn_query(sp.project(test.features), sp.x, K_CANDIDATES)
         ratio = dist / scale

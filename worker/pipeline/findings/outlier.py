@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import DROP, FindingKind, FindingTable, View
-from .context import FindingContext
-from .index import knn_query, pair_distances
-from .registry import register
+from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
+from worker.pipeline.findings.context import FindingContext
+from worker.pipeline.findings.index import knn_query, pair_distances
+from worker.pipeline.findings.kind_registry import register
 
 K_OUTLIER = 10
 # A member is in its class's core when at least this share of its K_OUTLIER nearest
@@ -145,7 +145,7 @@ class OutlierKind(FindingKind):
               "real case of its class, or relabel it")
 
     def compute(self, ctx: FindingContext) -> FindingTable:
-        sp, t = ctx.space, float(ctx.threshold(self))
+        sp, t = ctx.space, float(self.cut(ctx))
         s = ctx.samples
         n = len(s)
         x = _unit(sp.x)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..curation import current_snapshot
-from ..rundir import RunDir
-from .registry import get_kind, kinds
-from .step import marks
-from .testsplit import read_test_paths
+from worker.pipeline.findings.kind_registry import get_kind, kinds
+from worker.pipeline.findings.step import marks
+from worker.pipeline.findings.testsplit import read_test_paths
+from worker.pipeline.storage.curation import current_snapshot
+from worker.pipeline.storage.rundir import RunDir
 
 
 def findings_report(run: RunDir, kind: str | None = None, top: int = 10) -> dict:

@@ -6,12 +6,12 @@ import hashlib
 
 import numpy as np
 
-from ..progress import ProgressFn, report
-from ..rundir import RunDir
-from .base import DROP, FindingTable, View
-from .context import FindingContext
-from .files import load_findings, save_table, table_path
-from .registry import kinds
+from worker.pipeline.findings.base import DROP, FindingTable, View
+from worker.pipeline.findings.context import FindingContext
+from worker.pipeline.findings.files import load_findings, save_table, table_path
+from worker.pipeline.findings.kind_registry import kinds
+from worker.pipeline.progress import ProgressFn, report
+from worker.pipeline.storage.rundir import RunDir
 
 # Part of every kind's key: change it when a kind's method changes.
 FINDINGS_VERSION = "1"
@@ -61,7 +61,7 @@ def ensure_findings(run: RunDir, thresholds: dict[str, float] | None = None,
         table = kind.compute(ctx)
         save_table(run, kind.name, table)
         record[kind.name] = {"key": key, "count": int(table.issue.sum()),
-                             "threshold": ctx.threshold(kind), **table.info}
+                             "threshold": kind.cut(ctx), **table.info}
     run.mark_step("findings", kinds=record, thresholds=cuts)
     report(progress, len(todo), len(todo), "findings: done")
     return load_findings(run, len(samples))
@@ -70,7 +70,7 @@ def ensure_findings(run: RunDir, thresholds: dict[str, float] | None = None,
 def default_drops(tables: dict[str, FindingTable], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per sample, the first kind (in registry order) whose default drops it ('' for
     none), and whether that drop outlasts a reviewer's relabel (``cleared_by_relabel``):
-    what :func:`~worker.pipeline.clustering.decide` applies before the overrides.
+    what :func:`~worker.pipeline.map.clustering.decide` applies before the overrides.
     ``label`` is the rule's own and is not among them.
 
     Returns

@@ -20,9 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datasets import Dataset, DatasetSpec, has_split, open_dataset, split_spec
-from ..progress import ProgressFn, report
-from ..rundir import RunDir, atomic_path, save_npy
+from worker.pipeline.progress import ProgressFn, report
+from worker.pipeline.sources.datasets import (
+    Dataset,
+    DatasetSpec,
+    has_split,
+    open_dataset,
+    split_spec,
+)
+from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
 
 
 @dataclass
@@ -47,7 +53,7 @@ def test_thumbnails(run: RunDir) -> Path:
 def test_spec(run: RunDir) -> DatasetSpec | None:
     """The test split of the run's dataset, or None when there is none (or the run is
     itself of the test split)."""
-    from ..ingest import DatasetOptions
+    from worker.pipeline.sources.ingest import DatasetOptions
 
     spec = DatasetOptions.from_json(run.read_meta()["dataset"]).spec
     if spec.split != "train" or spec.kind not in ("folder", "cifar10"):
@@ -110,8 +116,8 @@ def _compute(run: RunDir, ds: Dataset, done: dict, progress: ProgressFn | None
              ) -> tuple[np.ndarray, np.ndarray]:
     """Decode the test images into ``test_thumbnails.npy`` and run them through the run's
     network. Returns (features of the readable images, which images were readable)."""
-    from ..features import FeatureOptions, network_features
-    from ..ingest import thumbnail
+    from worker.pipeline.features.extraction import FeatureOptions, network_features
+    from worker.pipeline.sources.ingest import thumbnail
 
     thumbs_train = run.load_array(run.thumbnails, "ingest", mmap=True)
     size = thumbs_train.shape[1]

@@ -1,0 +1,3 @@
+"""Scores against known truth and the feature-quality gauge: detection metrics, findings
+scores, the evaluate report.
+"""

@@ -1,0 +1,2 @@
+"""The networks and the extraction of penultimate-layer features.
+"""

@@ -1,0 +1,423 @@
+"""Penultimate-layer feature extraction, with an optional fine-tune first.
+
+Images reach the network as uint8 batches (B, 3, S, S) and are normalised on the device.
+When ingest's thumbnails hold every image at full resolution (CIFAR-size data), they are
+the decoded-image cache and nothing is decoded twice; otherwise a DataLoader with workers
+decodes the files. On CPU, BatchNorm is folded into the convolutions and tensors are
+channels_last (about 1.9× on CIFAR ResNet-56 here). Inference runs under bf16 autocast
+on CUDA and on CPUs that compute bf16 in hardware (``precision="auto"``; 3× the fp32
+forward on this AVX512-BF16 EPYC, features with cosine ≥ 0.9999 to fp32).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import nn
+
+from worker.pipeline.errors import InputError
+from worker.pipeline.features import efficientnet
+from worker.pipeline.features.backbones import (
+    Backbone,
+    build_backbone,
+    check_model_name,
+    file_sha256,
+    is_pretrained,
+    pick_device,
+    resolve_precision,
+)
+from worker.pipeline.names import default_model
+from worker.pipeline.progress import ProgressFn, report
+from worker.pipeline.ranges import check, check_optional
+from worker.pipeline.sources.datasets import Dataset
+from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
+
+
+@dataclass(frozen=True)
+class FeatureOptions:
+    """What decides the features; ``cache_key`` hashes these with the sample list."""
+
+    model: str | None = None  # None: the dataset's default (names.default_model)
+    weights: Path | None = None
+    finetune_epochs: int = 0
+    batch_size: int = 256
+    device: str = "auto"
+    num_workers: int = 2
+    seed: int = 0
+    precision: str = "auto"
+    input_size: int | None = None  # None: the model's own (models.EFFICIENTNET_SIZE, …)
+
+    def __post_init__(self) -> None:
+        # Checked when the options are made (CLI, form, job record), before any ingest.
+        checked = {"finetune_epochs": check("finetune", self.finetune_epochs),
+                   "batch_size": check("extract_batch", self.batch_size),
+                   "num_workers": check("workers", self.num_workers),
+                   "seed": check("seed", self.seed),
+                   "input_size": check_optional("input_size", self.input_size)}
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    def for_dataset(self, kind: str) -> FeatureOptions:
+        """These options with ``model`` filled in for a dataset of ``kind``."""
+        return self if self.model else replace(self, model=default_model(kind))
+
+
+class _FileImages(torch.utils.data.Dataset):
+    """Decode image files to uint8 (3, S, S) tensors; used when thumbnails are not exact."""
+
+    def __init__(self, ds: Dataset, size: int) -> None:
+        self.ds, self.size = ds, size
+
+    def __len__(self) -> int:
+        return len(self.ds.samples)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        try:
+            img = self.ds.load_image(i)
+        except Exception as exc:  # noqa: BLE001 - surface as a user-facing error
+            raise InputError(f"cannot read {self.ds.samples.paths[i]} (changed since "
+                             f"ingest?): {exc}") from None
+        if img.size != (self.size, self.size):
+            img = img.resize((self.size, self.size), Image.Resampling.BILINEAR)
+        return torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1)
+
+
+def _batches(ds: Dataset, thumbs: np.ndarray | None, size: int, batch_size: int,
+             num_workers: int, order: np.ndarray | None = None) -> Iterator[torch.Tensor]:
+    """Yield uint8 (B, 3, size, size) batches in sample order (or in ``order``)."""
+    order = np.arange(len(ds.samples)) if order is None else order
+    n = len(order)
+    if thumbs is not None:
+        for start in range(0, n, batch_size):
+            idx = order[start:start + batch_size]
+            batch = torch.from_numpy(np.ascontiguousarray(thumbs[idx])).permute(0, 3, 1, 2)
+            if batch.shape[-1] != size:
+                batch = F.interpolate(batch.float(), size=(size, size), mode="bilinear",
+                                      align_corners=False).round().clamp(0, 255).to(torch.uint8)
+            yield batch
+        return
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.Subset(_FileImages(ds, size), order.tolist()),
+        batch_size=batch_size, shuffle=False, num_workers=num_workers,
+        persistent_workers=False,
+    )
+    yield from loader
+
+
+def _normalise(batch: torch.Tensor, bb: Backbone, device: torch.device) -> torch.Tensor:
+    x = batch.to(device, non_blocking=True).float().div_(255.0)
+    mean = torch.tensor(bb.mean, device=device).view(1, 3, 1, 1)
+    std = torch.tensor(bb.std, device=device).view(1, 3, 1, 1)
+    return ((x - mean) / std).contiguous(memory_format=torch.channels_last)
+
+
+def _inference_net(net: nn.Module, device: torch.device) -> nn.Module:
+    net = net.eval().to(device)
+    if device.type == "cpu" and type(net).__module__.startswith("timm."):
+        efficientnet.fold_batchnorm(net)
+    elif device.type == "cpu":
+        # Folding BatchNorm into the convolutions removes a memory pass per layer.
+        try:
+            from torch.fx.experimental.optimization import fuse
+
+            net = fuse(net)
+        except Exception:  # noqa: BLE001 - an untraceable model simply runs unfused
+            pass
+    return net.to(memory_format=torch.channels_last)
+
+
+def _augment(batch: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    """Random flip and 4-px-padded random crop on a uint8 batch (B, 3, S, S)."""
+    b, _, s, _ = batch.shape
+    flip = torch.rand(b, generator=gen) < 0.5
+    batch = torch.where(flip.view(b, 1, 1, 1), batch.flip(3), batch)
+    pad = max(1, s // 8)
+    padded = F.pad(batch, (pad, pad, pad, pad))
+    dx, dy = torch.randint(0, 2 * pad + 1, (2,), generator=gen).tolist()
+    return padded[:, :, dy:dy + s, dx:dx + s]
+
+
+# Fine-tuning's starting learning rate: small to adapt weights that were learned already,
+# the usual 0.1 of CIFAR ResNets (He et al., 2016) for a network from random
+# initialisation, which at 0.01 learned too little in 15 epochs to give usable features.
+ADAPT_LR, SCRATCH_LR = 0.01, 0.1
+
+
+def finetune_lr(pretrained: bool) -> float:
+    return ADAPT_LR if pretrained else SCRATCH_LR
+
+
+def finetune(bb: Backbone, ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOptions,
+             device: torch.device, progress: ProgressFn | None = None) -> None:
+    """Train ``bb.net`` plus its head on the given (possibly noisy) labels, in place.
+
+    This is step 1 of the paper: adapt a pretrained network to the dataset before taking
+    features, or train one from random initialisation when no weights were given. SGD
+    with momentum, cosine LR from :func:`finetune_lr`, flip+crop augmentation.
+    """
+    model = nn.Sequential(bb.net, bb.head).to(device).train()
+    labels = torch.as_tensor(ds.samples.labels)
+    steps_per_epoch = -(-len(labels) // opts.batch_size)
+    total = opts.finetune_epochs * steps_per_epoch
+    optim = torch.optim.SGD(model.parameters(), lr=finetune_lr(bb.pretrained), momentum=0.9,
+                            weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(optim, T_max=max(1, total))
+    gen = torch.Generator().manual_seed(opts.seed)
+    step = 0
+    for epoch in range(opts.finetune_epochs):
+        order = torch.randperm(len(labels), generator=gen).numpy()
+        for start, batch in zip(range(0, len(order), opts.batch_size),
+                                _batches(ds, thumbs, bb.input_size, opts.batch_size,
+                                         opts.num_workers, order), strict=True):
+            y = labels[order[start:start + opts.batch_size]].to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+                loss = F.cross_entropy(model(_normalise(_augment(batch, gen), bb, device)), y)
+            optim.zero_grad(set_to_none=True)
+            loss.backward()
+            optim.step()
+            sched.step()
+            step += 1
+            report(progress, step, total, f"finetune: epoch {epoch + 1} loss {loss.item():.3f}")
+    bb.net.eval()
+
+
+def pixel_features(thumbs: np.ndarray) -> np.ndarray:
+    """Flattened, per-dimension standardised pixels.
+
+    Parameters
+    ----------
+    thumbs : ndarray of uint8, shape (N, S, S, 3)
+
+    Returns
+    -------
+    ndarray of float32, shape (N, S·S) for grayscale images, else (N, S·S·3)
+    """
+    x = thumbs
+    if np.array_equal(x[..., 0], x[..., 1]) and np.array_equal(x[..., 0], x[..., 2]):
+        x = x[..., 0]
+    x = x.reshape(len(x), -1).astype(np.float32)
+    std = x.std(axis=0)
+    return ((x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)).astype(np.float32)
+
+
+def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOptions,
+                     native_size: int, progress: ProgressFn | None = None,
+                     rows: tuple[int, int] | None = None) -> np.ndarray:
+    """Penultimate-layer features of every sample (or of samples ``rows[0]`` to
+    ``rows[1] - 1``: one shard of a shared-out extraction), in sample order.
+
+    A shard that starts on a multiple of ``opts.batch_size`` sees the same batches as the
+    whole run, so its rows are bit-identical to the whole run's (tests/integration/
+    test_jobs.py, the shared-out extraction test).
+
+    Returns
+    -------
+    ndarray of float32, shape (N, D), or (rows[1] - rows[0], D)
+    """
+    if rows is not None and opts.finetune_epochs:
+        raise InputError("a fine-tuned extraction runs in one job: it cannot be shared out")
+    device = pick_device(opts.device)
+    torch.manual_seed(opts.seed)
+    bb = build_backbone(opts.model, opts.weights, len(ds.samples.classes), native_size,
+                        opts.input_size)
+    if opts.finetune_epochs > 0:
+        finetune(bb, ds, thumbs, opts, device, progress)
+    net = _inference_net(bb.net, device)
+    order = None if rows is None else np.arange(*rows)
+    n = len(ds.samples) if order is None else len(order)
+    out = np.empty((n, bb.feature_dim), dtype=np.float32)
+    done = 0
+    bf16 = feature_precision(opts) == "bf16"
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                                enabled=bf16):
+        for batch in _batches(ds, thumbs, bb.input_size, opts.batch_size, opts.num_workers,
+                              order):
+            feats = net(_normalise(batch, bb, device)).float().cpu().numpy()
+            out[done:done + len(feats)] = feats
+            done += len(feats)
+            report(progress, done, n, f"extract: {opts.model}")
+    return out
+
+
+def feature_precision(opts: FeatureOptions) -> str | None:
+    """The precision the features are computed in; None for ``pixels``. ``auto`` on a CPU
+    with native bf16 times both on one batch of this network, once per machine."""
+    if opts.model == "pixels":
+        return None
+    device = pick_device(opts.device)
+    built: list = []  # the network and a batch, made on the first timing only
+
+    def timer(precision: str) -> float:
+        if not built:
+            bb = build_backbone(opts.model, opts.weights, 10, opts.input_size or 32,
+                                opts.input_size)
+            built.extend([_inference_net(bb.net, device), torch.zeros(
+                32, 3, bb.input_size, bb.input_size).contiguous(
+                memory_format=torch.channels_last)])
+        net, x = built
+        with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                                    enabled=precision == "bf16"):
+            t = time.perf_counter()
+            net(x)
+            return time.perf_counter() - t
+
+    return resolve_precision(opts.precision, device, timer,
+                             key=f"{opts.model}@{opts.input_size or 'default'}")
+
+
+def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -> str:
+    """Hash of the images, model, weights content, fine-tune settings and precision.
+
+    Without fine-tuning the labels play no part: the key covers the dataset's spec, split,
+    injected images' options (when any) and image paths only, so runs of the same images
+    with other label sets (a labels CSV, injected noise) share a key, and a cached file can
+    serve them all. Fine-tuning learns from the labels, so then the whole sample table and
+    dataset options count.
+    """
+    meta = run.read_meta()
+    if opts.finetune_epochs:
+        dataset, samples = meta["dataset"], run.samples_csv.read_bytes()
+    else:
+        d = meta["dataset"]
+        dataset = {k: d.get(k) for k in ("spec", "split")}
+        # Injected images (findings/inject.py) have the same paths whatever their pixels:
+        # their options are part of the key.
+        if d.get("inject_duplicates") or d.get("inject_outliers"):
+            dataset |= {k: d.get(k) for k in ("inject_duplicates", "inject_outliers",
+                                              "duplicate_strength")}
+        samples = "\n".join(run.read_samples().paths).encode()
+    key = {
+        "dataset": dataset, "samples": hashlib.sha256(samples).hexdigest(), "model": opts.model,
+        "weights": file_sha256(opts.weights) if opts.weights else None,
+        "finetune_epochs": opts.finetune_epochs,
+        "seed": opts.seed if opts.finetune_epochs else None,
+        "finetune_lr": finetune_lr(bool(is_pretrained(opts.model, opts.weights)))
+        if opts.finetune_epochs else None,
+        # The precision the features were computed in (``precision``: as the workers
+        # that computed a shared-out extraction resolved it), never "auto".
+        "precision": precision or feature_precision(opts),
+        "input_size": opts.input_size,
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def network_input(run: RunDir, mmap: bool = False) -> tuple[np.ndarray | None, int]:
+    """What :func:`network_features` reads for ``run``: ingest's thumbnails when they hold
+    every image at full size (else None: the files are decoded), and the images' size."""
+    thumbs = run.load_array(run.thumbnails, "extract", mmap=mmap)
+    meta = run.read_meta()
+    exact = meta.get("thumbnails_exact", False)
+    return (thumbs if exact else None), meta.get("native_size", thumbs.shape[1])
+
+
+FeatureCompute = Callable[[RunDir, Dataset, FeatureOptions, "ProgressFn | None"],
+                          tuple[np.ndarray, str]]
+"""How a run's network features are computed: ``(run, ds, opts, progress) -> (features
+(N, D) float32, the precision they were computed in)``. :func:`compute_here` in this
+process; worker.extract_shards shares the rows out to Celery workers."""
+
+
+def compute_here(run: RunDir, ds: Dataset, opts: FeatureOptions,
+                 progress: ProgressFn | None = None) -> tuple[np.ndarray, str]:
+    """Every sample's features, computed in this process."""
+    thumbs, native = network_input(run)
+    return network_features(ds, thumbs, opts, native, progress), feature_precision(opts)
+
+
+def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
+            progress: ProgressFn | None = None,
+            compute: FeatureCompute | None = None) -> np.ndarray:
+    """Compute (or reuse from ``cache/``) features and write ``features.npy``.
+
+    ``compute`` computes a network's features (default :func:`compute_here`); the cache,
+    the run's files and its record are the same whoever computed them.
+
+    Returns
+    -------
+    ndarray of float32, shape (N, D)
+    """
+    opts = opts.for_dataset(ds.spec.kind)
+    check_model_name(opts.model)
+    if opts.model == "pixels" and (opts.weights or opts.finetune_epochs):
+        raise InputError("'pixels' takes no --weights or --finetune; pick a network model")
+    if ds.spec.kind == "features":
+        return _copy_features(run, ds, opts, progress)
+    precision = feature_precision(opts)
+    key = cache_key(run, opts, precision)  # hashes the samples and the weights file: once
+    cached = run.cache / f"features-{key}.npy"
+    if cached.is_file():
+        feats = run.load_array(cached, "extract")
+        report(progress, len(feats), len(feats), "extract: reused cached features")
+    else:
+        if opts.model == "pixels":
+            feats = pixel_features(np.asarray(run.load_array(run.thumbnails, "extract")))
+        else:
+            feats, computed = (compute or compute_here)(run, ds, opts, progress)
+            if computed != precision:  # workers resolved "auto" on their own devices
+                precision, key = computed, cache_key(run, opts, computed)
+                cached = run.cache / f"features-{key}.npy"
+        save_npy(cached, feats)
+    save_npy(run.features, feats)
+    run.mark_step("extract", model=opts.model, precision=precision,
+                  weights=str(opts.weights.resolve()) if opts.weights else None,
+                  pretrained=is_pretrained(opts.model, opts.weights),
+                  input_size=opts.input_size, finetune_epochs=opts.finetune_epochs,
+                  finetune_lr=finetune_lr(is_pretrained(opts.model, opts.weights))
+                  if opts.finetune_epochs else None,
+                  cache_key=key, feature_dim=int(feats.shape[1]))
+    return feats
+
+
+# Rows per block when copying a features file: 65,536 × 512 float32 is 128 MB.
+COPY_BLOCK = 65_536
+
+
+def _copy_features(run: RunDir, ds: Dataset, opts: FeatureOptions,
+                   progress: ProgressFn | None = None) -> np.ndarray:
+    """A ``features:`` dataset's file, checked and copied into the run as ``features.npy``
+    in its own dtype (float16 stays float16), block by block: memory stays bounded
+    whatever N is. Skipped when the copy is current (same file, size and mtime).
+
+    Returns
+    -------
+    ndarray, shape (N, D), memory-mapped from the run's copy
+    """
+    if opts.model != "pixels" or opts.weights or opts.finetune_epochs:
+        raise InputError("a features: dataset brings its own features: leave out --model, "
+                         "--weights and --finetune")
+    src = ds.spec.file
+    stat = src.stat()
+    key = hashlib.sha256(json.dumps([str(src), stat.st_size, stat.st_mtime_ns]).encode()
+                         ).hexdigest()[:16]
+    done = run.read_meta().get("steps", {}).get("extract", {})
+    if done.get("cache_key") == key and run.features.is_file():
+        return run.load_array(run.features, "extract", mmap=True)
+    feats = np.load(src, mmap_mode="r")
+    n = len(feats)
+    if n != len(ds.samples):
+        raise InputError(f"{src.name} has {n} rows and the run {len(ds.samples)} samples: "
+                         "the file changed since the run was made; make a new run")
+    with atomic_path(run.features, ".npy") as tmp:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=feats.dtype, shape=feats.shape)
+        for start in range(0, n, COPY_BLOCK):
+            block = np.asarray(feats[start:start + COPY_BLOCK])
+            bad = ~np.isfinite(block).all(axis=1)
+            if bad.any():
+                raise InputError(f"{src.name} has NaN or inf in row "
+                                 f"{start + int(np.flatnonzero(bad)[0])}: fix the file")
+            out[start:start + len(block)] = block
+            report(progress, min(n, start + COPY_BLOCK), n, "extract: copying features")
+        out.flush()
+        del out
+    run.mark_step("extract", model="features", precision=str(feats.dtype), weights=None,
+                  finetune_epochs=0, cache_key=key, feature_dim=int(feats.shape[1]))
+    return np.load(run.features, mmap_mode="r")

@@ -1,0 +1,3 @@
+"""Where samples come from: dataset specs and readers, label files, injected noise and copies,
+and ingest (decoding, thumbnails).
+"""

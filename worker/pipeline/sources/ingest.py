@@ -1,0 +1,336 @@
+"""Create a run: list the dataset, apply labels and noise, decode every image once.
+
+Decoding every image at ingest finds corrupt files before any model sees them and gives
+the thumbnails that hover previews use, so nothing is decoded at request time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from worker.pipeline.errors import InputError
+from worker.pipeline.progress import ProgressFn, report
+from worker.pipeline.ranges import check
+from worker.pipeline.sources.datasets import (
+    Dataset,
+    DatasetSpec,
+    SampleTable,
+    apply_labels_csv,
+    features_shape,
+    inject_noise,
+    open_dataset,
+    read_features_labels,
+)
+from worker.pipeline.storage.rundir import RunDir, atomic_path, package_versions, save_npy
+
+MAX_THUMB = 64
+
+
+@dataclass(frozen=True)
+class DatasetOptions:
+    """Everything that decides which samples a run has and what their labels are."""
+
+    spec: DatasetSpec
+    labels_csv: Path | None = None
+    label_column: str = "label"
+    true_label_column: str | None = None
+    inject_noise: float = 0.0
+    seed: int = 0
+    noise_kind: str = "symmetric"
+    # Injected copies and outliers whose truth is recorded (findings/inject.py).
+    inject_duplicates: float = 0.0
+    inject_outliers: int = 0
+    duplicate_strength: str = "mixed"
+
+    def __post_init__(self) -> None:
+        # Checked when the options are made (CLI, form, job record), before any ingest.
+        from worker.pipeline.sources.inject import DUPLICATE_STRENGTHS
+
+        object.__setattr__(self, "inject_noise", check("inject_noise", self.inject_noise))
+        object.__setattr__(self, "seed", check("seed", self.seed))
+        object.__setattr__(self, "inject_duplicates",
+                           check("inject_duplicates", self.inject_duplicates))
+        object.__setattr__(self, "inject_outliers", check("inject_outliers",
+                                                          self.inject_outliers))
+        if self.duplicate_strength not in DUPLICATE_STRENGTHS:
+            raise InputError(f"--duplicate-strength must be one of "
+                             f"{', '.join(DUPLICATE_STRENGTHS)}, got {self.duplicate_strength!r}")
+        if (self.inject_duplicates or self.inject_outliers) and self.spec.kind == "features":
+            raise InputError("--inject-duplicates and --inject-outliers need images: a "
+                             "features: dataset has none")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spec": str(self.spec),
+            "split": self.spec.split,
+            "labels_csv": str(self.labels_csv.resolve()) if self.labels_csv else None,
+            "label_column": self.label_column,
+            "true_label_column": self.true_label_column,
+            "inject_noise": self.inject_noise,
+            "noise_kind": self.noise_kind,
+            "seed": self.seed,
+            "inject_duplicates": self.inject_duplicates,
+            "inject_outliers": self.inject_outliers,
+            "duplicate_strength": self.duplicate_strength,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> DatasetOptions:
+        from worker.pipeline.sources.datasets import parse_spec
+
+        return DatasetOptions(
+            spec=parse_spec(d["spec"], d.get("split", "train")),
+            labels_csv=Path(d["labels_csv"]) if d.get("labels_csv") else None,
+            label_column=d.get("label_column", "label"),
+            true_label_column=d.get("true_label_column"),
+            inject_noise=float(d.get("inject_noise", 0.0)),
+            seed=int(d.get("seed", 0)),
+            noise_kind=d.get("noise_kind", "symmetric"),
+            inject_duplicates=float(d.get("inject_duplicates", 0.0)),
+            inject_outliers=int(d.get("inject_outliers", 0)),
+            duplicate_strength=d.get("duplicate_strength", "mixed"),
+        )
+
+
+def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
+    """Open the dataset and apply the labels CSV and injected noise, in that order."""
+    if opts.spec.kind == "features":  # every label comes from the CSV, row by row
+        samples, has_images = read_features_labels(
+            opts.labels_csv, features_shape(opts.spec.file)[0], opts.label_column,
+            opts.true_label_column)
+        ds = Dataset(opts.spec, samples, has_images=has_images)
+    else:
+        ds = open_dataset(opts.spec)
+        if opts.labels_csv is not None:
+            ds.samples = apply_labels_csv(ds.samples, opts.labels_csv, opts.label_column,
+                                          opts.true_label_column)
+        elif opts.true_label_column:
+            raise InputError("--true-label-column needs --labels CSV")
+    if opts.inject_noise != 0 or opts.noise_kind != "symmetric":
+        ds.samples = inject_noise(ds.samples, opts.inject_noise, opts.seed, opts.noise_kind)
+    if opts.inject_duplicates or opts.inject_outliers:
+        _inject(ds, opts)
+    return ds
+
+
+# Injected images are kept in the run at the dataset's image size, at most this side.
+MAX_INJECTED = 256
+
+
+def _inject(ds: Dataset, opts: DatasetOptions) -> None:
+    """Append injected copies and outliers to ``ds`` (findings/inject.py); their truth is
+    written at ingest (``injected.csv``)."""
+    from worker.pipeline.sources.inject import inject
+
+    if ds.arrays is not None:
+        size, grey = max(ds.arrays.shape[1:3]), ds.arrays.ndim == 3
+    else:
+        size, grey = min(MAX_INJECTED, _thumb_size(ds, limit=MAX_INJECTED)), False
+    s = ds.samples
+    made = inject(ds.load_image if not grey else lambda i: Image.fromarray(ds.arrays[i]),
+                  s.labels, s.true_labels, len(s.classes), size, grey, opts.spec.kind,
+                  opts.inject_duplicates, opts.inject_outliers, opts.duplicate_strength,
+                  opts.seed)
+    ds.samples = SampleTable(s.paths + made.paths, np.concatenate([s.labels, made.labels]),
+                             np.concatenate([s.true_labels, made.true_labels]), s.classes)
+    ds.extra = made.images
+    ds.injected = made  # type: ignore[attr-defined]  # written by ingest
+
+
+def thumbnail(img: Image.Image, size: int) -> np.ndarray:
+    """Fit ``img`` into a size×size RGB square (aspect kept, black padding)."""
+    img = img.convert("RGB")
+    if img.size != (size, size):
+        img.thumbnail((size, size), Image.Resampling.LANCZOS)
+        canvas = Image.new("RGB", (size, size))
+        canvas.paste(img, ((size - img.width) // 2, (size - img.height) // 2))
+        img = canvas
+    return np.asarray(img, dtype=np.uint8)
+
+
+def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int] | str:
+    """(thumbnail, longer side, thumbnail is exact, hash of the decoded pixels) of sample
+    i, or the error text."""
+    from worker.pipeline.findings.hashing import pixel_digest
+
+    try:
+        img = ds.load_image(i)
+        return (thumbnail(img, size), max(img.size), img.size == (size, size),
+                pixel_digest(np.asarray(img)))
+    except Exception as exc:  # noqa: BLE001 - any decoder failure means "skip this file"
+        return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+
+
+def _thumb_size(ds: Dataset, limit: int = MAX_THUMB) -> int:
+    """Thumbnail side: the first readable image's longer side, at most ``limit``."""
+    if ds.arrays is not None:
+        return min(limit, max(ds.arrays.shape[1:3]))
+    for i in range(min(len(ds.samples), 50)):
+        try:
+            return min(limit, max(ds.load_image(i).size))
+        except Exception:  # noqa: BLE001, S112 - corrupt files are reported by ingest itself
+            continue
+    return limit
+
+
+def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None) -> Dataset:
+    """Create ``run`` from ``opts``: samples.csv, skipped.csv, thumbnails.npy and run.json.
+
+    Images that cannot be decoded are left out of the sample table and listed in
+    ``skipped.csv``; every kept row keeps its path, so no index shifts silently.
+
+    Returns
+    -------
+    Dataset
+        The dataset restricted to readable images, in sample order.
+    """
+    ds = load_labelled_dataset(opts)
+    with _run_in_the_making(run, opts, ds):
+        if opts.spec.kind == "features":
+            _write_run(run, opts, ds)
+        else:
+            _decode_all(run, opts, ds, progress)
+    return ds
+
+
+def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
+                progress: ProgressFn | None) -> None:
+    """Decode every image into ``thumbnails.npy``, drop the unreadable ones from ``ds`` and
+    write the run's tables (:func:`ingest`)."""
+    n = len(ds.samples)
+    size = _thumb_size(ds)
+    ok = np.ones(n, dtype=bool)
+    sides = np.zeros(n, dtype=np.int64)
+    exact = np.zeros(n, dtype=bool)
+    hashes = np.zeros(n, dtype=np.uint64)
+    skipped: list[tuple[str, str]] = []
+    chunk, part = 2048, 128
+
+    def decode_part(start: int) -> list[tuple[np.ndarray, int, bool] | str]:
+        return [_decode(ds, j, size) for j in range(start, min(n, start + part))]
+
+    # Thumbnails go straight into a memory-mapped file: 1.28M images at 64 px are 15.7 GB,
+    # more than the machine's memory, while a file costs only disk.
+    with atomic_path(run.thumbnails, ".npy") as tmp:
+        thumbs = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8,
+                                           shape=(n, size, size, 3))
+        # PIL releases the GIL while decoding, so threads overlap file reads and decodes.
+        # Each task decodes `part` images: one future per tiny image costs more than its
+        # decode.
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            for start in range(0, n, chunk):
+                stop = min(n, start + chunk)
+                results = [r for rs in pool.map(decode_part, range(start, stop, part))
+                           for r in rs]
+                for i, res in zip(range(start, stop), results, strict=True):
+                    if isinstance(res, str):
+                        ok[i] = False
+                        skipped.append((ds.samples.paths[i], res))
+                    else:
+                        thumbs[i], sides[i], exact[i], hashes[i] = res
+                report(progress, stop, n, "ingest: decoding images")
+        if not ok.any():
+            raise InputError(f"none of the {n} images in {opts.spec} could be read")
+        thumbs.flush()
+        del thumbs
+    if not ok.all():  # keep only the readable images' rows, block by block
+        with atomic_path(run.thumbnails, ".npy") as kept:
+            _copy_rows(np.load(run.thumbnails, mmap_mode="r"), ok, kept)
+    save_npy(run.path / "pixel_hash.npy", hashes[ok])
+    ds.samples = ds.samples.subset(ok)
+    if ds.arrays is not None:
+        ds.arrays = ds.arrays[ok[:len(ds.arrays)]]
+    ds.skipped = [*ds.skipped, *skipped]  # after the links the listing left out
+    _write_run(run, opts, ds, exact=bool(exact[ok].all()), native_size=int(np.median(sides[ok])))
+
+
+def _copy_rows(rows: np.ndarray, ok: np.ndarray, dest: Path, block: int = 4096) -> None:
+    """Write the ``ok`` rows of ``rows`` to a new .npy file ``dest``, in order, a block at a
+    time (``rows`` may be larger than memory)."""
+    keep = np.flatnonzero(ok)
+    out = np.lib.format.open_memmap(dest, mode="w+", dtype=rows.dtype,
+                                    shape=(len(keep), *rows.shape[1:]))
+    for start in range(0, len(keep), block):
+        out[start:start + block] = rows[keep[start:start + block]]
+    out.flush()
+    del out
+
+
+@contextmanager
+def _run_in_the_making(run: RunDir, opts: DatasetOptions, ds: Dataset) -> Iterator[None]:
+    """Make a new ``run`` a run (run.json, no ingest step yet) for the slow decode: a crash
+    then leaves a run in the making, which a retry ingests again, not a folder holding an
+    unknown ``thumbnails.npy`` that ``--out`` would refuse. Bad input (an InputError)
+    takes the new run.json away again: nothing to list, nothing to resume."""
+    if run.exists():
+        yield
+        return
+    run.path.mkdir(parents=True, exist_ok=True)
+    with run.update_meta() as meta:
+        meta.update({"format": 1, "dataset": opts.to_json(), "classes": ds.samples.classes,
+                     "steps": {}})
+    try:
+        yield
+    except InputError:
+        run.run_json.unlink(missing_ok=True)
+        raise
+
+
+def _write_run(run: RunDir, opts: DatasetOptions, ds: Dataset, exact: bool = False,
+               native_size: int = 0) -> None:
+    """run.json, the samples table and skipped.csv (thumbnails.npy is written before)."""
+    run.path.mkdir(parents=True, exist_ok=True)
+    with run.update_meta() as meta:
+        meta.update({
+            "format": 1,
+            "dataset": opts.to_json(),
+            "classes": ds.samples.classes,
+            "n_samples": len(ds.samples),
+            "n_skipped": len(ds.skipped),
+            # Exact thumbnails (every image square and of the thumbnail's side) double as
+            # the decoded-image cache for feature extraction.
+            "thumbnails_exact": exact,
+            "native_size": native_size,
+            "has_images": ds.has_images,
+            "versions": package_versions(),
+        })
+        meta.setdefault("steps", {})
+    run.write_samples(ds.samples)
+    run.write_skipped(ds.skipped)
+    made = getattr(ds, "injected", None)
+    if made is not None:  # the injected images and their truth (findings/inject.py)
+        from worker.pipeline.sources.inject import truth_path, write_truth
+
+        save_npy(run.path / "injected.npy", made.images)
+        with atomic_path(truth_path(run.path)) as tmp:
+            write_truth(tmp, len(ds.samples) - len(made.images), made)
+    run.mark_step("ingest", n_samples=len(ds.samples), n_skipped=len(ds.skipped))
+
+
+def open_run_dataset(run: RunDir) -> Dataset:
+    """Re-open the dataset of an existing run, restricted and labelled as at ingest."""
+    meta = run.read_meta()
+    opts = DatasetOptions.from_json(meta["dataset"])
+    if opts.spec.kind == "features":
+        return Dataset(opts.spec, run.read_samples(), has_images=meta.get("has_images", False))
+    ds = open_dataset(opts.spec)
+    samples = run.read_samples()
+    injected = run.path / "injected.npy"
+    extra = run.load_array(injected, "ingest") if injected.is_file() else None
+    own = len(samples) - (0 if extra is None else len(extra))
+    if ds.arrays is not None:
+        index = {p: i for i, p in enumerate(ds.samples.paths)}
+        ds.arrays = ds.arrays[[index[p] for p in samples.paths[:own]]]
+    ds.samples = samples
+    ds.extra = extra
+    ds.skipped = run.read_skipped()
+    return ds

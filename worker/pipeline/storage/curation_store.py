@@ -1,0 +1,383 @@
+"""The curation store: one SQLite file per run (WAL), the durable record of review work.
+
+It holds per-class DBSCAN parameters, keep/drop overrides, relabels (a reviewer's
+corrected label for a sample), an undo/redo history and run settings. Every change runs
+in a ``BEGIN IMMEDIATE`` transaction that reads the previous values and writes the new
+ones together, so two processes editing the same run serialise instead of overwriting
+each other, and each change can be undone exactly.
+
+History semantics: each user action is one row of ``history`` holding its changes as
+``(table, key, before, after)``. Undo reverts the newest applied action; redo re-applies
+the most recently undone one; a new action discards everything that was undone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worker.pipeline.errors import InputError
+from worker.pipeline.storage.rundir import no_permission, now_iso
+
+DECISIONS = ("keep", "drop")
+# The per-sample tables a reviewer writes, and the column each holds.
+PER_SAMPLE = {"overrides": "decision", "relabels": "label"}
+
+def damaged(path: Path, exc: sqlite3.DatabaseError) -> InputError | None:
+    """An :class:`InputError` for a store file that is not a usable database, or None for
+    transient errors (a locked or busy database), which callers may retry."""
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return None
+    if isinstance(exc, sqlite3.OperationalError) and (
+            "readonly" in text or "unable to open" in text or "permission" in text):
+        # A file or folder this user may not write (SQLite's WAL needs both): a permission
+        # to grant, not a damaged store to replace, which would throw the curation away.
+        return no_permission(path, write=os.access(path, os.R_OK))
+    return InputError(f"{path} cannot be read ({text.splitlines()[0][:80]}): restore it from a "
+                      "backup, or move it away and run 'curator cluster' on the run again")
+
+
+@contextlib.contextmanager
+def connect(path: Path, row_factory: Any = None) -> Iterator[sqlite3.Connection]:
+    """One short-lived connection per operation (safe across threads, processes and
+    forks); a damaged file becomes one clear :class:`InputError`."""
+    try:
+        db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    except sqlite3.DatabaseError as exc:
+        raise (damaged(path, exc) or exc) from None
+    db.row_factory = row_factory
+    try:
+        db.execute("PRAGMA busy_timeout=30000")
+        yield db
+    except sqlite3.DatabaseError as exc:
+        error = damaged(path, exc)
+        if error is None:
+            raise
+        raise error from None
+    finally:
+        db.close()
+
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS class_params (
+    label INTEGER PRIMARY KEY, eps REAL NOT NULL, min_samples INTEGER NOT NULL,
+    updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS class_cuts (
+    label INTEGER PRIMARY KEY, flagged INTEGER NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS overrides (
+    sample INTEGER PRIMARY KEY,
+    decision TEXT NOT NULL CHECK (decision IN ('keep', 'drop')),
+    updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS relabels (
+    sample INTEGER PRIMARY KEY, label INTEGER NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS history (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, description TEXT NOT NULL, changes TEXT NOT NULL,
+    undone INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    """Everything in the store at one revision (read in one transaction).
+
+    Attributes
+    ----------
+    params : class code → (eps, min_samples)
+    overrides : sample → "keep" | "drop"
+    relabels : sample → corrected class code
+    settings : key → value
+    revision : int
+    cuts : class code → how many of its highest scores a reviewer has flagged (absent:
+        the rule decides)
+    """
+
+    params: dict[int, tuple[float, int]]
+    overrides: dict[int, str]
+    relabels: dict[int, int]
+    settings: dict[str, str]
+    revision: int
+    cuts: dict[int, int] = field(default_factory=dict)
+
+
+def _checked(samples: Iterable[int], n_samples: int | None) -> list[int]:
+    """Sorted unique sample indices, each below ``n_samples`` when it is given."""
+    samples = sorted({int(s) for s in samples})
+    top = n_samples if n_samples is not None else 2**63
+    bad = [s for s in samples if not 0 <= s < top]
+    if bad:
+        where = f"this run has {n_samples} samples (0 to {n_samples - 1})" \
+            if n_samples is not None else "indices must be non-negative"
+        raise InputError(f"sample index {bad[0]} is out of range: {where}")
+    return samples
+
+
+class CurationStore:
+    """Read and change one run's curation state.
+
+    Parameters
+    ----------
+    path : Path
+        The run's ``curation.sqlite``; created on first use.
+    """
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(SCHEMA)
+            db.execute("INSERT OR IGNORE INTO settings VALUES ('revision', '0')")
+
+    def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return connect(self.path)
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                before = db.total_changes
+                yield db
+                # The revision counts real changes only, so it stays a faithful cache key.
+                if db.total_changes != before:
+                    db.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 "
+                               "WHERE key = 'revision'")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    # -- reads ----------------------------------------------------------------
+    def revision(self) -> int:
+        """A counter that grows with every change (a cache key for derived views)."""
+        with self._connect() as db:
+            return int(db.execute("SELECT value FROM settings WHERE key='revision'").fetchone()[0])
+
+    def overrides(self) -> dict[int, str]:
+        """Sample index → ``"keep"`` or ``"drop"``."""
+        with self._connect() as db:
+            return dict(db.execute("SELECT sample, decision FROM overrides"))
+
+    def relabels(self) -> dict[int, int]:
+        """Sample index → the class code a reviewer gave it."""
+        with self._connect() as db:
+            return dict(db.execute("SELECT sample, label FROM relabels"))
+
+    def class_params(self) -> dict[int, tuple[float, int]]:
+        """Class code → (eps, min_samples), for the classes that have been set."""
+        with self._connect() as db:
+            return {lab: (eps, ms) for lab, eps, ms in
+                    db.execute("SELECT label, eps, min_samples FROM class_params")}
+
+    def cuts(self) -> dict[int, int]:
+        """Class code → how many of its highest scores are flagged, for the classes whose
+        cut a reviewer set (the others: the rule decides)."""
+        with self._connect() as db:
+            return dict(db.execute("SELECT label, flagged FROM class_cuts"))
+
+    def setting(self, key: str, default: str | None = None) -> str | None:
+        with self._connect() as db:
+            row = db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def snapshot(self) -> StoreSnapshot:
+        """Params, overrides, relabels, settings and revision, all read in one transaction,
+        so they belong together (WAL readers see one committed state for a whole
+        transaction)."""
+        with self._connect() as db:
+            db.execute("BEGIN")
+            try:
+                params = {lab: (eps, ms) for lab, eps, ms in
+                          db.execute("SELECT label, eps, min_samples FROM class_params")}
+                overrides = dict(db.execute("SELECT sample, decision FROM overrides"))
+                relabels = dict(db.execute("SELECT sample, label FROM relabels"))
+                settings = dict(db.execute("SELECT key, value FROM settings"))
+                cuts = dict(db.execute("SELECT label, flagged FROM class_cuts"))
+            finally:
+                db.execute("COMMIT")
+        return StoreSnapshot(params, overrides, relabels, settings, int(settings["revision"]),
+                             cuts)
+
+    def history(self, limit: int = 50) -> list[dict[str, Any]]:
+        """Newest first: id, description, undone, created_at, number of changes."""
+        with self._connect() as db:
+            rows = db.execute("SELECT id, description, undone, created_at, changes FROM history "
+                              "ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+        return [{"id": i, "description": d, "undone": bool(u), "created_at": c,
+                 "n_changes": len(json.loads(ch))} for i, d, u, c, ch in rows]
+
+    def can_undo(self) -> bool:
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM history WHERE undone=0 LIMIT 1").fetchone() is not None
+
+    def can_redo(self) -> bool:
+        with self._connect() as db:
+            return db.execute("SELECT 1 FROM history WHERE undone=1 LIMIT 1").fetchone() is not None
+
+    # -- writes ---------------------------------------------------------------
+    def set_setting(self, key: str, value: str) -> None:
+        with self._write() as db:
+            db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, value))
+
+    def set_overrides(self, samples: Iterable[int], decision: str | None,
+                      description: str = "", n_samples: int | None = None) -> int:
+        """Force ``samples`` to ``decision`` ("keep"/"drop"), or clear them with None.
+
+        ``n_samples``, when given, is the run's sample count: indices must be below it.
+
+        Returns
+        -------
+        int
+            How many samples actually changed (0 records no history entry).
+        """
+        return self.set_sample_values({"overrides": dict.fromkeys(samples, decision)},
+                                      description or f"{decision or 'clear'} {{n}} sample(s)",
+                                      n_samples=n_samples)
+
+    def set_relabels(self, samples: Iterable[int], label: int | None, description: str = "",
+                     n_samples: int | None = None, n_classes: int | None = None) -> int:
+        """Give ``samples`` the class code ``label`` (a reviewer's correction), or clear
+        their relabel with None. Returns how many samples changed (0 records no history)."""
+        return self.set_sample_values({"relabels": dict.fromkeys(samples, label)},
+                                      description or "relabel {n} sample(s)",
+                                      n_samples=n_samples, n_classes=n_classes)
+
+    def set_sample_values(self, values: dict[str, dict[int, Any]], description: str,
+                          n_samples: int | None = None, n_classes: int | None = None) -> int:
+        """Per-sample overrides and relabels, each sample its own value, as one undoable
+        action (a bulk "accept every suggestion" gives each sample its own class).
+
+        Parameters
+        ----------
+        values : ``{"overrides": {sample: "keep" | "drop" | None}, "relabels": {sample:
+            class code | None}}``, either key optional; None clears the sample's row.
+        description : the history entry; may hold ``{n}``, the number of changes.
+        n_samples, n_classes : when given, indices and class codes are checked against them.
+
+        Returns
+        -------
+        int
+            How many (table, sample) values actually changed (0 records no history).
+        """
+        for table, chosen in values.items():
+            if table not in PER_SAMPLE:
+                raise InputError(f"no per-sample table {table!r}")
+            _checked(chosen, n_samples)
+            for value in chosen.values():
+                if table == "overrides" and value is not None and value not in DECISIONS:
+                    raise InputError(f"override must be 'keep', 'drop' or cleared, got {value!r}")
+                if table == "relabels" and value is not None \
+                        and not 0 <= int(value) < (n_classes or 2**63):
+                    raise InputError(f"class code {value} is out of range: this run has "
+                                     f"{n_classes} classes")
+        with self._write() as db:
+            changes = []
+            for table, chosen in values.items():
+                for s in sorted(chosen):
+                    row = db.execute(f"SELECT {PER_SAMPLE[table]} FROM {table} WHERE sample=?",  # noqa: S608
+                                     (int(s),)).fetchone()
+                    before = row[0] if row else None
+                    value = chosen[s]
+                    value = None if value is None else (
+                        int(value) if table == "relabels" else value)
+                    if before != value:
+                        changes.append([table, int(s), before, value])
+            self._apply(db, changes, after=True)
+            self._record(db, changes, description.replace("{n}", str(len(changes))))
+        return len(changes)
+
+    def set_class_params(self, params: dict[int, tuple[float, int]],
+                         description: str = "") -> int:
+        """Set (eps, min_samples) for the given class codes; returns how many changed."""
+        from worker.pipeline.map.dbscan import check_params
+
+        for eps, ms in params.values():
+            check_params(eps, ms)
+        with self._write() as db:
+            changes = []
+            for label, (eps, ms) in sorted(params.items()):
+                row = db.execute("SELECT eps, min_samples FROM class_params WHERE label=?",
+                                 (int(label),)).fetchone()
+                before = list(row) if row else None
+                after = [float(eps), int(ms)]
+                if before != after:
+                    changes.append(["class_params", int(label), before, after])
+            self._apply(db, changes, after=True)
+            self._record(db, changes, description or f"set parameters of {len(changes)} class(es)")
+        return len(changes)
+
+    def set_class_cut(self, label: int, flagged: int | None, description: str = "") -> int:
+        """Flag the ``flagged`` highest scores of class ``label`` and no others (a
+        reviewer's cut along the score ranking), or give the class back to the rule with
+        None; one undoable step. Returns how many values changed (0 or 1)."""
+        from worker.pipeline.ranges import check
+
+        after = None if flagged is None else int(check("cut", flagged))
+        with self._write() as db:
+            row = db.execute("SELECT flagged FROM class_cuts WHERE label=?",
+                             (int(label),)).fetchone()
+            before = row[0] if row else None
+            changes = [] if before == after else [["class_cuts", int(label), before, after]]
+            self._apply(db, changes, after=True)
+            self._record(db, changes, description or f"cut class {label} at {after}")
+        return len(changes)
+
+    def undo(self) -> str | None:
+        """Revert the newest applied action; returns its description, or None if none."""
+        return self._step(undone=0, after=False)
+
+    def redo(self) -> str | None:
+        """Re-apply the most recently undone action; returns its description, or None."""
+        return self._step(undone=1, after=True)
+
+    # -- internals ------------------------------------------------------------
+    def _step(self, undone: int, after: bool) -> str | None:
+        order = "DESC" if undone == 0 else "ASC"
+        with self._write() as db:
+            row = db.execute(f"SELECT id, description, changes FROM history WHERE undone=? "  # noqa: S608
+                             f"ORDER BY id {order} LIMIT 1", (undone,)).fetchone()
+            if row is None:
+                return None
+            hid, description, changes = row
+            self._apply(db, json.loads(changes), after=after)
+            db.execute("UPDATE history SET undone=? WHERE id=?", (1 - undone, hid))
+            return description
+
+    @staticmethod
+    def _apply(db: sqlite3.Connection, changes: list, after: bool) -> None:
+        stamp = now_iso()
+        for table, key, before, new in changes:
+            value = new if after else before
+            if table in ("overrides", "relabels"):
+                if value is None:
+                    db.execute(f"DELETE FROM {table} WHERE sample=?", (key,))  # noqa: S608
+                else:
+                    db.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)",  # noqa: S608
+                               (key, value, stamp))
+            elif table == "class_cuts":
+                if value is None:
+                    db.execute("DELETE FROM class_cuts WHERE label=?", (key,))
+                else:
+                    db.execute("INSERT OR REPLACE INTO class_cuts VALUES (?, ?, ?)",
+                               (key, value, stamp))
+            elif value is None:
+                db.execute("DELETE FROM class_params WHERE label=?", (key,))
+            else:
+                db.execute("INSERT OR REPLACE INTO class_params VALUES (?, ?, ?, ?)",
+                           (key, value[0], value[1], stamp))
+
+    @staticmethod
+    def _record(db: sqlite3.Connection, changes: list, description: str) -> None:
+        if not changes:
+            return
+        # A new action makes the undone ones unreachable: drop them (the redo stack).
+        db.execute("DELETE FROM history WHERE undone=1")
+        db.execute("INSERT INTO history (description, changes, created_at) VALUES (?, ?, ?)",
+                   (description, json.dumps(changes), now_iso()))

@@ -1,0 +1,62 @@
+"""One training's configuration, and the check of its numbers.
+
+Its own module because both :mod:`worker.train.plan` (which fills in what was left
+unset) and :mod:`worker.train.launch` (which starts it) read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from worker.pipeline.ranges import check, check_optional
+
+
+@dataclass
+class TrainConfig:
+    """One training run. ``batch_size`` is the global batch across all processes.
+
+    ``epochs``, ``batch_size`` and ``lr`` left as None are chosen from the subset's size
+    when the training is prepared (:mod:`worker.train.plan`)."""
+
+    subset: str = "filtered"
+    model: str = "resnet18"
+    epochs: int | None = None
+    batch_size: int | None = None
+    nproc: int = 1
+    lr: float | None = None  # at batch 256; scaled linearly with the global batch
+    weight_decay: float = 5e-4
+    label_smoothing: float = 0.0
+    optimizer: str = "sgd"
+    warmup_epochs: int = 1
+    seed: int = 0
+    device: str = "auto"
+    name: str | None = None
+    # Multi-node: passed straight to torchrun's c10d rendezvous.
+    nnodes: int = 1
+    node_rank: int | None = None
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def default_name(self) -> str:
+        return f"{self.subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}"
+
+
+# TrainConfig's numbers and their names in worker.pipeline.ranges; the optional ones (None
+# or an empty form box: chosen from the subset's size) first.
+OPTIONAL_NUMBERS = {"epochs": "epochs", "batch_size": "train_batch", "lr": "lr"}
+NUMBERS = {"nproc": "nproc", "weight_decay": "weight_decay",
+           "label_smoothing": "label_smoothing", "warmup_epochs": "warmup_epochs",
+           "seed": "seed", "nnodes": "nnodes"}
+
+
+def check_numbers(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with every number checked and typed (worker.pipeline.ranges), whether it came
+    from the CLI, a form (text, floats, empty boxes) or a job's JSON."""
+    for name, key in OPTIONAL_NUMBERS.items():
+        setattr(cfg, name, check_optional(key, getattr(cfg, name)))
+    for name, key in NUMBERS.items():
+        setattr(cfg, name, check(key, getattr(cfg, name)))
+    cfg.node_rank = check_optional("node_rank", cfg.node_rank, high=cfg.nnodes, strict=True,
+                                   why=" (below --nnodes)")
+    return cfg
