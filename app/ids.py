@@ -45,9 +45,5 @@ SHARED = {"graph": GRAPH, "map": MAP, "painted": PAINTED, "background": BACKGROU
 
 
 def script() -> str:
-    """``/ids.js``: the ids as ``window.CURATOR_IDS`` (frozen), and the key actions' table
-    as ``window.CURATOR_ACTIONS`` (app/curate/key_actions.py)."""
-    from app.curate.key_actions import script as actions
-
-    return (f"window.CURATOR_IDS = Object.freeze({json.dumps(SHARED, sort_keys=True)});\n"
-            + actions())
+    """The ids as ``window.CURATOR_IDS`` (frozen), for ``/ids.js`` (app/server.py)."""
+    return f"window.CURATOR_IDS = Object.freeze({json.dumps(SHARED, sort_keys=True)});\n"

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import dash_bootstrap_components as dbc
 from dash import html, no_update
 
+from app.app_context import dispatcher, settings
 from app.layout import error_alert
-from app.server import dispatcher, settings
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.job_store import FINAL, JobStore
 from worker.run_catalog import resolve_run

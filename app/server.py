@@ -31,26 +31,22 @@ from flask import Flask, Response, abort, current_app, request, send_file
 from PIL import Image
 from werkzeug.exceptions import HTTPException
 
-from app import caching
+from app import caching, ids
+from app.app_context import settings
+from app.background import render_png
 from app.caching import files
+from app.curate import key_actions
+from app.curate.map_view import TRACES, class_answer
+from app.layout import shell
 from worker.jobs.dispatchers import get_dispatcher
 from worker.pipeline.errors import InputError
+from worker.pipeline.sources.ingest import MAX_THUMB, open_run_dataset, thumbnail
 from worker.pipeline.storage.rundir import RunDir, load_npy
 from worker.run_catalog import resolve_run
 from worker.settings import Settings, load_settings
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 TOKEN_COOKIE = "curator_token"
-
-
-def settings() -> Settings:
-    """The settings of the app serving the current request."""
-    return current_app.config["CURATOR_SETTINGS"]
-
-
-def dispatcher():
-    """Where the app sends jobs (Celery with a broker, else in-process threads)."""
-    return current_app.config["CURATOR_DISPATCHER"]
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -258,8 +254,6 @@ def thumbnail_png(run_path: str, index: int, mtime: int, name: str = "thumbnails
 @functools.lru_cache(maxsize=4)
 def _run_dataset(run_path: str, mtime: int):  # noqa: ANN202 - Dataset
     """The run's dataset (its samples table read once per ``mtime`` of samples.csv)."""
-    from worker.pipeline.sources.ingest import open_run_dataset
-
     return open_run_dataset(RunDir(Path(run_path)))
 
 
@@ -272,8 +266,6 @@ def image_png(run_path: str, index: int, mtime: int) -> bytes:
     """PNG bytes of one sample's thumbnail, decoded from its image file: for runs made from
     a features file, which have no thumbnails.npy. The file must lie inside the dataset's
     folder (the features file's); a sample without one gets a plain grey square."""
-    from worker.pipeline.sources.ingest import MAX_THUMB, thumbnail
-
     ds = _run_dataset(run_path, mtime)
     if not 0 <= index < len(ds.samples):
         abort(404)
@@ -294,8 +286,6 @@ def image_png(run_path: str, index: int, mtime: int) -> bytes:
 def background_png(run_path: str, mtimes: tuple[int, int]) -> bytes:
     """The class view's backdrop of every point, tinted by class (cached per embedding
     and samples table: ``mtimes`` are theirs)."""
-    from app.background import render_png
-
     run = RunDir(Path(run_path))
     samples = run.read_samples()
     return render_png(run.load_embedding(), samples.labels, samples.classes)
@@ -325,10 +315,10 @@ def _register_routes(server: Flask) -> None:
         return Response("ok\n", mimetype="text/plain")
 
     @server.get("/ids.js")
-    def client_ids() -> Response:  # the ids assets/*.js use (app/ids.py)
-        from app.ids import script
-
-        return Response(script(), mimetype="text/javascript")
+    def client_ids() -> Response:
+        # What assets/*.js read: the ids (app/ids.py) and the key actions' table
+        # (app/curate/key_actions.py).
+        return Response(ids.script() + key_actions.script(), mimetype="text/javascript")
 
     # Each route owns its whole subtree, so a malformed path is a 404 here rather than
     # falling through to the Dash page shell.
@@ -387,8 +377,6 @@ def _register_routes(server: Flask) -> None:
 def _register_map_route(server: Flask) -> None:
     """A class's trace for the Curate page's map, which fetches it ahead
     (app/curate/map_view.py ``class_answer``)."""
-    from app.curate.map_view import TRACES, class_answer  # here: that module imports this one
-
     @server.get(f"{TRACES}/<path:subpath>")
     def map_trace(subpath: str) -> Response:
 
@@ -429,8 +417,6 @@ def create_app(config: Settings | None = None) -> dash.Dash:
         # Before the assets' scripts, which read window.CURATOR_IDS (app/ids.py).
         external_scripts=["/ids.js"],
     )
-    from app.layout import shell
-
     app.layout = shell()
     _secure_headers(app)  # after the layout and every callback: the hashes cover them
     return app

@@ -17,8 +17,8 @@ from pathlib import Path
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, clientside_callback, dcc, html
 
+from app.app_context import settings
 from app.curate import ALERT, logic
-from app.server import settings
 from worker.pipeline.errors import InputError
 
 CHANGE = "curate-change"  # pattern-matching id type: {"type": CHANGE, "part": <component>}

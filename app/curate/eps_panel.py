@@ -13,11 +13,11 @@ from dash import Input, Output, State, callback, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from app import ids
+from app.app_context import settings
 from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, Page, changes, code_of, logic
 from app.curate.render import View
 from app.layout import small_button
 from app.run_data import current_state, run_data
-from app.server import settings
 
 PART = "params"
 SLOT = "side"

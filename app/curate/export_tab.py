@@ -8,9 +8,9 @@ import time
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 
+from app.app_context import settings
 from app.curate import RUN, Page
 from app.job_view import poll, submit
-from app.server import settings
 from worker.jobs.job_params import ExportParams
 from worker.run_catalog import resolve_run
 

@@ -15,9 +15,9 @@ from dash import ClientsideFunction, Input, Output, State, callback, clientside_
 from dash.exceptions import PreventUpdate
 
 from app import ids
+from app.app_context import settings
 from app.curate import RUN, Page, logic
 from app.run_data import current_state, run_data
-from app.server import settings
 
 PART = "hover_card"
 SLOT = "map"

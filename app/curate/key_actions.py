@@ -1,5 +1,6 @@
 """The Curate page's key actions, one row each: key, help text, where it acts, and, for a
-review action, its store operation and the badge word its rows show after it.
+review action, its store operation (the review list's state word follows the decision it
+leaves: app/curate/review_queue.py).
 
 The scripts get the table as ``window.CURATOR_ACTIONS`` from ``/ids.js`` (app/ids.py), and
 one key listener (assets/keyboard.js) dispatches every key through it to the script that
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app import ids
+from app.curate.logic import set_decision
+from app.curate.review_queue import keep_member, relabel_to
 from worker.pipeline.errors import InputError
 
 Operation = Callable[[Path, str, int, dict], int]
@@ -31,21 +34,15 @@ Operation = Callable[[Path, str, int, dict], int]
 
 def _decide(decision: str) -> Operation:
     def op(runs_root: Path, run_id: str, sample: int, key: dict) -> int:
-        from app.curate.logic import set_decision
-
         return set_decision(runs_root, run_id, sample, decision)
     return op
 
 
 def _relabel(runs_root: Path, run_id: str, sample: int, key: dict) -> int:
-    from app.curate.review_queue import relabel_to
-
     return relabel_to(runs_root, run_id, [sample], key.get("label") or "")
 
 
 def _keep_member(runs_root: Path, run_id: str, sample: int, key: dict) -> int:
-    from app.curate.review_queue import keep_member
-
     return keep_member(runs_root, run_id, sample)
 
 
@@ -55,8 +52,7 @@ class Action:
 
     ``keys``: ``KeyboardEvent.key`` values, lower-case, with ``Ctrl+`` (Ctrl or Cmd) and
     ``Shift+`` prefixes. ``help``: the key help's words (an action without is not listed).
-    ``reason``/``badge``: the decision reason the operation leaves and the word the review
-    list's state column shows for it. ``label_from``: the row field whose value the action
+    ``label_from``: the row field whose value the action
     sends as its label, and without which it does nothing (a relabel to the suggestion).
     """
 
@@ -66,8 +62,6 @@ class Action:
     help: str = ""
     target: str | None = None
     operation: Operation | None = None
-    reason: str | None = None
-    badge: str | None = None
     label_from: str | None = None
 
     def client(self) -> dict:
@@ -80,12 +74,10 @@ class Action:
 ACTIONS: tuple[Action, ...] = (
     Action("next", ("j",), "review", "next row"),
     Action("prev", ("k",), "review", "previous row"),
-    Action("keep", ("a",), "review", "keep", operation=_decide("keep"),
-           reason="override_keep", badge="kept"),
-    Action("drop", ("d",), "review", "drop", operation=_decide("drop"),
-           reason="override_drop", badge="dropped"),
+    Action("keep", ("a",), "review", "keep", operation=_decide("keep")),
+    Action("drop", ("d",), "review", "drop", operation=_decide("drop")),
     Action("relabel", ("r",), "review", "relabel to the suggestion", operation=_relabel,
-           reason="relabel", badge="relabelled", label_from="suggested"),
+           label_from="suggested"),
     Action("pick_class", ("l",), "press", "relabel to any class", target=ids.RELABEL_TO),
     Action("keep_member", ("m",), "review", "keep this copy, drop its near-duplicates",
            operation=_keep_member),
@@ -93,12 +85,6 @@ ACTIONS: tuple[Action, ...] = (
     Action("redo", ("Ctrl+Shift+z",), "press", "redo", target=ids.REDO),
     Action("apply", ("Enter",), "params"),
 )
-
-
-def badges() -> dict[str, str]:
-    """The review list's badge word per decision reason (anything else listed is
-    "flagged")."""
-    return {a.reason: a.badge for a in ACTIONS if a.reason and a.badge}
 
 
 def key_help() -> list[tuple[str, str]]:

@@ -42,12 +42,12 @@ from dash import (
 from dash.exceptions import PreventUpdate
 
 from app import ids
+from app.app_context import settings
 from app.curate import RUN, SHOWN, SHOWN_REV, Page, changes, logic
 from app.curate.render import View, changed
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
 from app.run_data import RunData, RunState, cached_figure, current_state, run_data
-from app.server import settings
 from worker.pipeline.errors import InputError
 
 PART = "map"

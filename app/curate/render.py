@@ -20,9 +20,9 @@ from types import ModuleType
 
 from dash import Input, Output, Patch, State, callback, ctx, no_update
 
+from app.app_context import settings
 from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, changes, code_of, logic
 from app.run_data import RunData, RunState, current_state, run_data
-from app.server import settings
 
 
 @dataclass

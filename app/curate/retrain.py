@@ -6,11 +6,11 @@ from __future__ import annotations
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 
+from app.app_context import settings
 from app.curate import RUN, Page
 from app.forms import train_form
 from app.job_view import poll, submit
 from app.layout import error_alert
-from app.server import settings
 from worker.pipeline.errors import InputError
 from worker.pipeline.names import SUBSETS
 

@@ -31,13 +31,13 @@ from dash import (
 from dash.exceptions import PreventUpdate
 
 from app import ids
+from app.app_context import settings
 from app.curate import RUN, SHOWN, SHOWN_REV, TABS, Page, changes, code_of, logic
 from app.curate import review_queue as review
 from app.curate.key_actions import key_help, run_action
 from app.curate.review_queue import BULK, STATES
 from app.layout import small_button
 from app.run_data import current_state, run_data
-from app.server import settings
 from worker.pipeline.errors import InputError
 
 PART = "review"

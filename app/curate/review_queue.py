@@ -29,6 +29,9 @@ from worker.pipeline.storage.curation import open_store
 STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
           "kept": "kept by you", "dropped": "dropped by you",
           "relabelled": "relabelled by you: trains with the new class"}
+# The state word of a sample the store holds a decision for, by the decision's reason
+# (anything else listed is "flagged").
+STATE_OF_REASON = {"override_keep": "kept", "override_drop": "dropped", "relabel": "relabelled"}
 # Bulk actions on the rows the grid shows, as (label, what it does) for their buttons.
 BULK = {"accept": "Accept suggestions", "keep": "Keep all", "drop": "Drop all",
         "drop_duplicates": "Drop duplicates (keep one per group)", "drop_leaks": "Drop leaks"}
@@ -66,13 +69,10 @@ def queue_samples(data: RunData, state: RunState) -> np.ndarray:
 
 def row_states(state: RunState, samples: np.ndarray) -> list[str]:
     """The badge word of each sample in ``samples`` (see the module docstring)."""
-    from app.curate.key_actions import badges
-
     reason = state.decisions.reason
     # A relabelled sample another kind still drops (a duplicate copy) shows as relabelled:
     # its class is what the reviewer set; the finding column says why it is listed.
-    words = badges()
-    return [words.get(str(reason[s]), "flagged") for s in samples]
+    return [STATE_OF_REASON.get(str(reason[s]), "flagged") for s in samples]
 
 
 def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:

@@ -8,9 +8,9 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, ctx, html
 from dash.exceptions import PreventUpdate
 
+from app.app_context import settings
 from app.curate import RUN, SHOWN_REV, TABS, Page, logic
 from app.run_data import current_state, run_data
-from app.server import settings
 
 PART = "summary"
 SLOT = "tab"

@@ -17,12 +17,12 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
+from app.app_context import settings
 from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, render
 from app.curate import map_view as curate_map
 from app.curate.components import COMPONENTS, render_parts
 from app.layout import error_alert, feature_advice, feature_badges
 from app.run_data import current_state, run_data
-from app.server import settings
 from worker.pipeline.errors import InputError
 
 dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · tsne-curator")

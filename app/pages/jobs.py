@@ -6,9 +6,9 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
 
+from app.app_context import dispatcher, settings
 from app.job_view import job_duration, job_progress
 from app.layout import error_alert, info_alert, live_table
-from app.server import dispatcher, settings
 from worker.jobs.recovery import fail_dead_jobs
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.job_store import FINAL, JobStore

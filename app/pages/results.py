@@ -12,9 +12,9 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, callback, dcc, html
 from plotly.subplots import make_subplots
 
+from app.app_context import settings
 from app.layout import GRAPH_CONFIG as LOCAL_GRAPH_CONFIG
 from app.layout import error_alert
-from app.server import settings
 from worker.pipeline.errors import InputError
 from worker.run_catalog import resolve_run
 from worker.train.experiment import read_results

@@ -6,7 +6,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import dcc, html
 
-from app.server import settings
+from app.app_context import settings
 from worker.run_catalog import list_runs
 
 dash.register_page(__name__, path="/results", title="Results · tsne-curator")

@@ -9,9 +9,9 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 from flask import current_app
 
+from app.app_context import dispatcher, settings
 from app.job_view import job_progress
 from app.layout import error_alert, feature_badges, live_table
-from app.server import dispatcher, settings
 from worker.jobs.job_params import PipelineParams
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.extraction import FeatureOptions

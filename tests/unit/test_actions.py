@@ -54,7 +54,7 @@ def test_one_script_listens_for_keys():
 
 def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch):
     """A toy action, one row with its operation: /ids.js serves it, the key help lists it,
-    the review list's badge follows its reason, and a key's request runs its operation."""
+    and a key's request runs its operation, whose decision the review list's state shows."""
     from app.curate import Page, review_list
     from app.curate.logic import set_decision
     from app.server import create_app
@@ -62,8 +62,7 @@ def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch
     def op(runs_root, run_id, sample, key):
         return set_decision(runs_root, run_id, sample, "drop")
 
-    toy = Action("toss", ("x",), "review", "toss it", operation=op, reason="override_drop",
-                 badge="tossed")
+    toy = Action("toss", ("x",), "review", "toss it", operation=op)
     monkeypatch.setattr(actions, "ACTIONS", (*ACTIONS, toy))
     client = create_app(Settings(runs_root=root)).server.test_client()
     served = {a["name"]: a for a in _served_table(client)}
@@ -77,7 +76,7 @@ def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch
     assert state.overrides.get(sample) == "drop"
     from app.curate.review_queue import row_states
 
-    assert row_states(state, np.array([sample])) == ["tossed"]
+    assert row_states(state, np.array([sample])) == ["dropped"]
 
 
 def test_the_served_table_is_the_table(root):

@@ -9,13 +9,9 @@ import numpy as np
 import pytest
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.sources.datasets import (
-    apply_labels_csv,
-    inject_noise,
-    open_dataset,
-    parse_spec,
-)
+from worker.pipeline.sources.datasets import open_dataset, parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions, ingest, open_run_dataset
+from worker.pipeline.sources.labels import apply_labels_csv, inject_noise
 from worker.pipeline.storage.rundir import RunDir
 
 

@@ -14,7 +14,8 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.map.clustering import feature_neighbours
 from worker.pipeline.map.embedding import pca_reduce
 from worker.pipeline.map.evidence import label_evidence, neighbour_votes
-from worker.pipeline.sources.datasets import SampleTable, inject_noise, noise_partners
+from worker.pipeline.sources.datasets import SampleTable
+from worker.pipeline.sources.labels import inject_noise, noise_partners
 
 
 @pytest.fixture(scope="module")

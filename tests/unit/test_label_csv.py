@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.sources.datasets import read_label_csv
+from worker.pipeline.sources.labels import read_label_csv
 
 
 def _write(path, text: str | bytes):
@@ -142,7 +142,7 @@ def test_a_non_numeric_setting_is_one_line():
 def test_features_labels_parse_or_fail_cleanly(tmp_path_factory, data, n_rows):
     """The ``features:`` labels reader: any bytes give a table of exactly ``n_rows`` rows
     or one clear InputError."""
-    from worker.pipeline.sources.datasets import read_features_labels
+    from worker.pipeline.sources.labels import read_features_labels
 
     path = tmp_path_factory.mktemp("csv") / "l.csv"
     path.write_bytes(data)
@@ -159,7 +159,7 @@ def test_features_labels_parse_or_fail_cleanly(tmp_path_factory, data, n_rows):
 @given(st.lists(st.sampled_from(["cat", "dog", "10", "9", "bird"]), min_size=2, max_size=30),
        st.booleans())
 def test_features_labels_keep_row_order_and_order_classes(tmp_path_factory, labels, paths):
-    from worker.pipeline.sources.datasets import read_features_labels
+    from worker.pipeline.sources.labels import read_features_labels
 
     path = tmp_path_factory.mktemp("csv") / "l.csv"
     with open(path, "w", newline="", encoding="utf-8") as fh:

@@ -24,10 +24,12 @@ from worker.pipeline.sources.datasets import (
     Dataset,
     DatasetSpec,
     SampleTable,
+    open_dataset,
+)
+from worker.pipeline.sources.labels import (
     apply_labels_csv,
     features_shape,
     inject_noise,
-    open_dataset,
     read_features_labels,
 )
 from worker.pipeline.storage.rundir import RunDir, atomic_path, package_versions, save_npy
