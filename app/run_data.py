@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from app.background import extent
 from app.caching import keep, lookup, memoized
 from app.caching import labels as labels_cache
+from app.curate.backdrop import extent
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import default_drops, load_findings
 from worker.pipeline.findings.files import files_stamp

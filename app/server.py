@@ -33,9 +33,9 @@ from werkzeug.exceptions import HTTPException
 
 from app import caching, ids
 from app.app_context import settings
-from app.background import render_png
 from app.caching import files
 from app.curate import key_actions
+from app.curate.backdrop import render_png
 from app.curate.map_view import TRACES, class_answer
 from app.layout import shell
 from worker.jobs.dispatchers import get_dispatcher

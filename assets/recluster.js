@@ -112,8 +112,8 @@
 
   // Marker colours, symbols and sizes, and the class's counts, looked up: model.looks
   // holds each point's row of model.style.looks for both DBSCAN outcomes, computed by the
-  // server from its rule (app/figures.py look_table), colours as the channel arrays the
-  // server sends too (app/figures.py channels); model comes from app/curate/logic.py
+  // server from its rule (app/curate/figures.py look_table), colours as the channel arrays the
+  // server sends too (app/curate/figures.py channels); model comes from app/curate/logic.py
   // client_model().
   function paint(model, labels) {
     const {looks: table, clusters} = model.style;

@@ -17,7 +17,7 @@ under ``.../<row>/peers``). A run whose findings step is done is reused (delete 
 
 Rows (rate 0.05 = 100 copies on the mini, 2,500 on --full):
 1. ``exact``:   ``--inject-duplicates 0.05 --duplicate-strength exact``
-2-4. ``light``, ``medium``, ``strong``: the same at each strength (findings/inject.py)
+2-4. ``light``, ``medium``, ``strong``: the same at each strength (sources/inject.py)
 5. ``outliers``: ``--inject-outliers 40`` (400 with --full): digits, photo crops, noise, blank
 6. ``leak``:    no injection; CIFAR-10 train against its test split. No truth: counts,
    pairwise Jaccard of the flagged train sets, and a contact sheet of our top 24 leak pairs
@@ -41,7 +41,7 @@ files.
 Scoring against ``injected.csv`` (index, path, kind, source, how):
 
 - Duplicates, ours and FiftyOne's (both mark all but one member of a group and name the kept
-  one): exactly as worker/pipeline/evaluation/findings_scores.py: an injected copy and its source
+  one): exactly as worker/pipeline/findings/detectors/duplicate.py: an injected copy and its source
   form a
   family; a marked sample is right when its related sample (ours: ``related``, the kept copy;
   FiftyOne: the kept sample of its group) is of its own family; precision = right / marked;
@@ -312,7 +312,7 @@ def families(n: int, truth: list[dict]) -> tuple[np.ndarray, list[dict]]:
 
 
 def related_rule(marked: np.ndarray, related: np.ndarray, truth: list[dict]) -> dict:
-    """worker/pipeline/evaluation/findings_scores.py ``duplicate_scores``, reproduced."""
+    """worker/pipeline/findings/detectors/duplicate.py ``duplicate_scores``, reproduced."""
     family, copies = families(len(marked), truth)
     found = np.flatnonzero(marked)
     right = found[(related[found] >= 0) & (family[found] == family[np.maximum(related[found], 0)])]
@@ -478,8 +478,8 @@ def duplicate_misses(run: Path, truth: list[dict]) -> dict:
     among the copy's candidates (the 5 nearest in the map's PCA space, within 1.5x the
     typical nearest-neighbour distance, either way round), or it is and the pixel match is
     under the cut, or the pair is a copy but the group kept a member of another family."""
-    from worker.pipeline.findings import duplicate as dup
     from worker.pipeline.findings.context import FindingContext
+    from worker.pipeline.findings.detectors import duplicate as dup
     from worker.pipeline.findings.pixels import match_pairs
     from worker.pipeline.storage.rundir import RunDir
 

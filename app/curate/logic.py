@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from app.caching import memoized
-from app.figures import MARKER_STYLE, finding_slots, look_table, override_codes, typed_array
+from app.curate.figures import MARKER_STYLE, finding_slots, look_table, override_codes, typed_array
 from app.run_data import RunData, RunState, current_state, run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import kinds
@@ -311,13 +311,13 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
 
     The coordinates are not repeated: the browser reads them from the plotted trace. The
     rule is not repeated either: each point comes with its look (a row of
-    :data:`~app.figures.LOOKS`) for both DBSCAN outcomes, so the browser only re-clusters
+    :data:`~app.curate.figures.LOOKS`) for both DBSCAN outcomes, so the browser only re-clusters
     and looks up.
 
     Returns
     -------
     dict with the stored ``eps`` and ``ms``, the store ``revision`` it reflects, ``looks``
-    (:func:`~app.figures.look_table` flattened: a uint8 typed array of shape (2 n_c,),
+    (:func:`~app.curate.figures.look_table` flattened: a uint8 typed array of shape (2 n_c,),
     point i's look in a cluster at 2i, as noise at 2i + 1), the per-class ``noise`` the
     page shows, the status template, the look table itself (``style``) and the typed
     eps's ``tolerance``. The counts

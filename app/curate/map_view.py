@@ -44,8 +44,8 @@ from dash.exceptions import PreventUpdate
 from app import ids
 from app.app_context import settings
 from app.curate import RUN, SHOWN, SHOWN_REV, Page, changes, logic
+from app.curate.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.curate.render import View, changed
-from app.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
 from app.run_data import RunData, RunState, cached_figure, current_state, run_data
 from worker.pipeline.errors import InputError

@@ -39,6 +39,7 @@ from app.curate.review_queue import BULK, STATES
 from app.layout import small_button
 from app.run_data import current_state, run_data
 from worker.pipeline.errors import InputError
+from worker.pipeline.findings import kinds
 
 PART = "review"
 SLOT = "tab"
@@ -95,9 +96,8 @@ COLUMNS = [
                       "probability)"},
     {"field": "finding", "headerName": "finding", "width": 110, "suppressSizeToFit": True,
      "filter": "agTextColumnFilter",
-     "headerTooltip": "What kind of harm: label (wrong label), duplicate (a copy of another "
-                      "sample), leak (nearly identical to a test image), outlier (fits no "
-                      "class)"},
+     "headerTooltip": "What kind of harm: " + ", ".join(f"{k.name} ({k.title})"
+                                                         for k in kinds())},
     # A relabelled row's badge also names the class it trains with ("relabelled → dog").
     {"field": "state", "headerName": "state",
      "valueFormatter": {"function": "reviewStateText(params)"},

@@ -17,6 +17,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.features.extraction import FeatureOptions
 from worker.pipeline.map.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
+from worker.pipeline.ranges import PARAMS
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.pipeline.storage.job_store import FINAL, JobStore
@@ -119,8 +120,7 @@ def _form() -> html.Details:
                                        placeholder="digits | cifar10:DIR | folder:DIR")),
             field("split", dbc.Select(id=F_SPLIT, value="train", size="sm", options=[
                 {"label": s, "value": s} for s in ("train", "test")]), 2),
-            field("inject noise", dbc.Input(id=F_NOISE, type="number", value=0, min=0,
-                                            max=0.9, step=0.01, size="sm"), 2),
+            field("inject noise", number_input(F_NOISE, "inject_noise"), 2),
         ], class_name="g-2"),
         dbc.Row([
             field("labels CSV (optional)", dbc.Input(id=F_LABELS, size="sm")),
@@ -133,10 +133,8 @@ def _form() -> html.Details:
                  "value": DEFAULT_CHOICE},
                 *({"label": m, "value": m, "title": MODEL_HELP[m]} for m in MODEL_NAMES)])),
             field("weights file (optional)", dbc.Input(id=F_WEIGHTS, size="sm")),
-            field("fine-tune epochs", dbc.Input(id=F_FINETUNE, type="number", value=0, min=0,
-                                                size="sm"), 2),
-            field("perplexity", dbc.Input(id=F_PERPLEXITY, type="number", value=30, min=1,
-                                          size="sm"), 2),
+            field("fine-tune epochs", number_input(F_FINETUNE, "finetune"), 2),
+            field("perplexity", number_input(F_PERPLEXITY, "perplexity"), 2),
             dbc.Col(dbc.Button("Start", id=F_GO, color="primary", size="sm",
                                class_name="mt-3"), md=2),
         ], class_name="g-2 mt-1 align-items-end"),
@@ -149,6 +147,12 @@ def _form() -> html.Details:
     return html.Details([html.Summary("New run…", id="new-run-toggle",
                                       className="h6 text-primary", style={"cursor": "pointer"}),
                          dbc.Card(body, class_name="mb-3")], id="new-run")
+
+
+def number_input(id_: str, name: str) -> dbc.Input:
+    """A number box for parameter ``name``: its range and default from
+    worker.pipeline.ranges, so the form agrees with the CLI and the check."""
+    return dbc.Input(id=id_, type="number", size="sm", **PARAMS[name].form_bounds())
 
 
 def layout(**_query) -> html.Div:

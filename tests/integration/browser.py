@@ -62,6 +62,7 @@ class Server:
                 if self.proc.poll() is not None:
                     break
                 time.sleep(0.2)
+        self.stop()
         raise RuntimeError(f"curator serve did not start; see {self.log.name}")
 
     def stop(self) -> None:
@@ -75,14 +76,14 @@ class Server:
 
 @contextlib.contextmanager
 def served(runs_root: Path) -> Iterator[tuple[Server, object]]:
-    """``curator serve`` on ``runs_root`` and a Chromium driving it, both stopped after."""
-    srv = Server(runs_root)
-    driver = chrome()
-    try:
+    """``curator serve`` on ``runs_root`` and a Chromium driving it, both stopped after,
+    and the server stopped too when the browser cannot start."""
+    with contextlib.ExitStack() as stack:
+        srv = Server(runs_root)
+        stack.callback(srv.stop)
+        driver = chrome()
+        stack.callback(driver.quit)
         yield srv, driver
-    finally:
-        driver.quit()
-        srv.stop()
 
 
 def chrome(width: int = 1366, height: int = 900):
@@ -131,7 +132,7 @@ GRAPH_JS = "return document.querySelector('#curate-graph .js-plotly-plot')"
 
 def hex_colours(colours: list) -> list[str]:
     """Marker colours as ``#rrggbb``: the page draws 0-1 channel arrays
-    (app/figures.py ``channels``), a scalar colour stays as it is."""
+    (app/curate/figures.py ``channels``), a scalar colour stays as it is."""
     return [c if isinstance(c, str) else "#" + "".join(f"{round(v * 255):02x}" for v in c[:3])
             for c in colours]
 
@@ -139,7 +140,7 @@ def hex_colours(colours: list) -> list[str]:
 def trace_markers(driver) -> dict | None:
     """Current colours (hex, :func:`hex_colours`) and symbols (names) of the class trace
     (trace 1). The page sends symbol numbers; they are translated back to names here."""
-    from app.figures import SYMBOLS
+    from app.curate.figures import SYMBOLS
 
     m = driver.execute_script(
         "const gd = document.querySelector('#curate-graph .js-plotly-plot');"

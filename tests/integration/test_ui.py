@@ -179,7 +179,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     server must not repaint them a second time. The run uses the default rule, adaptive,
     whose bits differ from point to point, so the browser must look them up."""
     from app.curate import class_list, logic
-    from app.figures import SYMBOLS, marker_style
+    from app.curate.figures import SYMBOLS, marker_style
     from app.run_data import current_state, run_data
     from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
 
@@ -271,7 +271,7 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     hold.release().perform()
     alert = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-alert .alert"))
     assert "eps must be" in shown_text(alert[0]) and store.class_params()[0][0] == eps
-    from app.figures import marker_style
+    from app.curate.figures import marker_style
     from app.run_data import current_state, run_data
 
     data = run_data(ui_root, "drag")
@@ -475,7 +475,7 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
     slider's step): that is no drag, so the browser must not re-cluster at the snapped
     value. The map and the counts are the server's, and nothing is stored."""
     from app.curate import logic
-    from app.figures import SYMBOLS, marker_style
+    from app.curate.figures import SYMBOLS, marker_style
     from app.run_data import current_state, run_data
 
     store = CurationStore(ui_root / "switch" / "curation.sqlite")
@@ -543,7 +543,7 @@ def test_a_class_drawn_ahead_is_the_servers_and_takes_later_changes(driver, serv
     trace fetched meanwhile (assets/mapclass.js): the map shows what the server draws, the
     server's answer leaves the plot as it is, and a change made next is drawn over it. A
     class held from before a change is drawn by the server."""
-    from app.figures import SYMBOLS, marker_style
+    from app.curate.figures import SYMBOLS, marker_style
     from app.run_data import current_state, run_data
 
     names = {v: k for k, v in SYMBOLS.items()}

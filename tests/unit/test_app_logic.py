@@ -200,7 +200,7 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
 def test_client_model_carries_what_the_browser_needs(root):
     import base64
 
-    from app.figures import LOOKS, channels, marker_style
+    from app.curate.figures import LOOKS, channels, marker_style
 
     logic.set_decision(root, "digits", 0, "drop")
     data = run_data(root, "digits")

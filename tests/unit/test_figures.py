@@ -7,8 +7,8 @@ import io
 import numpy as np
 from PIL import Image
 
-from app.background import LABEL_LIMIT, extent, render_png
-from app.figures import NOISE_COLOUR, OVERVIEW_POINTS_MAX, overview_figure
+from app.curate.backdrop import LABEL_LIMIT, extent, render_png
+from app.curate.figures import NOISE_COLOUR, OVERVIEW_POINTS_MAX, overview_figure
 from worker.pipeline.map.clustering import Decisions
 
 
@@ -59,7 +59,7 @@ def test_marker_colours_travel_as_channel_arrays_that_round_back_to_their_hex():
     """The server's markers and the browser's re-cluster (assets/recluster.js, through
     MARKER_STYLE) draw the same channel arrays; each is four numbers in 0-1 (Plotly reads
     one whose largest channel is above 1 as 0-255) that round back to the named hex."""
-    from app.figures import CLUSTER_COLOURS, LOOKS, MARKER_STYLE, channels
+    from app.curate.figures import CLUSTER_COLOURS, LOOKS, MARKER_STYLE, channels
     from tests.integration.browser import hex_colours  # how the browser tests read them
 
     named = [look.colour for look in LOOKS if look.colour is not None] + CLUSTER_COLOURS

@@ -35,7 +35,7 @@ from worker.pipeline.findings import (
     register,
     unregister,
 )
-from worker.pipeline.findings.duplicate import exact_units, star_groups
+from worker.pipeline.findings.detectors.duplicate import exact_units, star_groups
 from worker.pipeline.findings.files import table_path
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.sources.inject import read_truth
@@ -409,7 +409,7 @@ def test_a_family_grouped_with_a_kept_near_copy_is_found():
     """Samples 0 (source) and 3 (its injected exact copy) are both dropped as copies of
     sample 1, a near copy kept in their group: the injected copy was removed, so the
     family is found (recall 1.0)."""
-    from worker.pipeline.evaluation.findings_scores import duplicate_scores
+    from worker.pipeline.findings.detectors.duplicate import duplicate_scores
 
     marked = np.array([True, False, False, True])
     related = np.array([1, -1, -1, 1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from app.figures import class_figure, class_trace
+from app.curate.figures import class_figure, class_trace
 from app.run_data import current_state, run_data
 from worker.pipeline.storage.curation_store import CurationStore
 from worker.settings import Settings

@@ -58,8 +58,8 @@ def test_steps_match_the_training_loop(n, batch, world):
     import numpy as np
     import torch
 
+    from worker.train.batches import InMemory
     from worker.train.data import TrainData
-    from worker.train.sources import InMemory
 
     assume(world <= batch <= n)  # what validate() and resolve() let through
     x = np.zeros((n, 3, 2, 2), np.uint8)

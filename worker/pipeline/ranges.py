@@ -1,11 +1,12 @@
-"""Every numeric parameter and its range, defined once.
+"""Every numeric parameter, defined once: its flag, range, default and help.
 
-The CLI (``type=cli_type(name)``), the forms and callbacks (``check``), the job parameters
-and the steps themselves check numbers here, so a value is refused the same way wherever
-it comes from: not finite, out of range, or a fraction where a whole number is meant, it
-is one :class:`InputError` line that names the flag and its range. Bounds that depend on
-the data (batch ≤ the subset's size, perplexity < N/3, pca-dims ≤ D, min_samples ≤ the
-class's size, node-rank < nnodes) are passed as ``high`` by the step that knows them.
+The CLI (``type=cli_type(name)``; a whole group's flags with :func:`add_flags`), the forms
+(:meth:`Param.form_bounds`) and callbacks (``check``), the job parameters and the steps
+themselves read numbers here, so a value is refused the same way wherever it comes from: not
+finite, out of range, or a fraction where a whole number is meant, it is one
+:class:`InputError` line that names the flag and its range. Bounds that depend on the data
+(batch ≤ the subset's size, perplexity < N/3, pca-dims ≤ D, min_samples ≤ the class's size,
+node-rank < nnodes) are passed as ``high`` by the step that knows them.
 
 Counts are checked before anything is allocated: the caps on epochs, seeds and batch sizes
 are far above any real use and far below what would exhaust the machine.
@@ -23,7 +24,15 @@ from worker.pipeline.errors import InputError
 @dataclass(frozen=True)
 class Param:
     """A number's flag, type and range: ``low`` ≤ value ≤ ``high`` (``low`` excluded when
-    ``above``, ``high`` excluded when ``below``)."""
+    ``above``, ``high`` excluded when ``below``).
+
+    ``default``: its value when none is given (None: chosen by the step that uses it).
+    ``help``: the CLI's help line; ``{default}`` in it is replaced by the default.
+    ``group``: the options it belongs with, whose flags :func:`add_flags` adds together:
+    ``embedding`` (the t-SNE options; :class:`~worker.pipeline.map.embedding.EmbeddingOptions`
+    has a field of each name) and ``findings`` (a finding kind's cut, named
+    ``<kind>_threshold``: the kind's ``threshold``).
+    """
 
     flag: str
     integer: bool
@@ -31,6 +40,9 @@ class Param:
     high: float
     above: bool = False
     below: bool = False
+    default: float | None = None
+    help: str = ""
+    group: str = ""
 
     def bounds(self, high: float | None = None, strict: bool = False) -> tuple[float, bool]:
         """The upper bound and whether it is excluded, with a data-given ``high``."""
@@ -48,6 +60,16 @@ class Param:
         up = f"< {_fmt(top)}" if excluded else f"≤ {_fmt(top)}"
         return f"{kind} {low} and {up}{why}"
 
+    def help_text(self) -> str:
+        return self.help.replace("{default}", _fmt(self.default) if self.default is not None
+                                 else "none")
+
+    def form_bounds(self) -> dict:
+        """A number input's ``min``, ``max``, ``step`` and ``value`` (HTML's bounds are
+        inclusive: an excluded end is left to :func:`check`, which says so)."""
+        return {"min": self.low, "max": self.high, "step": 1 if self.integer else "any",
+                "value": self.default}
+
 
 def _fmt(x: float) -> str:
     return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
@@ -55,20 +77,26 @@ def _fmt(x: float) -> str:
 
 PARAMS: dict[str, Param] = {
     # ingest and features
-    "inject_noise": Param("--inject-noise", False, 0.0, 1.0, below=True),
+    "inject_noise": Param("--inject-noise", False, 0.0, 1.0, below=True, default=0.0),
     "inject_duplicates": Param("--inject-duplicates", False, 0.0, 1.0),
     "inject_outliers": Param("--inject-outliers", True, 0, 1_000_000),
     "seed": Param("--seed", True, 0, 2**32 - 1),
     # Below 32 px the networks' strides leave nothing to see.
     "input_size": Param("--input-size", True, 32, 512),
-    "finetune": Param("--finetune", True, 0, 1000),
+    "finetune": Param("--finetune", True, 0, 1000, default=0),
     "extract_batch": Param("--batch-size", True, 1, 65_536),
     "workers": Param("--workers", True, 0, 256),
-    # the map
-    "perplexity": Param("--perplexity", False, 0.0, 10_000.0, above=True),
-    "pca_dims": Param("--pca-dims", True, 2, 100_000),
-    "n_iter": Param("--n-iter", True, 0, 100_000),
-    "exaggeration_iter": Param("--exaggeration-iter", True, 0, 100_000),
+    # the map (PCA, then t-SNE; worker/pipeline/map/embedding.py). The iteration counts are
+    # below openTSNE's (250 + 500): EmbeddingOptions' docstring says why.
+    "pca_dims": Param("--pca-dims", True, 2, 100_000, default=50, group="embedding",
+                      help="PCA dimensions before t-SNE (default {default})"),
+    "perplexity": Param("--perplexity", False, 0.0, 10_000.0, above=True, default=30.0,
+                        group="embedding", help="t-SNE perplexity (default {default})"),
+    "n_iter": Param("--n-iter", True, 0, 100_000, default=300, group="embedding",
+                    help="t-SNE iterations after early exaggeration (default {default})"),
+    "exaggeration_iter": Param("--exaggeration-iter", True, 0, 100_000, default=150,
+                               group="embedding",
+                               help="early-exaggeration iterations (default {default})"),
     # the rule
     "eps": Param("--eps", False, 0.0, 1e6, above=True),
     "min_samples": Param("--min-samples", True, 1, 10_000_000),
@@ -78,9 +106,25 @@ PARAMS: dict[str, Param] = {
     # Finding kinds' cuts (worker/pipeline/findings/): a pixel match for copies; for
     # outliers a ratio of distances (how much farther the nearest class lies than the
     # nearest images).
-    "duplicate_threshold": Param("--duplicate-threshold", False, 0.0, 1.0, above=True),
-    "leak_threshold": Param("--leak-threshold", False, 0.0, 1.0, above=True),
-    "outlier_threshold": Param("--outlier-threshold", False, 0.0, 100.0, above=True),
+    # The defaults were chosen by looking at tables in docs/benchmarks.md. Duplicates: the
+    # injected-copies table (CIFAR-10 mini, 2,000 images: at 0.9 light copies are all
+    # found, medium 80%, strong 52%, and 10 of 9,500 candidate pairs of other pictures
+    # pass). Outliers: the injected-outliers tables (CIFAR-10 with EfficientNet-Lite0: F1 at
+    # 2.0 / 2.5 was 0.914 / 0.949 on the mini, 0.592 / 0.908 at 50k, where 1% of the real
+    # images score above 2.0).
+    "duplicate_threshold": Param(
+        "--duplicate-threshold", False, 0.0, 1.0, above=True, default=0.9, group="findings",
+        help="a near copy's pixel match to its group's kept copy reaches T (default "
+             "{default}, raised to what different pictures of the dataset reach; "
+             "docs/method.md)"),
+    "leak_threshold": Param(
+        "--leak-threshold", False, 0.0, 1.0, above=True, default=0.9, group="findings",
+        help="a train image leaks when its pixel match to a test image reaches T (default "
+             "{default}, raised as for duplicates)"),
+    "outlier_threshold": Param(
+        "--outlier-threshold", False, 0.0, 100.0, above=True, default=2.5, group="findings",
+        help="outliers lie T times farther from the nearest class than its own images do "
+             "(default {default}; docs/method.md)"),
     "top": Param("--top", True, 0, 1_000_000),
     # training
     "epochs": Param("--epochs", True, 1, 10_000),
@@ -151,3 +195,24 @@ def cli_type(name: str):
     parse.__name__ = flag
     parse.param = name  # type: ignore[attr-defined]  # which range: tests read it
     return parse
+
+
+def group_params(group: str) -> dict[str, Param]:
+    """The parameters of ``group`` (``Param.group``), in the order :data:`PARAMS` lists them."""
+    return {name: p for name, p in PARAMS.items() if p.group == group}
+
+
+def group_defaults(group: str) -> dict[str, int | float | None]:
+    """The defaults of ``group``'s parameters, by name."""
+    return {name: p.default for name, p in group_params(group).items()}
+
+
+def add_flags(parser, group: str, given_only: bool = False) -> None:  # noqa: ANN001
+    """Add a flag for each parameter of ``group`` to ``parser`` (an argparse parser or
+    argument group), with its checked type, default and help. ``given_only``: the flag
+    defaults to None, so that only a value given on the command line is passed on (the
+    step then uses its own default, or a value stored earlier)."""
+    for name, p in group_params(group).items():
+        parser.add_argument(p.flag, type=cli_type(name), dest=name, metavar="T" if given_only
+                            else None, default=None if given_only else p.default,
+                            help=p.help_text())

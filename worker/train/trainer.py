@@ -3,7 +3,7 @@
 Shaped like pytorch/examples' ``multigpu_torchrun.py``: a typed config, a :class:`Trainer`
 with ``_run_batch`` / ``_run_epoch`` / ``_save_snapshot``. ``DIR/config.json`` and
 ``DIR/subset.npy`` (written by :mod:`worker.train.launch`) say what to train; the batches
-come from :mod:`worker.train.sources`. CUDA: NCCL, bf16 autocast, channels_last. CPU: gloo.
+come from :mod:`worker.train.batches`. CUDA: NCCL, bf16 autocast, channels_last. CPU: gloo.
 
 The step never waits for the host: loss and accuracy stay device tensors, summed over
 ranks once per epoch, and the stop flag (SIGTERM) is agreed across ranks only every
@@ -34,9 +34,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from worker.pipeline.storage.rundir import RunDir, atomic_path, write_text
+from worker.train.batches import Source, augment, open_source
 from worker.train.model import build_model, lr_at, make_optimizer
 from worker.train.plan import scaled_lr
-from worker.train.sources import Source, augment, open_source
 
 # Steps between host syncs (the stop flag agreed across ranks, the running loss read):
 # a few a second on a GPU, so a stop or the progress bar is never far behind.
@@ -131,7 +131,7 @@ class Trainer:
     cfg : LoopConfig
     out : the training's folder (``<run>/train/<name>/``)
     place : Placement
-    source : the batches (:mod:`worker.train.sources`)
+    source : the batches (:mod:`worker.train.batches`)
     """
 
     def __init__(self, cfg: LoopConfig, out: Path, place: Placement, source: Source) -> None:

@@ -25,3 +25,11 @@ def auroc(score: np.ndarray, noisy: np.ndarray) -> float | None:
     if noisy.all() or not noisy.any():
         return None
     return round(float(roc_auc_score(noisy, score)), 4)
+
+
+def prf(tp: int, marked: int, truth: int) -> dict:
+    p = tp / marked if marked else 0.0
+    r = tp / truth if truth else 0.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(f1, 4),
+            "marked": marked, "truth": truth, "true_positives": tp}

@@ -1,12 +1,12 @@
 """Findings: every kind of harmful sample, one registry (docs/method.md, "Findings").
 
-Importing this package registers the built-in kinds, in the order they are shown:
+Importing this package registers every kind in ``detectors/``, shown in their ``order``:
 ``label`` (wrong labels: the adaptive rule), ``duplicate``, ``leak`` and ``outlier``.
 """
 
 from __future__ import annotations
 
-from worker.pipeline.findings import duplicate, label, leak, outlier  # noqa: F401 - each registers its kind
+from worker.pipeline.findings import detectors  # noqa: F401 - registers every kind
 from worker.pipeline.findings.base import DROP, REVIEW, FindingKind, FindingTable, View
 from worker.pipeline.findings.files import load_findings
 from worker.pipeline.findings.kind_registry import REGISTRY, get_kind, kinds, register, unregister

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from worker.pipeline.ranges import PARAMS
+
 if TYPE_CHECKING:
     from worker.pipeline.findings.context import FindingContext
 
@@ -84,8 +86,9 @@ class FindingKind:
     title : what a person calls one finding ("near-duplicate").
     decision : :data:`DROP` or :data:`REVIEW`, the default for the samples it marks.
     columns : the manifest and review-list columns it adds (:meth:`column_values`).
-    threshold : name of its cut in :data:`~worker.pipeline.ranges.PARAMS` (its CLI flag),
-        or None; the default is :attr:`default_threshold`.
+    threshold : name of its cut in :data:`~worker.pipeline.ranges.PARAMS` (group
+        ``findings``, named ``<name>_threshold``), which gives its CLI flag, range, default
+        and help; or None for a kind without a cut.
     """
 
     name: ClassVar[str]
@@ -97,7 +100,9 @@ class FindingKind:
     decision: ClassVar[str] = DROP
     columns: ClassVar[tuple[str, ...]] = ()
     threshold: ClassVar[str | None] = None
-    default_threshold: ClassVar[float | None] = None
+    # The map's mark for the samples its default drops (a Plotly symbol name that
+    # app/curate/figures.py's FINDING_MARKS knows); None: drawn another way (label: DBSCAN's ✕).
+    symbol: ClassVar[str | None] = None
     # What the default decision does, for `curator findings` and the docs.
     advice: ClassVar[str] = ""
     # Whether a reviewer's relabel undoes the default drop: it does for a kind that says
@@ -107,6 +112,11 @@ class FindingKind:
     def compute(self, ctx: FindingContext) -> FindingTable:
         """The kind's per-sample table for the run ``ctx`` describes."""
         raise NotImplementedError
+
+    @property
+    def default_threshold(self) -> float | None:
+        """The default of its cut (:attr:`threshold`), or None."""
+        return PARAMS[self.threshold].default if self.threshold else None
 
     def cut(self, ctx: FindingContext) -> float | None:
         """The cut this run uses: the one given for :attr:`name` (``ctx.thresholds``,
@@ -122,6 +132,12 @@ class FindingKind:
         """The samples the kind marks now (bool (N,)). Only ``label`` depends on the
         store (the rule's flags, ``view.flagged``); every other kind's marks are fixed."""
         return table.issue
+
+    def score_truth(self, table: FindingTable, marked: np.ndarray, truth: list[dict]) -> dict:
+        """Its scores against injected truth for ``curator evaluate``: ``marked`` (bool (N,))
+        what it marks now, ``truth`` the ``injected.csv`` rows of this kind. A kind that
+        can be injected says how it is scored; the others have nothing to add."""
+        return {}
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
         """Its :attr:`columns` as text, one value per sample ('' where none)."""

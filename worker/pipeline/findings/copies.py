@@ -8,7 +8,7 @@ copies of one picture, and the pixel match a copy needs in this dataset.
   typical.
 - The cut (:func:`pixel_cut`) is the threshold or, where more is needed, what different
   pictures of this dataset reach: the 99.9th percentile of the match between each sample
-  and its 10th to 20th nearest samples (findings/duplicate.py says why).
+  and its 10th to 20th nearest samples (findings/detectors/duplicate.py says why).
 """
 
 from __future__ import annotations
@@ -17,10 +17,6 @@ import numpy as np
 
 from worker.pipeline.findings.pixels import match_pairs
 
-# The pixel match a near copy needs: chosen by looking at the injected-copies table in
-# docs/benchmarks.md (CIFAR-10 mini, 2,000 images: at 0.9 light copies are all found,
-# medium 80%, strong 52%, and 10 of 9,500 candidate pairs of other pictures pass).
-DEFAULT_DUPLICATE_THRESHOLD = 0.9
 K_CANDIDATES = 5
 CANDIDATE_RATIO = 1.5
 FEATURE_ONLY = 0.3

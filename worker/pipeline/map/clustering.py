@@ -310,7 +310,7 @@ def cut_bands(inputs: RuleInputs, score: np.ndarray, members: Sequence[np.ndarra
 # Bits of flag_bits(): a sample is flagged when it is DBSCAN noise and has NOISE_FLAGGED,
 # or when it has ALWAYS_FLAGGED (see flagged_by). Every rule lives here only, whatever
 # evidence it reads; the browser gets each point's look for both DBSCAN outcomes from
-# app/figures.py look_table, built on flagged_by.
+# app/curate/figures.py look_table, built on flagged_by.
 NOISE_FLAGGED, ALWAYS_FLAGGED = 1, 2
 
 

@@ -13,16 +13,21 @@ import numpy as np
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled, ProgressFn, report
-from worker.pipeline.ranges import check
+from worker.pipeline.ranges import PARAMS, check, group_params
 from worker.pipeline.storage.rundir import RunDir, save_npy
 
 # The defaults adapt to a small run (EmbeddingOptions.check_data); chosen values do not.
-DEFAULT_PERPLEXITY, DEFAULT_PCA_DIMS = 30.0, 50
+DEFAULT_PERPLEXITY = PARAMS["perplexity"].default
+DEFAULT_PCA_DIMS = PARAMS["pca_dims"].default
 
 
 @dataclass(frozen=True)
 class EmbeddingOptions:
     """t-SNE settings; ``n_iter`` counts the iterations after early exaggeration.
+
+    Each number is a parameter of the ``embedding`` group in worker/pipeline/ranges.py,
+    which gives its default, range and help: the CLI's flags, the form and the job record
+    follow from there, so a new option is a field here and a line there.
 
     The iteration counts are below openTSNE's defaults (250 + 500): with its learning
     rate N/12 the map has converged by then. On 20k CIFAR ResNet-56 features, 150 + 300
@@ -32,14 +37,14 @@ class EmbeddingOptions:
 
     pca_dims: int = DEFAULT_PCA_DIMS
     perplexity: float = DEFAULT_PERPLEXITY
-    n_iter: int = 300
+    n_iter: int = PARAMS["n_iter"].default
     seed: int = 0
     gradient: str = "auto"  # "fft", "bh", or "auto": FFT from FFT_MIN_N points up
-    exaggeration_iter: int = 150
+    exaggeration_iter: int = PARAMS["exaggeration_iter"].default
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any work.
-        for name in ("pca_dims", "perplexity", "n_iter", "seed", "exaggeration_iter"):
+        for name in (*group_params("embedding"), "seed"):
             object.__setattr__(self, name, check(name, getattr(self, name)))
         if self.gradient not in ("auto", "fft", "bh"):
             raise InputError(f"--gradient must be auto, fft or bh, got {self.gradient!r}")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from worker.pipeline.evaluation.metrics import auroc, prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.index import knn_query, pair_distances
@@ -44,10 +45,6 @@ K_OUTLIER = 10
 # CORE_MIN of its members (else every member does).
 CORE_AGREEMENT = 0.5
 CORE_MIN = 0.2
-# Chosen by looking at the injected-outliers tables in docs/benchmarks.md (CIFAR-10 with
-# EfficientNet-Lite0: F1 at 2.0 / 2.5 was 0.914 / 0.949 on the mini, 0.592 / 0.908 at 50k,
-# where 1% of the real images score above 2.0).
-DEFAULT_OUTLIER_THRESHOLD = 2.5
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -139,10 +136,17 @@ class OutlierKind(FindingKind):
     order = 30
     columns = ("outlier_score", "outlier")
     threshold = "outlier_threshold"
-    default_threshold = DEFAULT_OUTLIER_THRESHOLD
+    symbol = "star"
     cleared_by_relabel = True  # a relabel says it belongs to a class
     advice = ("dropped unless kept: it fits no class; keep it ('a') when it is a rare but "
               "real case of its class, or relabel it")
+
+    def score_truth(self, table: FindingTable, marked: np.ndarray, truth: list[dict]) -> dict:
+        """P/R/F1 against the injected outliers, and the score's AUROC."""
+        injected = np.zeros(len(marked), bool)
+        injected[[r["index"] for r in truth]] = True
+        return {**prf(int((marked & injected).sum()), int(marked.sum()), int(injected.sum())),
+                "auroc": auroc(table.score, injected)}
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         sp, t = ctx.space, float(self.cut(ctx))

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from worker.pipeline.evaluation.metrics import prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.copies import (
-    DEFAULT_DUPLICATE_THRESHOLD,
     copy_pairs,
 )
 from worker.pipeline.findings.kind_registry import register
@@ -80,6 +80,43 @@ def star_groups(units: np.ndarray, pairs: np.ndarray, n: int) -> np.ndarray:
     return group
 
 
+# Scored against injected copies (FindingKind.score_truth): an injected copy and its source
+# form a family. A marked sample is right when its kept copy is of its own family
+# (whichever of the two was kept), or when it shares a group with the other member of its
+# family; a family is found when its two members share a group and one of them is marked
+# (both may be dropped for a third, nearly identical sample). Natural duplicates the
+# dataset already held count against precision, so precision is a lower bound.
+def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[dict],
+                     group: np.ndarray | None = None) -> dict:
+    """P/R/F1 of duplicate marks against injected copies, and recall per strength
+    (``group``: the duplicate kind's group per sample, -1 none)."""
+    n = len(marked)
+    family = np.arange(n)
+    copies = [r for r in truth_rows if r["kind"] == "duplicate"]  # its own rows
+    for r in copies:
+        family[r["index"]] = r["source"]
+    group = np.full(n, -1) if group is None else group
+    found = np.flatnonzero(marked)
+    grouped = {(int(group[r["index"]]), r["source"]) for r in copies
+               if group[r["index"]] >= 0 and group[r["index"]] == group[r["source"]]
+               and (marked[r["index"]] or marked[r["source"]])}
+    together = {f for _, f in grouped}
+    right = found[((related[found] >= 0)
+                   & (family[found] == family[np.maximum(related[found], 0)]))
+                  | np.isin(family[found], list(together))]
+    hit = set(family[right].tolist()) | together
+    out = prf(len(right), len(found), len(copies))
+    out["recall"] = round(len(hit) / len(copies), 4) if copies else 0.0
+    p, r = out["precision"], out["recall"]
+    out["f1"] = round(2 * p * r / (p + r), 4) if p + r else 0.0
+    by = {}
+    for how in sorted({c["how"] for c in copies}):
+        fams = [c["source"] for c in copies if c["how"] == how]
+        by[how] = round(sum(f in hit for f in fams) / len(fams), 4)
+    out["recall_by_strength"] = by
+    return out
+
+
 @register
 class DuplicateKind(FindingKind):
     name = "duplicate"
@@ -89,9 +126,12 @@ class DuplicateKind(FindingKind):
     order = 10
     columns = ("duplicate_group", "duplicate_of")
     threshold = "duplicate_threshold"
-    default_threshold = DEFAULT_DUPLICATE_THRESHOLD
+    symbol = "square"
     advice = ("one copy per group is kept, the others dropped unless kept: a copy costs "
               "compute every epoch and adds nothing; keep another member with 'a'")
+
+    def score_truth(self, table: FindingTable, marked: np.ndarray, truth: list[dict]) -> dict:
+        return duplicate_scores(marked, table.related, truth, table.facts.get("group"))
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         n, labels = len(ctx.samples), ctx.samples.labels

@@ -13,6 +13,7 @@ from html import escape
 
 import numpy as np
 
+from worker.pipeline.findings import DROP, REVIEW, kinds
 from worker.pipeline.map.clustering import Decisions, flagged_by
 
 # Qualitative palette for clusters (Plotly's D3/T10, minus red, green and grey, which
@@ -35,7 +36,6 @@ LEGEND = [
     ("✕", NOISE_COLOUR, "flagged: will be dropped"),
     ("◆", KEEP_COLOUR, "kept by you (override or relabel)"),
     ("✕", DROP_COLOUR, "dropped by you"),
-    ("■▲★", "#6f42c1", "a copy, a leak into the test split, an outlier: dropped by default"),
 ]
 
 
@@ -45,11 +45,23 @@ LEGEND = [
 # class switch's repaint; integer codes through a colorscale were smaller still, but
 # Plotly's colorscale path made each repaint slower (docs/benchmarks.md).
 SYMBOLS = {"circle": 0, "square": 1, "diamond": 2, "x": 4, "triangle-up": 5, "star": 17}
-# Samples another finding kind drops by default (worker/pipeline/findings), one symbol per
-# kind in registry order after label: a copy ■, a leak ▲, an outlier ★ (a fourth ◆).
+# Samples another finding kind drops by default (worker/pipeline/findings), each kind in
+# the mark it declares (FindingKind.symbol): Plotly's symbol number and the legend's glyph.
+# The diamond and the ✕ are a reviewer's keep and drop, so no kind may take them.
 FINDING_COLOUR = "#6f42c1"
-FINDING_SYMBOLS = (SYMBOLS["square"], SYMBOLS["triangle-up"], SYMBOLS["star"],
-                   SYMBOLS["diamond"])
+FINDING_MARKS = {"square": (1, "■"), "triangle-up": (5, "▲"), "star": (17, "★"),
+                 "hexagon": (14, "⬢"), "pentagon": (13, "⬟"), "triangle-down": (6, "▼")}
+DECISION_WORDS = {DROP: "dropped by default", REVIEW: "listed for review"}
+
+
+def drawn_kinds() -> list:
+    """The finding kinds drawn with their own mark, in display order: their slots."""
+    return [k for k in kinds() if k.symbol]
+
+
+FINDING_SYMBOLS = tuple(FINDING_MARKS[k.symbol][0] for k in drawn_kinds())
+LEGEND += [(FINDING_MARKS[k.symbol][1], FINDING_COLOUR, f"{k.title}: {DECISION_WORDS[k.decision]}")
+           for k in drawn_kinds()]
 SIZES = {"point": 6, "flagged": 8, "override": 10}
 OVERRIDE_CODES = {"keep": 1, "drop": 2}  # 0: no override
 
@@ -143,11 +155,10 @@ def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray,
 
 def finding_slots(reason: np.ndarray) -> np.ndarray:
     """uint8 (n,): for samples whose decision ``reason`` (Decisions.reason) names a
-    finding kind other than label, 1 + that kind's slot; else 0."""
-    from worker.pipeline.findings import kinds
-
+    finding kind drawn with its own mark (:func:`drawn_kinds`), 1 + that kind's slot;
+    else 0."""
     out = np.zeros(len(reason), np.uint8)
-    for slot, kind in enumerate(k for k in kinds() if k.name != "label"):
+    for slot, kind in enumerate(drawn_kinds()):
         out[reason == kind.name] = slot + 1
     return out
 
@@ -242,9 +253,9 @@ def class_figure(emb: np.ndarray, trace: dict, background_url: str,
     :func:`class_trace`) on top.
 
     Trace 0 is invisible and only pins the axes to the whole map (``bounds``, when the
-    caller has them: :func:`~app.background.extent` of ``emb``); trace 1 is the class.
+    caller has them: :func:`~app.curate.backdrop.extent` of ``emb``); trace 1 is the class.
     """
-    from app.background import extent
+    from app.curate.backdrop import extent
 
     x0, x1, y0, y1 = bounds or extent(emb)
     pin = dict(type="scattergl", x=[x0, x1], y=[y0, y1], mode="markers", hoverinfo="skip",

@@ -15,7 +15,7 @@ import numpy as np
 
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
-from worker.pipeline.findings.copies import DEFAULT_DUPLICATE_THRESHOLD, K_CANDIDATES, copy_pairs
+from worker.pipeline.findings.copies import K_CANDIDATES, copy_pairs
 from worker.pipeline.findings.index import knn_query
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.findings.pixels import match_pairs
@@ -30,8 +30,8 @@ class LeakKind(FindingKind):
     order = 20
     columns = ("leaks_to",)
     threshold = "leak_threshold"
+    symbol = "triangle-up"
     # The same cut as near-duplicates: a leak is a near-duplicate across the split.
-    default_threshold = DEFAULT_DUPLICATE_THRESHOLD
     advice = ("the train copy is dropped unless kept, so the test set stays comparable "
               "with published numbers; results also report accuracy without the leaked "
               "test images")

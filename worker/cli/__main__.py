@@ -1,0 +1,7 @@
+"""``python -m worker.cli``: the ``curator`` command."""
+
+import sys
+
+from worker.cli import main
+
+sys.exit(main())

@@ -1,0 +1,165 @@
+"""serve, worker, jobs, cancel: the app, the workers and their jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from worker.cli.arguments import Add, rundir
+
+# Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
+# (each command imports what it needs when it runs).
+from worker.pipeline.errors import InputError
+from worker.pipeline.ranges import cli_type
+
+
+def cmd_serve(a: argparse.Namespace) -> None:
+    from dataclasses import replace
+
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    settings = replace(settings, runs_root=a.runs_root or settings.runs_root,
+                       host=a.host or settings.host, port=a.port or settings.port)
+    if settings.broker_url:
+        from worker.jobs.dispatchers import check_broker
+
+        try:
+            check_broker(settings.broker_url)
+        except InputError as exc:
+            # Curation needs no broker: serve anyway; job buttons show this error until
+            # Redis is back.
+            print(f"warning: {exc}", file=sys.stderr)
+    from app.server import serve
+
+    _check_port_free(settings.host, settings.port)  # before printing a URL that won't answer
+    token = f"?token={settings.auth_token}" if settings.auth_token else ""
+    base = f"http://{settings.host}:{settings.port}"
+    print(f"tsne-curator: {base}/{token} (runs root {settings.runs_root.resolve()})", flush=True)
+    run_id = _run_to_open(settings.runs_root)
+    if run_id:
+        print(f"curate {run_id}: {base}/curate/{run_id}{token}", flush=True)
+    serve(settings, debug=a.debug)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a port another program holds, in one line (the server used to print its URL
+    and only then fail)."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise InputError(f"port {port} on {host} is in use: stop the program holding "
+                                 "it, or pick another with --port or CURATOR_PORT") from None
+            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror}): check "
+                             "--host/CURATOR_HOST and --port") from None
+
+
+def _run_to_open(runs_root: Path) -> str | None:
+    """The run to point a new user at: ``demo`` when it is ready, else the most recently
+    clustered run, else None."""
+    from worker.run_catalog import list_runs
+
+    ready = [e for e in list_runs(runs_root) if e.error is None
+             and e.meta.get("steps", {}).get("cluster", {}).get("status") == "done"]
+    if any(e.id == "demo" for e in ready):
+        return "demo"
+    return max(ready, key=lambda e: (e.path / "run.json").stat().st_mtime).id if ready else None
+
+
+def cmd_worker(a: argparse.Namespace) -> None:
+    from worker.jobs.dispatchers import check_broker
+    from worker.jobs.recovery import recover_stale_jobs, watch_stale_jobs
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    if not settings.broker_url:
+        raise InputError("curator worker needs CURATOR_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    check_broker(settings.broker_url)
+    queues = [q for q in a.queues.split(",") if q]
+    if not queues or set(queues) - {"gpu", "cpu"}:
+        raise InputError(f"--queues must name gpu and/or cpu, got {a.queues!r}")
+    settings.runs_root.mkdir(parents=True, exist_ok=True)
+    for line in recover_stale_jobs(settings):
+        print(line, file=sys.stderr)
+    # Not only at start-up: a replacement started the moment after a crash must still
+    # re-queue the dead worker's job once its heartbeat goes stale.
+    watch_stale_jobs(settings)
+    from worker.celery_app import make_celery
+
+    argv = ["worker", "-Q", ",".join(queues), "--concurrency", str(a.concurrency),
+            "--loglevel", a.loglevel, "--hostname", a.name or f"curator-{os.getpid()}@%h"]
+    make_celery(settings).worker_main(argv)
+
+
+def cmd_jobs(a: argparse.Namespace) -> None:
+    from worker.jobs.recovery import fail_dead_jobs
+    from worker.pipeline.storage.job_store import JobStore
+    from worker.settings import load_settings
+
+    run = rundir(a.run).require_jobs()
+    fail_dead_jobs(load_settings(), run)
+    jobs = JobStore(run.store).list()
+    if a.json:
+        print(json.dumps(jobs, indent=2))
+        return
+    print(f"{'id':<14}{'kind':<10}{'status':<11}{'progress':>16}  {'worker':<24}message / error")
+    for j in jobs:
+        prog = f"{j['done']}/{j['total']}" if j["total"] else "-"
+        note = j["error"] or j["message"]
+        print(f"{j['id']:<14}{j['kind']:<10}{j['status']:<11}{prog:>16}  "
+              f"{(j['worker'] or '-')[:23]:<24}{note[:80]}")
+
+
+def cmd_cancel(a: argparse.Namespace) -> None:
+    from worker.jobs.client import find_job
+    from worker.jobs.dispatchers import get_dispatcher
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    if a.run:
+        from dataclasses import replace
+
+        path = rundir(a.run).require_jobs().path.resolve()  # never creates the folder
+        settings = replace(settings, runs_root=path.parent)
+        run_id = path.name
+    else:
+        run_id, _ = find_job(settings.runs_root, a.job)
+    status = get_dispatcher(settings).cancel(run_id, a.job)
+    if status is None:
+        raise InputError(f"no job {a.job} in run {run_id}")
+    note = " (stops at its next progress step)" if status == "running" else ""
+    print(f"job {a.job}: {status}{note}")
+
+
+def register(add: Add) -> None:
+    """serve, worker, jobs, cancel: the app, the workers and their jobs."""
+    sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
+    sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")
+    sp.add_argument("--host", help="default 127.0.0.1 (CURATOR_HOST)")
+    sp.add_argument("--port", type=cli_type("port"), help="default 8050 (CURATOR_PORT)")
+    sp.add_argument("--debug", action="store_true", help="Dash dev tools and reloader")
+
+    sp = add("worker", cmd_worker, "start a Celery worker (needs CURATOR_BROKER_URL)")
+    sp.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu")
+    sp.add_argument("--concurrency", type=cli_type("concurrency"), default=1, help="jobs at a time")
+    sp.add_argument("--loglevel", default="INFO", help="Celery log level")
+    sp.add_argument("--name", help="worker node name (default curator-PID@host)")
+
+    sp = add("jobs", cmd_jobs, "list a run's jobs")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--json", action="store_true")
+
+    sp = add("cancel", cmd_cancel, "cancel a job (it stops at its next progress step)")
+    sp.add_argument("job")
+    sp.add_argument("--run", type=Path, help="the job's run (default: search the runs root)")

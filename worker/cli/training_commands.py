@@ -1,0 +1,95 @@
+"""retrain and experiment: training on a run's subsets under torchrun.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from worker.cli.arguments import Add, rundir, train_args, train_config
+
+# Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
+# (each command imports what it needs when it runs).
+from worker.pipeline.names import (
+    SUBSETS,
+)
+from worker.pipeline.ranges import check, cli_type
+
+
+def _train_printer():
+    """Print a training's plan, its warnings (on stderr) and one line per finished epoch;
+    the per-step position is for the job pages."""
+    last = {"epoch": None}
+
+    def show(done: int, total: int, message: str) -> bool:
+        if message.startswith("warning:"):
+            print(message, file=sys.stderr, flush=True)
+            return False
+        head, _, epoch = message.partition(" | ")
+        line = epoch or (None if head.startswith("train: epoch") else head)
+        if line and line != last["epoch"]:
+            print(line, flush=True)
+            last["epoch"] = line
+        return False
+    return show
+
+
+def cmd_retrain(a: argparse.Namespace) -> None:
+    from worker.jobs.execution import run_here
+    from worker.train.launch import validate
+
+    run = rundir(a.run).require()
+    cfg = train_config(a)
+    validate(cfg)  # settings that can never run are refused before a job is recorded
+    # A job of this process, in the run's job store: the Jobs page lists and can cancel it.
+    summary = run_here(run, "train", cfg, _train_printer())
+    print(f"{summary['status']}: test acc {summary['final_test_acc']:.4f} "
+          f"({summary['test_source']}, {summary['train_size']} training images, "
+          f"{summary['images_per_s_per_process']:.0f} img/s per process) → "
+          f"{run.path / summary['train_dir']}")
+
+
+def cmd_experiment(a: argparse.Namespace) -> None:
+    from worker.jobs.execution import run_here
+    from worker.jobs.job_params import ExperimentParams
+    from worker.train.experiment import verdict_report
+    from worker.train.launch import validate
+
+    run = rundir(a.run).require()
+    subsets = [s for s in a.subsets.split(",") if s]
+    batch_sizes = [None if b.strip() == "auto" else check("train_batch", b)
+                   for b in a.batch_sizes.split(",") if b.strip()]
+    configs = [train_config(a, subset=s, batch_size=b, seed=seed, name=None)
+               for s in subsets for b in batch_sizes for seed in range(a.seeds)]
+    for cfg in configs:  # refused before a job is recorded, as in cmd_retrain
+        validate(cfg)
+    result = run_here(run, "experiment", ExperimentParams(a.name or "comparison",
+                                                          tuple(configs)), _train_printer())
+    out = run.path / result["experiment"]
+    print((out / "results.csv").read_text())
+    print(verdict_report(out))
+    print(f"table: {out / 'summary.csv'}\nplot: {out / 'accuracy_vs_batch.png'}")
+
+
+def register(add: Add) -> None:
+    """retrain and experiment."""
+    sp = add("retrain", cmd_retrain, "train with DDP on a subset of a run (torchrun)")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--subset", default="filtered", choices=SUBSETS,
+                    help="filtered (kept samples), full, random (filtered's size), or "
+                         "corrected (filtered plus the flagged samples whose suggested label "
+                         "is confident, relabelled)")
+    sp.add_argument("--batch-size", type=cli_type("train_batch"),
+                    help="global batch (default: a power of two ≤ images/32, 16 to 256)")
+    sp.add_argument("--seed", type=cli_type("seed"), default=0, help="training seed")
+    train_args(sp)
+
+    sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--subsets", default="full,filtered,random", help="comma-separated")
+    sp.add_argument("--batch-sizes", default="auto",
+                    help="comma-separated global batches; 'auto' chooses from the subset size")
+    sp.add_argument("--seeds", type=cli_type("seeds"), default=3,
+                    help="seeds per subset and batch size")
+    train_args(sp)
