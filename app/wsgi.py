@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from flask import Flask
 
+from worker.settings import load_settings
+
 
 def application() -> Flask:
     """Build the app from the environment's settings and return its Flask server."""
     from app.server import create_app
-    from worker.settings import load_settings
 
     return create_app(load_settings()).server

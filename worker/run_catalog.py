@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.storage.curation_store import connect
 from worker.pipeline.storage.rundir import RunDir
 
 STORE = "curation.sqlite"
@@ -66,8 +67,6 @@ class RunEntry:
 
 
 def _check(run_id: str, path: Path) -> RunEntry:
-    from worker.pipeline.storage.curation_store import connect
-
     meta: dict[str, Any] = {}
     if (path / "run.json").is_file():
         try:

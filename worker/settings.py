@@ -9,6 +9,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from worker.pipeline.errors import InputError
+from worker.pipeline.ranges import PARAMS, check
+
 # Extraction is shared out by itself (worker.extract_shards), with a broker and at least
 # two workers on the gpu queue, from this many images: SHARDS_PER_WORKER shards per worker.
 # bench/shards.py, two workers against one (docs/benchmarks.md): 1.72x at 2,000 images
@@ -23,8 +26,6 @@ def _env(name: str, default: str) -> str:
 
 def _int_env(name: str, default: int) -> int:
     """An integer setting, or one clear line naming the variable."""
-    from worker.pipeline.errors import InputError
-
     text = _env(name, str(default))
     try:
         return int(text)
@@ -34,8 +35,6 @@ def _int_env(name: str, default: int) -> int:
 
 def _number_env(name: str, param: str, default: int) -> int:
     """A setting with a parameter's range (worker.pipeline.ranges), named as the variable."""
-    from worker.pipeline.errors import InputError
-    from worker.pipeline.ranges import PARAMS, check
 
     try:
         return int(check(param, _env(name, str(default))))

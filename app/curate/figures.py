@@ -13,6 +13,7 @@ from html import escape
 
 import numpy as np
 
+from app.curate.backdrop import extent
 from worker.pipeline.findings import DROP, REVIEW, kinds
 from worker.pipeline.map.clustering import Decisions, flagged_by
 
@@ -255,8 +256,6 @@ def class_figure(emb: np.ndarray, trace: dict, background_url: str,
     Trace 0 is invisible and only pins the axes to the whole map (``bounds``, when the
     caller has them: :func:`~app.curate.backdrop.extent` of ``emb``); trace 1 is the class.
     """
-    from app.curate.backdrop import extent
-
     x0, x1, y0, y1 = bounds or extent(emb)
     pin = dict(type="scattergl", x=[x0, x1], y=[y0, y1], mode="markers", hoverinfo="skip",
                marker=dict(size=1, opacity=0), name="extent")

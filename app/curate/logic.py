@@ -15,7 +15,8 @@ from app.caching import memoized
 from app.curate.figures import MARKER_STYLE, finding_slots, look_table, override_codes, typed_array
 from app.run_data import RunData, RunState, current_state, run_data
 from worker.pipeline.errors import InputError
-from worker.pipeline.findings import kinds
+from worker.pipeline.findings import View, kinds
+from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_eps, flag_bits
 from worker.pipeline.map.dbscan import SMALL_N, check_params, noise_until
 from worker.pipeline.storage.curation import open_store, set_cut, summary_rows
@@ -385,8 +386,6 @@ def why(data: RunData, state: RunState, sample: int) -> str:
 def finding_lines(data: RunData, state: RunState, sample: int) -> list[str]:
     """The why-line of every kind other than ``label`` that marks ``sample`` (the label
     rule's own words follow in :func:`why`); a reviewer's decision is said first."""
-    from worker.pipeline.findings import View, kinds
-    from worker.pipeline.findings.testsplit import read_test_paths
 
     s = data.samples
     view = View(s.paths, s.classes, s.labels, read_test_paths(data.run),

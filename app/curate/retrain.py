@@ -13,6 +13,7 @@ from app.job_view import poll, submit
 from app.layout import error_alert
 from worker.pipeline.errors import InputError
 from worker.pipeline.names import SUBSETS
+from worker.train.launch import plan_for
 
 # The form's fields share one pattern-matching id type, {"type": FIELD, "name": <a train
 # job's param>}, so a callback reads or follows all of them as one.
@@ -92,7 +93,6 @@ def show_plan(_fields, _job, run_id):
     """What Retrain will do with the fields as they are: images, batch, epochs, steps, and a
     warning when that is too few optimizer steps to train."""
     from app.run_data import current_state, run_data
-    from worker.train.launch import plan_for
 
     try:
         cfg = train_form(ctx.inputs_list[0])

@@ -24,6 +24,7 @@ from app.caching import lookup, memoized
 from app.run_data import RunData, RunState, current_state, run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import View, kinds, marks, sample_findings
+from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.storage.curation import open_store
 
 STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
@@ -253,8 +254,6 @@ def related_images(data: RunData, state: RunState, sample: int, run_id: str) -> 
     """What the side-by-side view shows for ``sample``: its duplicate group's members
     (itself first) and, for a leak, the test image it nearly copies. Each item:
     ``{"src", "caption", "kept"}`` (kept None for a test image); [] when it has neither."""
-    from worker.pipeline.findings.testsplit import read_test_paths
-
     run = quote(run_id, safe="")
     classes, labels, kept = data.samples.classes, data.samples.labels, state.decisions.kept
     items = []

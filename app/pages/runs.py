@@ -14,6 +14,7 @@ from app.job_view import job_progress
 from app.layout import error_alert, feature_badges, live_table
 from worker.jobs.job_params import PipelineParams
 from worker.pipeline.errors import InputError
+from worker.pipeline.evaluation.metrics import detection_scores
 from worker.pipeline.features.extraction import FeatureOptions
 from worker.pipeline.map.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
@@ -60,7 +61,6 @@ def run_counts(run_id: str) -> dict:
     of what is dropped against the true noise when true labels are known. Uses the Curate
     page's caches (app.run_data). Raises InputError when a file of the run cannot be read."""
     from app.run_data import current_state, run_data
-    from worker.pipeline.evaluation.metrics import detection_scores
 
     data = run_data(settings().runs_root, run_id)
     state = current_state(data)

@@ -2,6 +2,7 @@
 
 The import graph counts every in-project import: at module level, inside functions (the
 deferred imports that keep heavy libraries out of start-up) and under ``TYPE_CHECKING``,
+and the packages an import runs on the way (importing ``a.b.c`` runs ``a/b/__init__``),
 so a cycle cannot hide behind any of them.
 """
 
@@ -52,7 +53,16 @@ def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom,
             name = name.rpartition(".")[0]
         if name and name != module:
             found.add(name)
-    return found
+    # Importing a.b.c runs a/__init__ and a/b/__init__ first: an edge to each package above
+    # the target that is not above this module (those are imported before it).
+    mine = _packages_above(module)
+    return found | {p for t in found for p in _packages_above(t) - mine - {module}
+                    if p in modules}
+
+
+def _packages_above(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
 
 
 DISCOVERY = "pkgutil.iter_modules(__path__)"
@@ -107,6 +117,64 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+# What a deferred import may keep out of a process's start-up (`curator --help` must not
+# load numpy; the app loads torch only for a job).
+HEAVY = {"numpy", "torch", "torchvision", "sklearn", "scipy", "cleanlab", "openTSNE",
+         "matplotlib", "celery", "kombu", "timm", "PIL", "dash", "dash_bootstrap_components",
+         "dash_ag_grid", "plotly", "flask", "flask_caching", "flask_talisman", "waitress",
+         "redis", "orjson", "tqdm", "annoy", "pandas"}
+
+
+def _start_up() -> tuple[dict[str, set[str]], dict[str, set[str]], list]:
+    """Per module: the project modules and heavy libraries its top level imports, and every
+    in-project import inside a function as (module, line, the modules it runs)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    heavy: dict[str, set[str]] = {}
+    deferred = []
+    for module, path in modules.items():
+        graph[module], heavy[module] = set(), set()
+        tree = ast.parse(path.read_text(), str(path))
+        inside = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                  for n in ast.walk(f) if n is not f}
+        checking = {id(n) for i in ast.walk(tree) if isinstance(i, ast.If)
+                    and "TYPE_CHECKING" in ast.unparse(i.test) for n in ast.walk(i)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom) or id(node) in checking:
+                continue
+            targets = _targets(module, path, node, modules)
+            if id(node) in inside:
+                if targets:
+                    deferred.append((module, node.lineno, targets))
+                continue
+            graph[module] |= targets
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                else [node.module or ""] if not node.level else []
+            heavy[module] |= {n.split(".")[0] for n in names} & HEAVY
+    return graph, heavy, deferred
+
+
+def test_a_deferred_import_keeps_a_heavy_library_out_of_start_up():
+    """An import inside a function is kept only where importing its module at the top would
+    load a heavy library that the importing module does not load already (docs/
+    architecture.md, "Deferred imports"); anywhere else it belongs at the top."""
+    graph, heavy, deferred = _start_up()
+
+    def loads(module: str) -> set[str]:
+        seen, todo, out = set(), [module], set()
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                out |= heavy[m]
+                todo += graph[m] | (_packages_above(m) & graph.keys())
+        return out
+
+    pointless = [f"{m}:{line} imports {sorted(targets)}" for m, line, targets in deferred
+                 if not set().union(*map(loads, targets)) - loads(m)]
+    assert pointless == []
 
 
 def test_no_import_cycle_counting_deferred_imports():

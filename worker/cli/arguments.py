@@ -21,6 +21,8 @@ from worker.pipeline.names import (
     RULES,
 )
 from worker.pipeline.ranges import add_flags, cli_type, group_params
+from worker.settings import load_settings
+from worker.train.config import TrainConfig
 
 if TYPE_CHECKING:
     from worker.pipeline.storage.rundir import RunDir
@@ -125,7 +127,6 @@ def dataset_opts(a: argparse.Namespace):
 def feature_opts(a: argparse.Namespace):
     from worker.pipeline.features.backbones import random_weights_warning
     from worker.pipeline.features.extraction import FeatureOptions
-    from worker.settings import load_settings
 
     s = load_settings()
     warning = random_weights_warning(a.model, a.weights)
@@ -145,8 +146,6 @@ def embed_opts(a: argparse.Namespace):
 
 
 def train_config(a: argparse.Namespace, **over):
-    from worker.train.config import TrainConfig
-
     def pick(name: str, default=None):  # noqa: ANN001, ANN202
         return over[name] if name in over else getattr(a, name, default)
 

@@ -15,12 +15,12 @@ from worker.cli.arguments import Add, rundir
 # (each command imports what it needs when it runs).
 from worker.pipeline.errors import InputError
 from worker.pipeline.ranges import cli_type
+from worker.settings import load_settings
 
 
 def cmd_serve(a: argparse.Namespace) -> None:
     from dataclasses import replace
 
-    from worker.settings import load_settings
 
     settings = load_settings()
     settings = replace(settings, runs_root=a.runs_root or settings.runs_root,
@@ -80,7 +80,6 @@ def _run_to_open(runs_root: Path) -> str | None:
 def cmd_worker(a: argparse.Namespace) -> None:
     from worker.jobs.dispatchers import check_broker
     from worker.jobs.recovery import recover_stale_jobs, watch_stale_jobs
-    from worker.settings import load_settings
 
     settings = load_settings()
     if not settings.broker_url:
@@ -105,7 +104,6 @@ def cmd_worker(a: argparse.Namespace) -> None:
 def cmd_jobs(a: argparse.Namespace) -> None:
     from worker.jobs.recovery import fail_dead_jobs
     from worker.pipeline.storage.job_store import JobStore
-    from worker.settings import load_settings
 
     run = rundir(a.run).require_jobs()
     fail_dead_jobs(load_settings(), run)
@@ -124,7 +122,6 @@ def cmd_jobs(a: argparse.Namespace) -> None:
 def cmd_cancel(a: argparse.Namespace) -> None:
     from worker.jobs.client import find_job
     from worker.jobs.dispatchers import get_dispatcher
-    from worker.settings import load_settings
 
     settings = load_settings()
     if a.run:

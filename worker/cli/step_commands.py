@@ -29,7 +29,7 @@ from worker.cli.arguments import (
 from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled, TqdmProgress
 from worker.pipeline.ranges import cli_type
-from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
+from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER, load_settings
 
 if TYPE_CHECKING:
     from worker.pipeline.storage.rundir import RunDir
@@ -48,7 +48,6 @@ def _dispatcher_for(out: Path):
 
     from worker.jobs.dispatchers import CeleryDispatcher, EmbeddedDispatcher
     from worker.run_catalog import run_id_for
-    from worker.settings import load_settings
 
     settings = load_settings()
     if settings.broker_url:

@@ -23,7 +23,7 @@ from worker.pipeline.progress import Cancelled, ProgressFn
 from worker.pipeline.storage.job_store import FINAL, JobStore
 from worker.pipeline.storage.rundir import RunDir
 from worker.run_catalog import resolve_run
-from worker.settings import Settings
+from worker.settings import Settings, load_settings
 
 HEARTBEAT_S = 10.0
 
@@ -123,7 +123,6 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
     attempt = jobs.start(job_id, worker_name())
     if attempt is None:
         return None
-    from worker.settings import load_settings
 
     progress = _Progress(jobs, job_id, attempt, heartbeat_interval(load_settings()), echo)
     try:

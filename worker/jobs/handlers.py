@@ -10,6 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from worker.extract_shards import run_shard
 from worker.jobs.job_params import (
     ExperimentParams,
     ExportParams,
@@ -20,12 +21,15 @@ from worker.jobs.job_params import (
     TestSplitParams,
 )
 from worker.pipeline.errors import InputError
+from worker.pipeline.features.extraction import extract as extract_features
+from worker.pipeline.findings.testsplit import load_test_split
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.progress import ProgressFn
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.pipeline.storage.rundir import RunDir
 from worker.pipeline.storage.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
 from worker.train.config import TrainConfig
+from worker.train.launch import launch
 
 if TYPE_CHECKING:
     from worker.pipeline.sources.datasets import Dataset
@@ -52,8 +56,6 @@ def ingest(run: RunDir, p: IngestParams, progress: ProgressFn) -> dict:
 
 
 def extract(run: RunDir, p: ExtractParams, progress: ProgressFn) -> dict:
-    from worker.pipeline.features.extraction import extract as extract_features
-
     with _ingested(run, p.dataset, progress, "an extract job") as ds:
         feats = extract_features(run, ds, p.features, progress)
     return {"features": run.features.name, "shape": list(feats.shape)}
@@ -66,8 +68,6 @@ def finetune(run: RunDir, p: ExtractParams, progress: ProgressFn) -> dict:
 
 
 def extract_shard(run: RunDir, p: ShardParams, progress: ProgressFn) -> dict:
-    from worker.extract_shards import run_shard
-
     return run_shard(run, p, progress)
 
 
@@ -82,8 +82,6 @@ def embed(run: RunDir, p: EmbeddingOptions, progress: ProgressFn) -> dict:
 def extract_test(run: RunDir, p: TestSplitParams, progress: ProgressFn) -> dict:
     """The test split's features through the run's backbone, for the leak kind (cached;
     nothing when the dataset has no test split)."""
-    from worker.pipeline.findings.testsplit import load_test_split
-
     with run_lock(run.require(), "a test-split extraction", wait=STEP_WAIT_S):
         test = load_test_split(run, progress)
     return {"test_images": 0 if test is None else len(test.paths)}
@@ -108,8 +106,6 @@ def pipeline(run: RunDir, p: PipelineParams, progress: ProgressFn) -> dict:
 
 def train(run: RunDir, cfg: TrainConfig, progress: ProgressFn) -> dict:
     """DDP training under torchrun; a re-delivered job resumes from its checkpoint."""
-    from worker.train.launch import launch
-
     summary = launch(run.require(), cfg, progress)
     return {k: v for k, v in summary.items() if k != "config"} | {
         "train_dir": f"train/{summary['config']['name']}"}

@@ -21,8 +21,12 @@ import numpy as np
 from PIL import Image
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.findings import kinds, marks, sample_findings
+from worker.pipeline.findings.step import stored_thresholds
+from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
+from worker.pipeline.sources.ingest import open_run_dataset
 from worker.pipeline.storage.curation import current_snapshot, summary_rows
 from worker.pipeline.storage.rundir import RunDir, now_iso
 from worker.pipeline.storage.runlock import run_lock
@@ -53,8 +57,6 @@ BASE_COLUMNS = ("index", "path", "label", "given_label", "true_label", "cluster"
 
 
 def manifest_columns() -> tuple[str, ...]:
-    from worker.pipeline.findings import kinds
-
     return BASE_COLUMNS + tuple(c for k in kinds() for c in k.columns)
 
 
@@ -64,8 +66,6 @@ def _write_manifest(path: Path, snap, labels: np.ndarray, test_paths: list[str])
     always holds); ``findings`` names the kinds that mark the sample now; ``kept``
     reflects every kind's default and the reviewers' overrides. Each kind's columns
     follow (label's ``suggested_label`` is filled for flagged samples only)."""
-    from worker.pipeline.findings import kinds, marks, sample_findings
-
     samples, decisions = snap.samples, snap.decisions
     view = snap.view(test_paths)
     per_kind: dict[str, list[str]] = {}
@@ -142,9 +142,6 @@ def _clean_leftovers(exports: Path) -> None:
 
 def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
             progress: ProgressFn | None) -> Path:
-    from worker.pipeline.findings import marks
-    from worker.pipeline.findings.step import stored_thresholds
-    from worker.pipeline.findings.testsplit import read_test_paths
 
     snap = current_snapshot(run)
     samples, decisions, stored = snap.samples, snap.decisions, snap.stored
@@ -165,8 +162,6 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
             (tmp / "kept_indices.txt").write_text("".join(f"{i}\n" for i in kept))
         else:
             if ds is None:
-                from worker.pipeline.sources.ingest import open_run_dataset
-
                 ds = open_run_dataset(run)
             _write_imagefolder(tmp / "images", ds, decisions.kept, labels, progress)
             _write_manifest(tmp / "manifest.csv", snap, labels, test_paths)

@@ -18,6 +18,7 @@ from typing import Protocol
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.extraction import FeatureOptions, extract
 from worker.pipeline.findings import ensure_findings
+from worker.pipeline.findings.testsplit import load_test_split
 from worker.pipeline.map.clustering import Decisions, check_rule
 from worker.pipeline.map.dbscan import check_params
 from worker.pipeline.map.embedding import EmbeddingOptions, embed
@@ -104,8 +105,6 @@ class LocalSteps:
         ensure_embedded(run, opts, self.progress)
 
     def test_split(self, run: RunDir) -> None:
-        from worker.pipeline.findings.testsplit import load_test_split
-
         load_test_split(run, self.progress)
 
 

@@ -25,7 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.findings.files import load_table
+from worker.pipeline.findings.testsplit import read_test_paths, test_spec
 from worker.pipeline.names import SUBSETS
+from worker.pipeline.sources.datasets import open_dataset
+from worker.pipeline.sources.ingest import open_run_dataset, thumbnail
 from worker.pipeline.storage.rundir import RunDir
 
 HOLDOUT_FRACTION = 0.2
@@ -76,8 +80,6 @@ def random_like(pool: np.ndarray, labels: np.ndarray, reference: np.ndarray,
 def _test_spec(run: RunDir):  # noqa: ANN202 - DatasetSpec | None
     """The dataset's own test split, or None when it has none (digits, a folder without
     a test/ folder, or a run made from the test split itself)."""
-    from worker.pipeline.findings.testsplit import test_spec
-
     return test_spec(run)
 
 
@@ -85,8 +87,6 @@ def leaked_mask(run: RunDir, paths: list[str]) -> np.ndarray:
     """bool (M,): which of the test images ``paths`` a train image nearly copies (the
     run's ``leak`` findings, whatever was decided about the train copies: the test set
     without them is the same for every subset)."""
-    from worker.pipeline.findings.files import load_table
-    from worker.pipeline.findings.testsplit import read_test_paths
 
     table = load_table(run, "leak", int(run.read_meta().get("n_samples", 0)))
     if table is None or not table.issue.any():
@@ -103,8 +103,6 @@ def _has_test_split(run: RunDir) -> bool:
 
 def _test_dataset(run: RunDir):  # noqa: ANN202 - (Dataset, ndarray)
     """The test split and its labels as the run's class codes."""
-    from worker.pipeline.sources.datasets import open_dataset
-
     test = open_dataset(_test_spec(run))
     codes = {n: k for k, n in enumerate(run.read_meta()["classes"])}
     unknown = sorted(set(test.samples.classes) - set(codes))
@@ -117,8 +115,6 @@ def _test_dataset(run: RunDir):  # noqa: ANN202 - (Dataset, ndarray)
 def _test_split_images(run: RunDir) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """The dataset's own test split as uint8 (N, 3, S, S) images at thumbnail size, their
     labels and their paths."""
-    from worker.pipeline.sources.ingest import thumbnail
-
     test, codes = _test_dataset(run)
     size = int(run.load_array(run.thumbnails, "ingest", mmap=True).shape[1])
     images, labels, paths = [], [], []
@@ -282,8 +278,6 @@ def streaming_sets(run: RunDir, indices: np.ndarray, labels: np.ndarray | None =
                    ) -> tuple[FileImages, FileImages, str]:
     """(train set, test set, test source) read from the image files; ``labels`` as in
     :func:`load_train_data`."""
-    from worker.pipeline.sources.ingest import open_run_dataset
-
     size = stream_size(run)
     ds = open_run_dataset(run)
     train = FileImages(ds, indices, ds.samples.labels[indices] if labels is None else labels,

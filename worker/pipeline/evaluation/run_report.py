@@ -13,9 +13,11 @@ from dataclasses import asdict
 import numpy as np
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.evaluation.findings_scores import findings_scores, label_dropped
 from worker.pipeline.evaluation.gauge import Gauge
 from worker.pipeline.evaluation.metrics import auroc, detection_scores
 from worker.pipeline.map.clustering import RULES, decide
+from worker.pipeline.map.embedding import pca_reduce
 from worker.pipeline.sources.inject import read_truth
 from worker.pipeline.storage.curation import (
     current_snapshot,
@@ -80,7 +82,6 @@ def cleanlab_probs(features: np.ndarray, labels: np.ndarray, classifier: str = "
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
 
-    from worker.pipeline.map.embedding import pca_reduce
 
     x = pca_reduce(features, 50, seed) if pca else np.asarray(features, dtype=np.float32)
     if classifier == "logreg":
@@ -119,8 +120,6 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
     parameters and overrides, i.e. what an export would drop), ``rules`` (each rule at the
     same parameters, without overrides) and ``cleanlab`` (per classifier).
     """
-    from worker.pipeline.evaluation.findings_scores import findings_scores, label_dropped
-
     snap = current_snapshot(run)
     samples, decisions = snap.samples, snap.decisions
     # Injected outliers belong to no class: they have no true label, and are scored as

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from worker.pipeline.findings.copies import pixel_cut
-from worker.pipeline.findings.hashing import hash_rows
 from worker.pipeline.findings.index import FeatureSpace, fit_space
 from worker.pipeline.findings.pixels import grey_views
 from worker.pipeline.findings.testsplit import TestSplit, load_test_split, test_thumbnails
 from worker.pipeline.progress import ProgressFn
 from worker.pipeline.sources.datasets import SampleTable
+from worker.pipeline.sources.pixel_hash import hash_rows
 from worker.pipeline.storage.rundir import RunDir
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from worker.pipeline.errors import InputError
 from worker.pipeline.findings.base import FindingKind
 
 REGISTRY: dict[str, FindingKind] = {}
@@ -37,8 +38,6 @@ def kinds() -> list[FindingKind]:
 
 
 def get_kind(name: str) -> FindingKind:
-    from worker.pipeline.errors import InputError
-
     if name not in REGISTRY:
         raise InputError(f"no finding kind {name!r}: use one of "
                          f"{', '.join(k.name for k in kinds())}")

@@ -28,6 +28,7 @@ from worker.pipeline.sources.datasets import (
     open_dataset,
     split_spec,
 )
+from worker.pipeline.sources.ingest import DatasetOptions, thumbnail
 from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
 
 
@@ -53,8 +54,6 @@ def test_thumbnails(run: RunDir) -> Path:
 def test_spec(run: RunDir) -> DatasetSpec | None:
     """The test split of the run's dataset, or None when there is none (or the run is
     itself of the test split)."""
-    from worker.pipeline.sources.ingest import DatasetOptions
-
     spec = DatasetOptions.from_json(run.read_meta()["dataset"]).spec
     if spec.split != "train" or spec.kind not in ("folder", "cifar10"):
         return None
@@ -117,7 +116,6 @@ def _compute(run: RunDir, ds: Dataset, done: dict, progress: ProgressFn | None
     """Decode the test images into ``test_thumbnails.npy`` and run them through the run's
     network. Returns (features of the readable images, which images were readable)."""
     from worker.pipeline.features.extraction import FeatureOptions, network_features
-    from worker.pipeline.sources.ingest import thumbnail
 
     thumbs_train = run.load_array(run.thumbnails, "ingest", mmap=True)
     size = thumbs_train.shape[1]

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.map.evidence import K_EVIDENCE
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.ranges import PARAMS, check, group_params
 from worker.pipeline.storage.rundir import RunDir, save_npy
@@ -253,8 +254,6 @@ def embed(run: RunDir, opts: EmbeddingOptions, progress: ProgressFn | None = Non
     ``neighbours.npy`` (N, K_EVIDENCE) int64, the t-SNE's own neighbours (exact up to
     EXACT_KNN_MAX points, approximate above), so the cluster step's label evidence needs
     no second neighbour search (5.5 s at 50,000 samples, hours by brute force at 1.28M)."""
-    from worker.pipeline.map.evidence import K_EVIDENCE
-
     emb, knn = tsne_with_neighbours(run.load_array(run.features, "extract", mmap=True), opts,
                                     progress)
     neighbours = run.path / "neighbours.npy"

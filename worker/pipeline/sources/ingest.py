@@ -25,13 +25,16 @@ from worker.pipeline.sources.datasets import (
     DatasetSpec,
     SampleTable,
     open_dataset,
+    parse_spec,
 )
+from worker.pipeline.sources.inject import DUPLICATE_STRENGTHS, inject, truth_path, write_truth
 from worker.pipeline.sources.labels import (
     apply_labels_csv,
     features_shape,
     inject_noise,
     read_features_labels,
 )
+from worker.pipeline.sources.pixel_hash import pixel_digest
 from worker.pipeline.storage.rundir import RunDir, atomic_path, package_versions, save_npy
 
 MAX_THUMB = 64
@@ -55,7 +58,6 @@ class DatasetOptions:
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
-        from worker.pipeline.sources.inject import DUPLICATE_STRENGTHS
 
         object.__setattr__(self, "inject_noise", check("inject_noise", self.inject_noise))
         object.__setattr__(self, "seed", check("seed", self.seed))
@@ -87,8 +89,6 @@ class DatasetOptions:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> DatasetOptions:
-        from worker.pipeline.sources.datasets import parse_spec
-
         return DatasetOptions(
             spec=parse_spec(d["spec"], d.get("split", "train")),
             labels_csv=Path(d["labels_csv"]) if d.get("labels_csv") else None,
@@ -131,8 +131,6 @@ MAX_INJECTED = 256
 def _inject(ds: Dataset, opts: DatasetOptions) -> None:
     """Append injected copies and outliers to ``ds`` (findings/inject.py); their truth is
     written at ingest (``injected.csv``)."""
-    from worker.pipeline.sources.inject import inject
-
     if ds.arrays is not None:
         size, grey = max(ds.arrays.shape[1:3]), ds.arrays.ndim == 3
     else:
@@ -162,8 +160,6 @@ def thumbnail(img: Image.Image, size: int) -> np.ndarray:
 def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int] | str:
     """(thumbnail, longer side, thumbnail is exact, hash of the decoded pixels) of sample
     i, or the error text."""
-    from worker.pipeline.findings.hashing import pixel_digest
-
     try:
         img = ds.load_image(i)
         return (thumbnail(img, size), max(img.size), img.size == (size, size),
@@ -310,7 +306,6 @@ def _write_run(run: RunDir, opts: DatasetOptions, ds: Dataset, exact: bool = Fal
     run.write_skipped(ds.skipped)
     made = getattr(ds, "injected", None)
     if made is not None:  # the injected images and their truth (findings/inject.py)
-        from worker.pipeline.sources.inject import truth_path, write_truth
 
         save_npy(run.path / "injected.npy", made.images)
         with atomic_path(truth_path(run.path)) as tmp:

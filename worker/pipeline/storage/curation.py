@@ -16,6 +16,7 @@ import numpy as np
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.evaluation.gauge import Gauge, judge, neighbour_agreement
+from worker.pipeline.findings import View, default_drops, kinds, load_findings
 from worker.pipeline.map.clustering import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_RULE,
@@ -33,6 +34,7 @@ from worker.pipeline.map.clustering import (
     map_classes,
 )
 from worker.pipeline.map.dbscan import check_params
+from worker.pipeline.map.embedding import pca_reduce
 from worker.pipeline.map.evidence import DENSE_MAX, EVIDENCE_VERSION, knn_evidence, label_evidence
 from worker.pipeline.sources.datasets import SampleTable
 from worker.pipeline.storage.curation_store import CurationStore
@@ -94,8 +96,6 @@ def _evidence_key(run: RunDir, labels: np.ndarray) -> str:
 def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
     """Write ``neighbours.npy``, ``knn_agreement.npy`` and the evidence files unless they
     are current (:func:`_evidence_key`)."""
-    from worker.pipeline.map.embedding import pca_reduce
-
     derived = [agreement_path(run), *evidence_paths(run).values()]
     step = run.read_meta().get("steps", {}).get("evidence", {})
     if all(p.is_file() for p in derived) and neighbours_path(run).is_file() \
@@ -362,8 +362,6 @@ class CurationSnapshot:
 
     def view(self, test_paths: Sequence[str] = ()):  # noqa: ANN201 - findings.View
         """What the finding kinds' columns and why-lines read, at this snapshot."""
-        from worker.pipeline.findings import View
-
         return View(self.samples.paths, self.samples.classes, self.samples.labels,
                     test_paths, self.decisions.flagged, self.findings)
 
@@ -390,7 +388,6 @@ def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[fl
         inputs = cut_rule_inputs(inputs, evidence and evidence["score"],
                                  members_of(*class_members(samples.labels, len(samples.classes))),
                                  stored.cuts)
-    from worker.pipeline.findings import default_drops, load_findings
 
     findings = load_findings(run, len(samples))
     decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels,
@@ -434,8 +431,6 @@ def summary_rows(samples: SampleTable, decisions: Decisions,
                "relabelled": per_class(decisions.reason == "relabel"),
                "kept": per_class(decisions.kept)}
     if findings:
-        from worker.pipeline.findings import kinds
-
         for kind in kinds():
             table = findings.get(kind.name)
             if kind.name != "label" and table is not None and len(table) == len(samples):

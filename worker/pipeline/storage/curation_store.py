@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.ranges import check
 from worker.pipeline.storage.rundir import no_permission, now_iso
 
 DECISIONS = ("keep", "drop")
@@ -317,8 +318,6 @@ class CurationStore:
         """Flag the ``flagged`` highest scores of class ``label`` and no others (a
         reviewer's cut along the score ranking), or give the class back to the rule with
         None; one undoable step. Returns how many values changed (0 or 1)."""
-        from worker.pipeline.ranges import check
-
         after = None if flagged is None else int(check("cut", flagged))
         with self._write() as db:
             row = db.execute("SELECT flagged FROM class_cuts WHERE label=?",

@@ -1,6 +1,6 @@
 """``duplicate``: exact and near copies of one picture, in groups with one kept.
 
-- Exact copies share a hash of their decoded pixels (findings/hashing.py).
+- Exact copies share a hash of their decoded pixels (sources/pixel_hash.py).
 - Near copies are found among each sample's ``K_CANDIDATES`` nearest samples in the
   map's PCA space (the stored neighbour index) that lie within ``CANDIDATE_RATIO`` × the
   data's typical nearest-neighbour distance (:attr:`~.index.FeatureSpace.scale`). A
