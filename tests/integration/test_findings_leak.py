@@ -148,6 +148,7 @@ def test_training_reports_accuracy_without_the_leaked_test_images(leak_run):
 
     run, _, planted = leak_run
     r = curator("retrain", str(run), "--subset", "full", "--epochs", "1", "--batch-size", "64",
+                "--model", "cifar-resnet20",
                 "--name", "leaks")
     assert r.returncode == 0, r.stderr
     summary = json.loads((run / "train" / "leaks" / "summary.json").read_text())

@@ -17,6 +17,10 @@ from worker.train.launch import TrainConfig, launch, read_metrics, validate
 
 pytestmark = pytest.mark.slow
 
+# Where the network is not what a test is about, the smallest one (CIFAR ResNet-20, 0.27M
+# parameters) keeps the suite short; the DDP test trains the default ResNet-18.
+SMALL = "cifar-resnet20"
+
 
 def test_two_process_gloo_training(fresh_run):
     seen = []
@@ -43,7 +47,8 @@ def test_two_process_gloo_training(fresh_run):
 
 
 def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
-    cfg = TrainConfig(subset="full", epochs=3, batch_size=64, nproc=1, name="resume")
+    cfg = TrainConfig(subset="full", model=SMALL, epochs=3, batch_size=64, nproc=1,
+                      name="resume")
     with pytest.raises(Cancelled):
         # Progress counts optimizer steps; the part after "|" is the last finished epoch.
         launch(fresh_run, cfg, lambda done, total, msg: "| epoch 1:" in msg)
@@ -95,7 +100,7 @@ def test_cli_errors_and_empty_subset(fresh_run):
 def test_experiment_table_and_plot(fresh_run):
     r = subprocess.run([CURATOR, "experiment", str(fresh_run.path), "--subsets",
                         "full,filtered,random", "--batch-sizes", "64,128", "--seeds", "1",
-                        "--epochs", "1", "--name", "tiny"],
+                        "--epochs", "1", "--model", SMALL, "--name", "tiny"],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     out = fresh_run.path / "experiments" / "tiny"
@@ -140,8 +145,8 @@ def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
     run_pipeline(run, DatasetOptions(parse_spec(f"folder:{root}")), FeatureOptions(),
                  EmbeddingOptions())
     assert not run.read_meta()["thumbnails_exact"]
-    summary = launch(run, TrainConfig(subset="full", epochs=1, batch_size=16, nproc=2,
-                                      name="stream"))
+    summary = launch(run, TrainConfig(subset="full", model=SMALL, epochs=1, batch_size=16,
+                                      nproc=2, name="stream"))
     out = run.path / "train" / "stream"
     assert summary["data"] == "streaming" and summary["test_source"] == "test split"
     assert summary["test_size"] == 30 and summary["status"] == "completed"
@@ -155,7 +160,7 @@ def test_a_retrain_after_an_override_trains_anew_and_an_identical_one_is_reused(
     """A training is tied to its subset: never a stale result for another one."""
     def retrain() -> subprocess.CompletedProcess:
         return subprocess.run([CURATOR, "retrain", str(fresh_run.path), "--subset", "filtered",
-                               "--epochs", "1", "--batch-size", "128"],
+                               "--epochs", "1", "--batch-size", "128", "--model", SMALL],
                               capture_output=True, text=True, timeout=600)
 
     from worker.train.data import select_subset
