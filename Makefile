@@ -40,9 +40,15 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # OPENBLAS_CORETYPE: one BLAS kernel on every x86-64 CPU, for the golden values (tests/conftest.py).
+# Two pytest workers, a test file each at a time (--dist loadfile: a file's module fixtures,
+# its served runs and its browser, are built once; the Redis tests stay in one file, on one
+# worker): much of a test's time is waiting on a subprocess, a server or the browser, and
+# the other worker uses it (docs/benchmarks.md, "The suite's time"). TEST_WORKERS=0 runs
+# them in this process.
+TEST_WORKERS ?= 2
 test: $(STAMP) browser
 	$(BIN)/ruff check .
-	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra
+	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
 
 bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.dbscan
