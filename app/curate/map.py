@@ -43,7 +43,7 @@ from dash.exceptions import PreventUpdate
 
 from app import curate_logic as logic
 from app import ids
-from app.curate import RUN, SHOWN, SHOWN_REV, Page, changes
+from app.curate import RUN, SHOWN, Page, changes
 from app.curate.render import View, changed
 from app.data import RunData, RunState, cached_figure, current_state, run_data
 from app.figures import LEGEND, class_figure, class_trace, overview_figure
@@ -263,10 +263,6 @@ def register() -> None:
                         Output(DRAFT, "data", allow_duplicate=True),
                         Input(ids.EPS_INPUT, "value"), Input(ids.MS_INPUT, "value"),
                         State(MODEL, "data"), prevent_initial_call=True)
-    # assets/mapclass.js draws a class picked from the trace it holds at the revision the
-    # page shows (the class list calls it at the click, before it writes the pick).
-    clientside_callback(ClientsideFunction(namespace="map", function_name="revised"),
-                        Input(SHOWN_REV, "data"))
     # The WebGL canvas at the screen's pixel ratio (Plotly's default, 2, draws 4× the pixels
     # of a plain screen: a repaint cost twice the time, docs/benchmarks.md).
     clientside_callback(_PIXEL_RATIO, Output(GRAPH, "config"), Input(RUN, "data"),

@@ -24,6 +24,7 @@ from tests.integration.browser import (
     chrome,
     class_cell,
     class_rows,
+    focus_row,
     focused_sample,
     grid_rows,
     hex_colours,
@@ -885,7 +886,7 @@ def test_relabel_from_the_review_list_reaches_the_export_and_the_training_subset
     rows = wait_for(lambda: grid_rows(driver))
     at, row = next((k, r) for k, r in enumerate(rows)
                    if r["suggested"] and not held_out[r["sample"]])
-    driver.execute_script("window.curateDebug.showRow(arguments[0])", at)
+    focus_row(driver, at)
     wait_for(lambda: focused_sample(driver) == row["sample"])
     driver.find_element(By.TAG_NAME, "body").send_keys("r")
     sample, new = row["sample"], row["suggested"]
