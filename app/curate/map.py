@@ -11,12 +11,12 @@ when the browser has already painted what was stored. The script is also the sta
 line's one writer: the server's line comes to it in a hidden element, :data:`STATUS_DATA`,
 which the script copies the moment React has written it (no Dash round between).
 
-A class switch is painted by the browser when it can (assets/mapclass.js, the same
-namespace): the script fetches a class's trace ahead (:func:`class_answer`, served at
-``/map/<run>/<class>.json``) while the pointer rests on its row in the class list, and at
-the click draws it from there and says so in :data:`PAINTED`; the render path then leaves
-the plot as it is. A class it does not hold at the revision the page shows is drawn by
-the server, as before.
+A class switch is painted by the browser when it can (assets/mapclass.js, asked by the
+class list through the page's store, assets/00-curate-store.js): the script fetches a
+class's trace ahead (:func:`class_answer`, served at ``/map/<run>/<class>.json``) while the
+pointer rests on its row in the class list, and at the click draws it from there and says
+so in :data:`PAINTED`; the render path then leaves the plot as it is. A class it does not
+hold at the revision the page shows (the store's) is drawn by the server, as before.
 """
 
 from __future__ import annotations
