@@ -15,11 +15,13 @@ the values it was sent. The token never reaches the access log.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hmac
 import io
 import json
 import logging
+import posixpath
 import re
 from pathlib import Path
 
@@ -46,6 +48,9 @@ from worker.run_catalog import resolve_run
 from worker.settings import Settings, load_settings
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
+# The Curate page's test and benchmark hooks (window.curateDebug): on the page, and served,
+# only with the debug_hooks setting (CURATOR_DEBUG_HOOKS=1, or `curator serve --debug`).
+DEBUG_SCRIPT = "curate_debug.js"
 TOKEN_COOKIE = "curator_token"
 
 
@@ -120,6 +125,9 @@ def _guard(app: Flask) -> Response | None:
     denied = _check_token(config.auth_token)
     if denied is not None:
         return denied
+    if (not config.debug_hooks and request.path.startswith("/assets/")
+            and posixpath.basename(request.path) == DEBUG_SCRIPT):
+        return _text(404, "no such file")
     if request.path == DASH_UPDATE and request.method == "POST":
         if not _callback_shape_ok(_callback_body()):
             return _text(400, "malformed callback request (not strict JSON of Dash's shape)")
@@ -412,6 +420,7 @@ def create_app(config: Settings | None = None) -> dash.Dash:
     app = dash.Dash(
         __name__, server=server, use_pages=True,
         pages_folder=str(Path(__file__).parent / "pages"), assets_folder=str(ASSETS),
+        assets_ignore="" if config.debug_hooks else f"^{re.escape(DEBUG_SCRIPT)}$",
         suppress_callback_exceptions=True,
         title="tsne-curator", update_title=None,
         # Before the assets' scripts, which read window.CURATOR_IDS (app/ids.py).
@@ -426,8 +435,11 @@ def serve(config: Settings, debug: bool = False) -> None:
     """Serve the app on ``config.host:config.port`` until stopped.
 
     waitress, with ``config.server_threads`` request threads, unless ``debug``: then Flask's
-    development server with Dash's dev tools and reloader.
+    development server with Dash's dev tools and reloader, and the Curate page's debug
+    hooks (``debug_hooks``).
     """
+    if debug:
+        config = dataclasses.replace(config, debug_hooks=True)
     app = create_app(config)
     if debug:
         app.run(host=config.host, port=config.port, debug=True, threaded=True)

@@ -3,12 +3,13 @@
 //
 // The grid itself scrolls, sorts and filters; these functions only connect it with the
 // page's CLASS_PICK store (the shown class: a code, or "all"), which the server's render
-// callback reads.
+// callback reads, and with the browser's store (assets/00-curate-store.js), where this
+// script keeps the pick.
 (function () {
   "use strict";
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
-  let picked = null;
+  const store = window.curateStore;  // assets/00-curate-store.js: its pick is written here
 
   const api = () => {
     try { return window.dash_ag_grid.getApi(IDS.classList); } catch (e) { return null; }
@@ -17,7 +18,7 @@
   // The row rule the grid names (rowClassRules "class-picked").
   const dagfuncs = (window.dashAgGridFunctions = window.dashAgGridFunctions || {});
   dagfuncs.classPicked = (params) =>
-    params.data !== undefined && String(params.data.code) === String(picked);
+    params.data !== undefined && String(params.data.code) === String(store.get("pick"));
 
   // A row's node: a class by its code, or the pinned "All classes" row.
   function nodeOf(grid, code) {
@@ -36,10 +37,10 @@
     if (!row) return;
     const id = row.getAttribute("row-id");
     const code = id === "all" ? "all" : Number(id);
-    if (String(code) === String(picked) || !window.dash_clientside.set_props) return;
+    if (String(code) === String(store.get("pick")) || !window.dash_clientside.set_props) return;
     // The map draws the class now if it holds it (assets/mapclass.js), before the pick is
     // written, so the render path the pick starts knows.
-    if (window.curateMap) window.curateMap.show(code);
+    store.act("showClass", code);
     window.dash_clientside.set_props(IDS.classPick, {data: code});
   }, true);
 
@@ -49,15 +50,15 @@
     const row = event.target instanceof Element &&
       event.target.closest("#" + IDS.classList + " .ag-row[row-id]");
     const id = row && row.getAttribute("row-id");
-    if (id && id !== "all" && window.curateMap) window.curateMap.prefetch(Number(id));
+    if (id && id !== "all") store.act("prefetchClass", Number(id));
   }, true);
 
-  // Clientside callback: the shown class changed (or the rows came): mark its row and
-  // scroll it into view. Returns nothing (the store it writes is a placeholder).
+  // Clientside callback: the shown class changed (or the rows came): keep the pick, mark
+  // its row and scroll it into view. Returns nothing (the store it writes is a placeholder).
   function show(code, rows) {
     const grid = api();
-    const before = picked;
-    picked = code;
+    const before = store.get("pick");
+    store.set({pick: code});
     if (grid) {
       const nodes = [nodeOf(grid, before), nodeOf(grid, code)].filter((n) => n);
       if (nodes.length) grid.redrawRows({rowNodes: nodes});
@@ -86,9 +87,7 @@
     }};
   }
 
-  window.curateClassList = {counts};  // for recluster.js
-  // The grid and its rows, for tests that click a class as a person does.
-  window.curateDebug = Object.assign(window.curateDebug || {}, {classList: {nodeOf, api}});
+  store.provide("classCounts", counts);  // for assets/recluster.js
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {classlist: {show, matched}});
 })();

@@ -1,7 +1,8 @@
 // Functions the Curate page's review list names in its grid options (app/curate/review_list.py).
 //
-// The map's lasso or box selection is the grid's external filter: assets/review.js sets
-// window.curateMapSelection (a Set of sample ids, or null) and asks the grid to refilter.
+// The map's lasso or box selection is the grid's external filter: assets/review.js keeps
+// it in the page's store (assets/00-curate-store.js: selection, a Set of sample ids, or
+// null) and asks the grid to refilter. The grid's events are handled in assets/review.js.
 //
 // The thumbnail and the state are drawn without cell renderers: dash-ag-grid wraps every
 // renderer in a React component, and re-rendering those on each sort of 17,000 rows cost
@@ -10,11 +11,11 @@
 var dagfuncs = (window.dashAgGridFunctions = window.dashAgGridFunctions || {});
 
 dagfuncs.mapSelectionPresent = function () {
-  return window.curateMapSelection instanceof Set;
+  return window.curateStore.get("selection") !== null;
 };
 
 dagfuncs.inMapSelection = function (node) {
-  return window.curateMapSelection.has(node.data.sample);
+  return window.curateStore.get("selection").has(node.data.sample);
 };
 
 // A relabelled row's state names the class it trains with ("relabelled → dog").
@@ -26,16 +27,4 @@ dagfuncs.reviewStateText = function (params) {
 // The thumbnail as the cell's background; encodeURI keeps the URL inside url("…").
 dagfuncs.thumbStyle = function (params) {
   return {backgroundImage: 'url("' + encodeURI(params.value) + '")'};
-};
-
-// The review list's events (eventListeners in app/curate/review_list.py), handled in
-// assets/review.js: the focused or hovered row rings its point, a sort or filter recounts.
-dagfuncs.reviewFocused = function (params) {
-  window.curateReview.focused(params);
-};
-dagfuncs.reviewHovered = function (params) {
-  window.curateReview.hovered(params);
-};
-dagfuncs.reviewCounted = function () {
-  window.curateReview.countListed();
 };

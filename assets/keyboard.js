@@ -1,9 +1,10 @@
 // The Curate page's one key listener. A key is looked up in the actions table
 // (window.CURATOR_ACTIONS: app/curate/key_actions.py, through /ids.js) and handed to the script that
-// owns the action's scope, which registered with window.curateKeys.on(scope, handler): the
-// handler gets the action and the event and returns true when it acted (the key is then
-// consumed). The "press" scope is this script's: it clicks the action's target (the Undo
-// and Redo buttons, the review list's class picker) when that is shown and enabled.
+// owns the action's scope, which provides the page store's action "key:<scope>"
+// (assets/00-curate-store.js): the handler gets the action and the event and returns true
+// when it acted (the key is then consumed). The "press" scope is this script's: it clicks
+// the action's target (the Undo and Redo buttons, the review list's class picker) when
+// that is shown and enabled.
 //
 // Listened for on the window in the capture phase, before React's handlers: Enter in the eps
 // box repaints the map before Dash hears of the new value (assets/recluster.js).
@@ -30,7 +31,6 @@
     return true;
   }
 
-  const handlers = {press};
   function onKey(event) {
     if (event.altKey || !event.key) return;
     const action = byChord.get(chord(event));
@@ -39,10 +39,9 @@
     // Typing in a field keeps its own keys (its text undo, letters); only the parameter
     // boxes' Enter is an action there.
     if (action.scope !== "params" && TEXT.includes(tag)) return;
-    const handler = handlers[action.scope];
-    if (handler && handler(action, event)) event.preventDefault();
+    const acted = action.scope === "press" ? press(action)
+      : window.curateStore.act("key:" + action.scope, action, event);
+    if (acted) event.preventDefault();
   }
   window.addEventListener("keydown", onKey, true);
-
-  window.curateKeys = {on(scope, handler) { handlers[scope] = handler; }};
 })();

@@ -1,10 +1,11 @@
-// The map's class switch drawn in the browser (app/curate/map_view.py, namespace "map").
+// The map's class switch drawn in the browser (app/curate/map_view.py).
 //
 // While the pointer rests on a class's row, the class list (assets/classlist.js) asks this
-// script to fetch the class's trace ahead, from /map/<run>/<class>.json. When the row is
-// clicked, the list calls `show` before it writes the pick: if the script holds the
-// class's trace at the revision the page shows, it draws the class at once and says so in
-// the map's PAINTED store, which the server's render reads to leave the plot as it is.
+// script (the store's prefetchClass action, assets/00-curate-store.js) to fetch the class's
+// trace ahead, from /map/<run>/<class>.json. When the row is clicked, the list asks it to
+// show the class (showClass) before it writes the pick: if the script holds the class's
+// trace at the revision the page shows (the store's), it draws the class at once and says
+// so in the map's PAINTED store, which the server's render reads to leave the plot as it is.
 // Why: a switch drawn by the server waits for the request, the answer and a pass of Dash's
 // renderer over every output before Plotly starts (docs/benchmarks.md). A class the script
 // does not hold, or holds at another revision, is drawn by the server as before.
@@ -12,10 +13,10 @@
   "use strict";
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
+  const store = window.curateStore;  // assets/00-curate-store.js
   const HELD_MAX = 32;  // classes held (a 5,000-point class's answer is about 250 kB)
   const held = new Map();  // class code -> the server's answer {class, revision, trace, frame}
   const asked = new Set();  // class codes whose fetch is under way
-  let shownRev = null;  // the store revision the page shows (SHOWN_REV)
 
   function address(code) {
     const map = document.getElementById(IDS.map);
@@ -40,8 +41,8 @@
   }
 
   function fetchAhead(code) {
-    const url = address(code), have = held.get(code);
-    if (url === null || asked.has(code) || (have && have.revision === shownRev)) return;
+    const url = address(code), have = held.get(code), shown = store.get("revision");
+    if (url === null || asked.has(code) || (have && have.revision === shown)) return;
     asked.add(code);
     fetch(have ? url + "?have=" + have.revision : url, {credentials: "same-origin"})
       .then((r) => (r.status === 200 ? r.json() : null))
@@ -50,7 +51,7 @@
       .finally(() => asked.delete(code));
   }
 
-  // Class `code` picked (the class list calls this before it writes the pick): draw it if
+  // Class `code` picked (the class list asks before it writes the pick): draw it if
   // its trace is held at the revision the page shows, and say in PAINTED what was drawn,
   // or that nothing was. The trace and its marker are copied: Plotly keeps and changes the
   // objects it is given (a preview restyles the marker), and the held answer must stay as
@@ -59,7 +60,7 @@
   function show(code) {
     const set = window.dash_clientside.set_props;
     const answer = code === "all" ? null : held.get(code);
-    if (!answer || answer.revision !== shownRev) {
+    if (!answer || answer.revision !== store.get("revision")) {
       set(IDS.painted, {data: null});
       return;
     }
@@ -73,15 +74,6 @@
     set(IDS.painted, {data: {"class": code, revision: answer.revision}});
   }
 
-  // Clientside callback: the store revision the page shows.
-  function revised(revision) {
-    shownRev = revision === undefined ? null : revision;
-  }
-
-  window.curateMap = {prefetch, show};  // for assets/classlist.js
-  // For tests: the classes held, as [code, revision] pairs.
-  window.curateDebug = Object.assign(window.curateDebug || {}, {
-    heldClasses: () => Array.from(held.values(), (a) => [a["class"], a.revision])});
-  const dc = window.dash_clientside = window.dash_clientside || {};
-  dc.map = Object.assign({}, dc.map, {revised});
+  store.provide("showClass", show);  // for assets/classlist.js
+  store.provide("prefetchClass", prefetch);
 })();

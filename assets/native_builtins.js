@@ -22,5 +22,4 @@
   }
   window.parseInt = Number.parseInt = clean.parseInt;
   window.parseFloat = Number.parseFloat = clean.parseFloat;
-  window.curateDebug = Object.assign(window.curateDebug || {}, {nativeBuiltinsRestored: true});
 })();

@@ -1,7 +1,7 @@
 // The map's script (app/curate/map_view.py, namespace "map"): re-cluster the shown class in the
 // browser when eps or min_samples changes, repaint it at once, keep the draft (the one model
-// of a parameter change in progress) and publish it for the server to store. It is also the
-// status line's one writer.
+// of a parameter change in progress, in the page's store: assets/00-curate-store.js) and
+// publish it for the server to store. It is also the status line's one writer.
 //
 // Why: the Dash round trip (request, server, renderer, then Plotly) is too slow to follow
 // a slider; DBSCAN on a class here takes a few ms, so what is left is Plotly's repaint
@@ -19,9 +19,7 @@
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRAPH = IDS.graph;
-  // What tests and bench/ui_latency.py read and set, and nothing on the page does: the
-  // last browser-side repaint, the server-only baseline switch, the DBSCAN itself.
-  const debug = window.curateDebug = window.curateDebug || {};
+  const store = window.curateStore;  // assets/00-curate-store.js: its draft is written here
   const TYPES = {f4: Float32Array, f8: Float64Array, u1: Uint8Array, i4: Int32Array};
   const decoded = new WeakMap();
 
@@ -137,17 +135,24 @@
   const fill = (template, values) => template.replace(/\{(\w+)\}/g, (_, k) => String(values[k]));
 
   // The script's state: the latest model from the server (what the stored class looks
-  // like) and the draft, the parameter change the browser drew over it:
-  // {class, eps, min_samples, base_revision, painted, status}; null when the plot shows the
-  // model as the server drew it (a new figure from the server, applied by dcc.Graph with
-  // Plotly.react, clears it). The draft is published into the page's draft store when a
-  // slider is released or a value typed; the server stores it (app/curate/eps_panel.py) and
-  // leaves the plot as it is when it shows what was stored (app/curate/map_view.py).
-  let model = null, draft = null;
-  const drafted = (m) => draft !== null && draft["class"] === m["class"] &&
-    draft.base_revision === m.revision;
+  // like); and, in the page's store, the draft, the parameter change the browser drew over
+  // it: {class, eps, min_samples, base_revision, painted, status}; null when the plot shows
+  // the model as the server drew it (a new figure from the server, applied by dcc.Graph
+  // with Plotly.react, clears it). The draft is published into the page's draft store
+  // (DRAFT) when a slider is released or a value typed; the server stores it
+  // (app/curate/eps_panel.py) and leaves the plot as it is when it shows what was stored
+  // (app/curate/map_view.py).
+  let model = null;
+  const draftOf = (m) => {
+    const draft = store.get("draft");
+    return draft !== null && draft["class"] === m["class"] &&
+      draft.base_revision === m.revision ? draft : null;
+  };
   // The (eps, ms) the plot shows for model m.
-  const shownParams = (m) => (drafted(m) ? {eps: draft.eps, ms: draft.min_samples} : m);
+  const shownParams = (m) => {
+    const draft = draftOf(m);
+    return draft ? {eps: draft.eps, ms: draft.min_samples} : m;
+  };
 
   // The status line's one writer. Its text is set here, not through Dash: the line is no
   // component's property, so a preview costs no pass of Dash's renderer.
@@ -180,27 +185,28 @@
   }
 
   // Re-cluster and repaint the class at (eps, ms) and make that the draft; returns the
-  // status line, or null where the server has to draw it (tiny classes, no plot yet, or
-  // the baseline switch curateDebug.serverOnly that bench/ui_latency.py sets). The class
-  // list's counts for the class and the total follow in the grid itself
+  // status line, or null where the server has to draw it (tiny classes, no plot yet). The
+  // class list's counts for the class and the total follow in the grid itself
   // (assets/classlist.js).
   function redraw(m, eps, ms) {
     const gd = plotOf(m);
-    if (!m.exact || !gd || !window.Plotly || debug.serverOnly) return null;
+    if (!m.exact || !gd || !window.Plotly) return null;
     const xs = decode(gd.data[1].x), ys = decode(gd.data[1].y);
     if (!xs || xs.length !== m.n) return null;
     if (!gd.curateHooked) {
-      gd.on("plotly_react", () => { draft = null; });
+      gd.on("plotly_react", () => store.set({draft: null}));
       gd.curateHooked = true;
     }
     const look = paint(m, dbscan(xs, ys, eps, ms));
     window.Plotly.restyle(gd, {"marker.color": [look.color], "marker.symbol": [look.symbol],
                                "marker.size": [look.size]}, [1]);
-    draft = {"class": m["class"], eps, min_samples: ms, base_revision: m.revision,
-             painted: true, status: null};
-    debug.lastRecluster = {eps, ms, "class": m["class"], at: performance.now()};
-    const list = window.curateClassList && window.curateClassList.counts(m["class"]);
-    if (!list) return null;
+    const draft = {"class": m["class"], eps, min_samples: ms, base_revision: m.revision,
+                   painted: true, status: null};
+    const list = store.act("classCounts", m["class"]);
+    if (!list) {
+      store.set({draft});
+      return null;
+    }
     const row = Object.assign({}, list.row), total = Object.assign({}, list.total);
     // The looks count a relabel as a keep override; the rows count relabels on their own
     // (they do not depend on eps), so "overridden" leaves them out.
@@ -217,6 +223,7 @@
     requestAnimationFrame(() => setTimeout(() => list.write(row, total), 0));
     const noise = m.noise.reduce((x, y) => x + y, 0) - m.noise[m["class"]] + look.counts.noise;
     draft.status = fill(m.status, Object.assign({noise, rule: m.rule}, total));
+    store.set({draft});
     return draft.status;
   }
 
@@ -280,16 +287,16 @@
       if (back) showStatus(back);
       return dc.no_update;
     }
-    if (valid(eps, ms) && (!showing(shown, eps, ms) || debug.serverOnly)) {
+    if (valid(eps, ms) && !showing(shown, eps, ms)) {
       const status = redraw(model, eps, ms);
       if (status !== null) showStatus(status);
     }
     // Painted: the plot shows the draft at (eps, ms); otherwise (an invalid value, which
     // the server explains, or a class the server draws) the server repaints it.
-    const painted = drafted(model) && showing(shownParams(model), eps, ms);
+    const painted = draftOf(model) !== null && showing(shownParams(model), eps, ms);
     return {"class": model["class"], eps, min_samples: ms,
-            base_revision: painted ? draft.base_revision : model.revision, painted, typed,
-            at: Date.now()};
+            base_revision: painted ? draftOf(model).base_revision : model.revision, painted,
+            typed, at: Date.now()};
   }
 
   // Clientside callbacks: the sliders released, or a value typed into a box.
@@ -322,14 +329,13 @@
     if (!valid(eps, ms) || showing(shown, eps, ms) ||
         stored(model, eps, ms, model.tolerance)) return;
     const status = redraw(model, eps, ms);
-    if (status === null) return;
-    debug.lastRecluster.key = "Enter";  // drawn here, not by `typed`
-    showStatus(status);
+    if (status !== null) showStatus(status);
   }
   // Never consumed: Dash's input still hears Enter and calls `typed`.
-  window.curateKeys.on("params", (action, event) => { onEnter(event); return false; });
+  store.provide("key:params", (action, event) => { onEnter(event); return false; });
 
-  debug.dbscan = dbscan;  // compared with scikit-learn by a browser test
+  // dbscan is no callback: it is named here for a browser test to compare with
+  // scikit-learn (through assets/curate_debug.js).
   const dc = window.dash_clientside = window.dash_clientside || {};
-  dc.map = Object.assign({}, dc.map, {seen, preview, slid, typed});  // + assets/mapclass.js
+  dc.map = Object.assign({}, dc.map, {seen, preview, slid, typed, dbscan});
 })();

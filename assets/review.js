@@ -1,21 +1,22 @@
 // The Curate page's review list (app/curate/review_list.py) linked with the map, and its keys.
 //
 // - A lasso or box selection on the map filters the list to the selected points (the
-//   grid's external filter, assets/dashAgGridFunctions.js); a double-click clears it.
+//   grid's external filter, assets/dashAgGridFunctions.js, reads the selection from the
+//   page's store, assets/00-curate-store.js); a double-click clears it.
 // - Hovering or focusing a row rings its point on the map (a layout shape: no trace is
 //   redrawn).
 // - Clicking a point scrolls the list to its row, focuses and selects it.
 // - The review actions' keys (app/curate/key_actions.py: j / k, a, d, r, m) act on the focused row. An
 //   action writes {sample, action, label, at} into the review-key store (the server's
 //   on_review_edit runs its operation) and moves the focus on at once; the focused row's
-//   sample goes into review-focus (the server explains it).
+//   sample goes into the page's store and into review-focus (the server explains it).
 (function () {
   "use strict";
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRID = IDS.reviewGrid, GRAPH = IDS.graph, KEY = IDS.reviewKey, FOCUS = IDS.reviewFocus;
   const COUNT = IDS.reviewCount;
-  const debug = window.curateDebug = window.curateDebug || {};
+  const store = window.curateStore;  // assets/00-curate-store.js: selection, focus
   const FOCUS_COLUMN = "state";
 
   function api() {
@@ -93,7 +94,6 @@
     const at = Math.max(0, Math.min(index, n - 1));
     grid.ensureIndexVisible(at);
     grid.setFocusedCell(at, FOCUS_COLUMN);
-    debug.rowShownAt = performance.now();  // bench/ui_latency.py reads this
     return grid.getDisplayedRowAtIndex(at);
   }
 
@@ -112,18 +112,20 @@
   }
 
   // The grid's own events, added by dash-ag-grid when each grid is ready (eventListeners
-  // in app/curate/review_list.py, through assets/dashAgGridFunctions.js), so none is missed:
-  // the focused row rings its point and is told to the server; a hovered row rings its
-  // point; a sort or filter recounts the list.
-  function focused(event) {
+  // in app/curate/review_list.py name these functions), so none is missed: the focused row
+  // rings its point and goes into the store, and from there to the server; a hovered row
+  // rings its point; a sort or filter recounts the list.
+  const dagfuncs = (window.dashAgGridFunctions = window.dashAgGridFunctions || {});
+  dagfuncs.reviewFocused = function (event) {
     const node = event.rowIndex === null ? null : event.api.getDisplayedRowAtIndex(event.rowIndex);
     if (!node || !node.data) return;
-    ring(node.data.sample);
-    tellFocus(node.data.sample);
-  }
-  function hovered(event) {
+    ring(node.data.sample);  // again too: a hovered row may have moved the ring
+    store.set({focus: node.data.sample});
+  };
+  dagfuncs.reviewHovered = function (event) {
     if (event.data) ring(event.data.sample);
-  }
+  };
+  store.subscribe("focus", (sample) => { if (sample !== null) tellFocus(sample); });
 
   // "N listed", written once the rows have painted: a sort or filter of 17,000 rows should
   // not wait for Dash's store update. The line on the page is compared with the grid's
@@ -136,10 +138,10 @@
     const text = grid.getDisplayedRowCount() + " listed";
     if (line.textContent !== text) setProps(COUNT, {children: text});
   }
-  function countListed() {
+  dagfuncs.reviewCounted = function () {
     clearTimeout(countTimer);
     countTimer = setTimeout(writeCount, 50);
-  }
+  };
   setInterval(writeCount, 500);
 
   // A review action on the focused row: sent to the server (its operation in
@@ -160,7 +162,7 @@
 
   // The review actions' keys (app/curate/key_actions.py, dispatched by assets/keyboard.js), while the
   // list is shown.
-  window.curateKeys.on("review", function (action) {
+  store.provide("key:review", function (action) {
     const grid = api();
     if (!grid || !document.getElementById(GRID).offsetParent) return false;
     if (action.name === "next") show(focusedIndex(grid) + 1);
@@ -170,14 +172,19 @@
     return true;
   });
 
+  // The map's selection, in the store, is the grid's external filter: refilter when it
+  // changes.
+  store.subscribe("selection", () => {
+    const grid = api();
+    if (grid) grid.onFilterChanged();
+  });
+
   // Clientside callbacks (app/curate/review_list.py).
   // The map's selection filters the list; returns the line that says so.
   function filterBySelection(selected) {
     const points = (selected && selected.points) || [];
     const ids = points.map((p) => p.customdata).filter((c) => c !== undefined && c !== null);
-    window.curateMapSelection = ids.length ? new Set(ids.map(Number)) : null;
-    const grid = api();
-    if (grid) grid.onFilterChanged();
+    store.set({selection: ids.length ? new Set(ids.map(Number)) : null});
     return ids.length ? "only the " + ids.length + " points selected on the map are listed: " +
       "double-click the map to list all" : "";
   }
@@ -242,8 +249,4 @@
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {review: {filterBySelection, goToPoint, followClass,
                                                    listed}});
-  // The grid's event handlers (assets/dashAgGridFunctions.js).
-  window.curateReview = {focused, hovered, countListed};
-  // Focus the row at a display index, as j / k do (tests, bench/ui_latency.py).
-  debug.showRow = show;
 })();

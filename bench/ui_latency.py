@@ -7,14 +7,14 @@ the eps box, the mouse reaching a point, the click on a class) to the end of the
 hover card image's ``load`` event and the card being opened; "eps change, stored" is when
 the server's answer to the browser's re-cluster has arrived (the change is in the store).
 The eps change is timed twice: through the server alone (the baseline,
-``window.curateDebug.serverOnly``) and as the page does it, re-clustered in the browser
+:data:`SERVER_PATH`) and as the page does it, re-clustered in the browser
 (assets/recluster.js). A class switch is a real click after the pointer rested on the
 class's row (``--rest``, during which the map may fetch the class), timed also with that
-fetching switched off (drawn by the server, as before it). Prints p50/p95 per action, their
-ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a real key press in the
-review list (``j``, assets/review.js, sent through the DevTools protocol), from the key
-event's timestamp until the first frame painted with the next row focused and its point
-ringed on the map (``triage_ms``); "triage step, scripted" is the older timing (a
+fetching switched off (drawn by the server, as before it). Prints p50/p95 per action,
+their ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a real key press in
+the review list (``j``, assets/review.js, sent through the DevTools protocol), from the
+key event's timestamp until the first frame painted with the next row focused and its
+point ringed on the map (``triage_ms``); "triage step, scripted" is the older timing (a
 dispatched event to two animation frames later, one frame more than the paint). "apply to
 all classes" is a click on Apply to all until the server's answer arrives (every class
 stored and re-clustered); the server's peak resident memory (VmHWM) is printed after the
@@ -371,16 +371,40 @@ def drag_frames(driver, drags: int, span_px: int = 120) -> dict[str, list[float]
             "drag move → repaint": d["paints"]}
 
 
+# The baseline path of an eps change, in the bench's page only: through the server alone,
+# as every eps change went before assets/recluster.js. Enter no longer repaints the map (the
+# page store's "key:params" action, assets/00-curate-store.js, does nothing) and the typed
+# value goes to the server as a draft the browser did not paint (the map's clientside
+# `typed`, which Dash looks up at each call, is replaced), so the server re-clusters,
+# stores and draws it. PAGE_PATH puts the page's own back.
+SERVER_PATH = """
+const dc = window.dash_clientside, store = window.curateStore;
+window.benchPage = window.benchPage || {typed: dc.map.typed,
+                                         params: store.provide('key:params', () => false)};
+dc.map.typed = (eps, ms, m) => (eps === null || eps === undefined || ms === null ||
+                                ms === undefined || !m) ? dc.no_update
+  : {class: m['class'], eps: Number(eps), min_samples: Number(ms), base_revision: m.revision,
+     painted: false, typed: true, at: Date.now()};
+"""
+PAGE_PATH = """
+if (window.benchPage) {
+  window.dash_clientside.map.typed = window.benchPage.typed;
+  window.curateStore.provide('key:params', window.benchPage.params);
+  delete window.benchPage;
+}
+"""
+
+
 def eps_changes(driver, base: float, n: int, eps_range: str) -> dict[str, list[float]]:
     """``n`` eps changes typed into the box, through the server alone first (the baseline:
     request, server re-cluster, Dash renderer, Plotly, as every eps change went before
-    assets/recluster.js), then as the page does it."""
+    assets/recluster.js: :data:`SERVER_PATH`), then as the page does it."""
     out: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
                                    "eps change, stored": []}
     box = driver.find_element("id", "curate-eps-input")
     low, high = (float(v) for v in eps_range.split(","))
     for name, server_only in (("eps change, server path", True), ("eps change", False)):
-        driver.execute_script(f"window.curateDebug.serverOnly = {str(server_only).lower()}")
+        driver.execute_script(SERVER_PATH if server_only else PAGE_PATH)
         for k in range(n):
             box.send_keys(Keys.CONTROL, "a")
             eps = base * (low + (high - low) * (k % 10) / 9) + 1e-3 * server_only
@@ -407,10 +431,10 @@ def class_switches(driver, run: Path, n: int,
     n_classes = len(json.loads((run / "run.json").read_text())["classes"])
     out: dict[str, list[float]] = {"class switch": [], "class switch, drawn by the server": [],
                                    "overview (all classes)": []}
-    # The server's path first, while the map holds no class: its fetching ahead is
-    # replaced by nothing here, in the bench's page only.
-    driver.execute_script("window.benchPrefetch = window.curateMap.prefetch;"
-                          "window.curateMap.prefetch = () => {};")
+    # The server's path first, while the map holds no class: its fetching ahead (the page
+    # store's prefetchClass action) is replaced by nothing here, in the bench's page only.
+    driver.execute_script("window.benchPrefetch = "
+                          "window.curateStore.provide('prefetchClass', () => {});")
     drawn = 0
     for name in ("class switch, drawn by the server", "class switch"):
         for k in range(n):
@@ -420,7 +444,7 @@ def class_switches(driver, run: Path, n: int,
             drawn += name == "class switch" and b["figure"] < b["t0"]
             pick_class(driver, "all")
             out["overview (all classes)"].append(repaint_ms(driver, counts=False))
-        driver.execute_script("window.curateMap.prefetch = window.benchPrefetch;")
+        driver.execute_script("window.curateStore.provide('prefetchClass', window.benchPrefetch);")
     return out, drawn
 
 

@@ -33,6 +33,17 @@ def _int_env(name: str, default: int) -> int:
         raise InputError(f"CURATOR_{name} must be a whole number, got {text!r}") from None
 
 
+def _flag_env(name: str) -> bool:
+    """An on/off setting ("1", "true", "yes" or "0", "false", "no", ""), or one clear line
+    naming the variable."""
+    text = _env(name, "").strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    raise InputError(f"CURATOR_{name} must be 1 or 0, got {text!r}")
+
+
 def _number_env(name: str, param: str, default: int) -> int:
     """A setting with a parameter's range (worker.pipeline.ranges), named as the variable."""
 
@@ -72,6 +83,10 @@ class Settings:
     # Request threads of the production server (waitress); bench/server.py measured the
     # choice of server and this count (docs/benchmarks.md).
     server_threads: int = 8
+    # The Curate page's test and benchmark hooks (assets/curate_debug.js: window.curateDebug),
+    # for browser tests and bench/ui_latency.py; off, the script is neither on the page nor
+    # served. `curator serve --debug` turns them on too.
+    debug_hooks: bool = False
 
 
 def data_roots_of(s: Settings) -> tuple[Path, ...]:
@@ -100,4 +115,5 @@ def load_settings() -> Settings:
                             if h.strip()),
         max_body_bytes=_int_env("MAX_BODY_BYTES", 16 * 1024 * 1024),
         server_threads=_int_env("SERVER_THREADS", 8),
+        debug_hooks=_flag_env("DEBUG_HOOKS"),
     )

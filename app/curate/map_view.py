@@ -11,12 +11,12 @@ when the browser has already painted what was stored. The script is also the sta
 line's one writer: the server's line comes to it in a hidden element, :data:`STATUS_DATA`,
 which the script copies the moment React has written it (no Dash round between).
 
-A class switch is painted by the browser when it can (assets/mapclass.js, the same
-namespace): the script fetches a class's trace ahead (:func:`class_answer`, served at
-``/map/<run>/<class>.json``) while the pointer rests on its row in the class list, and at
-the click draws it from there and says so in :data:`PAINTED`; the render path then leaves
-the plot as it is. A class it does not hold at the revision the page shows is drawn by
-the server, as before.
+A class switch is painted by the browser when it can (assets/mapclass.js, asked by the
+class list through the page's store, assets/00-curate-store.js): the script fetches a
+class's trace ahead (:func:`class_answer`, served at ``/map/<run>/<class>.json``) while the
+pointer rests on its row in the class list, and at the click draws it from there and says
+so in :data:`PAINTED`; the render path then leaves the plot as it is. A class it does not
+hold at the revision the page shows (the store's) is drawn by the server, as before.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from dash.exceptions import PreventUpdate
 
 from app import ids
 from app.app_context import settings
-from app.curate import RUN, SHOWN, SHOWN_REV, Page, changes, logic
+from app.curate import RUN, SHOWN, Page, changes, logic
 from app.curate.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.curate.render import View, changed
 from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
@@ -262,10 +262,6 @@ def register() -> None:
                         Output(DRAFT, "data", allow_duplicate=True),
                         Input(ids.EPS_INPUT, "value"), Input(ids.MS_INPUT, "value"),
                         State(MODEL, "data"), prevent_initial_call=True)
-    # assets/mapclass.js draws a class picked from the trace it holds at the revision the
-    # page shows (the class list calls it at the click, before it writes the pick).
-    clientside_callback(ClientsideFunction(namespace="map", function_name="revised"),
-                        Input(SHOWN_REV, "data"))
     # The WebGL canvas at the screen's pixel ratio (Plotly's default, 2, draws 4× the pixels
     # of a plain screen: a repaint cost twice the time, docs/benchmarks.md).
     clientside_callback(_PIXEL_RATIO, Output(GRAPH, "config"), Input(RUN, "data"),

@@ -179,7 +179,7 @@ def layout(page: Page) -> html.Div:
                          "isExternalFilterPresent": {"function": "mapSelectionPresent()"},
                          "doesExternalFilterPass": {"function": "inMapSelection(params)"}},
         # Added by dash-ag-grid when the grid is ready, so no event is missed
-        # (assets/dashAgGridFunctions.js → assets/review.js).
+        # (the functions are assets/review.js's).
         eventListeners={"cellFocused": ["reviewFocused(params)"],
                         "cellMouseOver": ["reviewHovered(params)"],
                         "modelUpdated": ["reviewCounted(params)"]},

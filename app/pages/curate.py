@@ -14,7 +14,17 @@ from __future__ import annotations
 
 import dash
 import dash_bootstrap_components as dbc
-from dash import Input, Output, State, callback, dcc, html, no_update
+from dash import (
+    ClientsideFunction,
+    Input,
+    Output,
+    State,
+    callback,
+    clientside_callback,
+    dcc,
+    html,
+    no_update,
+)
 from dash.exceptions import PreventUpdate
 
 from app.app_context import settings
@@ -96,6 +106,10 @@ render.register(render_parts())
 changes.register()
 for component in COMPONENTS:
     component.register()
+# The browser's one model of the page's state (assets/00-curate-store.js) hears what the
+# page shows from here; its scripts read it there.
+clientside_callback(ClientsideFunction(namespace="store", function_name="showing"),
+                    Input(SHOWN, "data"), Input(SHOWN_REV, "data"))
 callback(*[Output(tab_body(c.PART), "children") for c in BUILT_ON_OPEN],
          Output(BUILT, "data"), Input(TABS, "active_tab"), State(RUN, "data"),
          State(BUILT, "data"), prevent_initial_call=True)(on_tab)

@@ -43,12 +43,15 @@ def free_port() -> int:
 
 
 class Server:
-    """``curator serve`` on a free port of 127.0.0.1, for one runs root."""
+    """``curator serve`` on a free port of 127.0.0.1, for one runs root; with the Curate
+    page's test hooks (``window.curateDebug``, CURATOR_DEBUG_HOOKS) unless ``env`` says
+    otherwise."""
 
     def __init__(self, runs_root: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        full_env = {**os.environ, "CURATOR_BROKER_URL": "", **(env or {})}
+        full_env = {**os.environ, "CURATOR_BROKER_URL": "", "CURATOR_DEBUG_HOOKS": "1",
+                    **(env or {})}
         self.log = open(runs_root.parent / f"serve-{self.port}.log", "w")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [CURATOR, "serve", "--runs-root", str(runs_root), "--port", str(self.port)],
@@ -170,10 +173,18 @@ def status_text(driver) -> str:
     return driver.find_element("id", "curate-status").text
 
 
-PICK_CLASS = """
-const list = (window.curateDebug || {}).classList;
-if (!list || !list.api()) return false;
-const api = list.api(), node = list.nodeOf(api, arguments[0]);
+# The class list's grid API and a row's node by its id ("3", or "all": the pinned row), for
+# the scripts below (the page's own production code offers none).
+CLASS_NODE = """
+let api; try { api = dash_ag_grid.getApi('curate-class-list'); } catch (e) { api = null; }
+const nodeOf = (id) => id === 'all' ? (api.getPinnedTopRowCount() ? api.getPinnedTopRow(0) : null)
+  : api.getRowNode(id) || null;
+"""
+
+
+PICK_CLASS = CLASS_NODE + """
+if (!api) return false;
+const node = nodeOf(arguments[0]);
 if (!node) return false;
 if (!node.rowPinned) api.ensureNodeVisible(node);
 const row = document.querySelector(`#curate-class-list .ag-row[row-id="${arguments[0]}"] .ag-cell`);
@@ -183,9 +194,8 @@ return true;
 """
 
 
-CLASS_CELL = """
-const list = (window.curateDebug || {}).classList, api = list && list.api();
-const node = api && list.nodeOf(api, arguments[0]);
+CLASS_CELL = CLASS_NODE + """
+const node = api && nodeOf(arguments[0]);
 if (!node) return null;
 if (!node.rowPinned) api.ensureNodeVisible(node);
 return document.querySelector(`#curate-class-list .ag-row[row-id="${arguments[0]}"] .ag-cell`);
@@ -206,10 +216,9 @@ def pick_class(driver, code: int | str) -> None:
 
 def class_rows(driver) -> list[dict]:
     """The class list's rows as shown (filtered and sorted), "All classes" first."""
-    return driver.execute_script("""
-        const list = (window.curateDebug || {}).classList, api = list && list.api();
+    return driver.execute_script(CLASS_NODE + """
         if (!api) return [];
-        const out = []; const top = list.nodeOf(api, "all"); if (top) out.push(top.data);
+        const out = []; const top = nodeOf("all"); if (top) out.push(top.data);
         api.forEachNodeAfterFilterAndSort(n => out.push(n.data)); return out;""")
 
 
@@ -230,6 +239,16 @@ def grid_rows(driver) -> list[dict]:
     return driver.execute_script("""
         let api; try { api = dash_ag_grid.getApi('review-grid'); } catch (e) { return []; }
         const out = []; api.forEachNodeAfterFilterAndSort(n => out.push(n.data)); return out;""")
+
+
+def focus_row(driver, index: int) -> None:
+    """Focus the review list's row at display ``index`` (clamped) and scroll it into view,
+    as j and k do (assets/review.js)."""
+    driver.execute_script("""
+        let api; try { api = dash_ag_grid.getApi('review-grid'); } catch (e) { return; }
+        const n = api.getDisplayedRowCount(); if (!n) return;
+        const at = Math.max(0, Math.min(arguments[0], n - 1));
+        api.ensureIndexVisible(at); api.setFocusedCell(at, 'state');""", index)
 
 
 def focused_sample(driver) -> int | None:

@@ -15,6 +15,7 @@ from selenium.webdriver.common.by import By
 from tests.conftest import shared_file
 from tests.integration.browser import (
     browser_marks,
+    focus_row,
     focused_sample,
     grid_rows,
     open_review_list,
@@ -100,7 +101,7 @@ def test_finding_filter_side_by_side_keep_another_copy_and_undo(page, findings_r
     button.click()
     rows = wait_for(lambda: _filtered_to(d, "duplicate"))
     assert len(rows) == count > 0
-    d.execute_script("window.curateDebug.showRow(0)")
+    focus_row(d, 0)
     sample = wait_for(lambda: focused_sample(d))
     # The copy and the group's kept member, side by side, every image loaded.
     shown = wait_for(lambda: (lambda r: r if len(r) >= 2 and all(ok for _, ok in r)
@@ -111,8 +112,7 @@ def test_finding_filter_side_by_side_keep_another_copy_and_undo(page, findings_r
     d.find_element(By.TAG_NAME, "body").send_keys("m")  # keep this copy instead
     wait_for(lambda: store.overrides().get(sample) == "keep"
              and store.overrides().get(other) == "drop")
-    d.execute_script("window.curateDebug.showRow(arguments[0])",
-                     next(k for k, r in enumerate(grid_rows(d)) if r["sample"] == sample))
+    focus_row(d, next(k for k, r in enumerate(grid_rows(d)) if r["sample"] == sample))
     wait_for(lambda: (lambda r: r and r[0][0].endswith("· kept"))(_related(d)))
     d.find_element(By.TAG_NAME, "body").send_keys("u")  # one step undoes both
     wait_for(lambda: sample not in store.overrides() and other not in store.overrides())
@@ -124,7 +124,7 @@ def test_leak_filter_shows_the_test_image_beside_the_train_copy(page):
     assert int(shown_text(button).split("·")[1]) >= LEAKED
     button.click()
     wait_for(lambda: _filtered_to(d, "leak"))
-    d.execute_script("window.curateDebug.showRow(0)")
+    focus_row(d, 0)
     wait_for(lambda: focused_sample(d) is not None)
     shown = wait_for(lambda: (lambda r: r if any(c.startswith("test: ") for c, _ in r)
                               and all(ok for _, ok in r) else None)(_related(d)))

@@ -15,6 +15,7 @@ from selenium.webdriver.common.keys import Keys
 from tests.integration.browser import (
     browser_marks,
     class_rows,
+    focus_row,
     focused_sample,
     grid_rows,
     lasso_middle,
@@ -208,7 +209,7 @@ def test_keys_triage_the_focused_row_and_decisions_compose(page, review_root):
     sample, code = row["sample"], int(row["suggested"])
 
     def focus_and(key: str) -> None:
-        d.execute_script("window.curateDebug.showRow(arguments[0])", at)
+        focus_row(d, at)
         wait_for(lambda: focused_sample(d) == sample)
         body.send_keys(key)
 
@@ -237,7 +238,7 @@ def test_map_and_list_are_linked_both_ways(page):
     listed0 = [r["sample"] for r in everything if r["sample"] in set(ids)]
     # Focus: the ring sits on the row's point.
     at = [r["sample"] for r in everything].index(listed0[-1])
-    d.execute_script("window.curateDebug.showRow(arguments[0])", at)
+    focus_row(d, at)
 
     def ring_on(sample: int) -> bool:
         ring, point = ringed_point(d), point_position(d, sample)

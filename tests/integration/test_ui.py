@@ -24,6 +24,7 @@ from tests.integration.browser import (
     chrome,
     class_cell,
     class_rows,
+    focus_row,
     focused_sample,
     grid_rows,
     hex_colours,
@@ -294,6 +295,69 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
     assert again["eps"] == preview["eps"]
     ActionChains(driver).release().perform()
     wait_for(lambda: store.class_params()[0][0] == preview["eps"])
+
+
+# The window globals the Curate page's scripts shared before they had one store
+# (assets/00-curate-store.js), and the debug hooks.
+OLD_GLOBALS = ("curateDebug", "curateMap", "curateClassList", "curateReview",
+               "curateMapSelection", "curateKeys")
+STORE = "const s = window.curateStore.get(); s.selection = s.selection && [...s.selection]; " \
+        "return s;"
+
+
+def test_the_page_store_is_the_one_model_and_production_has_no_hooks(driver, digits_run,
+                                                                     tmp_path_factory):
+    """Served as in production (no CURATOR_DEBUG_HOOKS): no debug script and none of the old
+    globals are on the page, yet it works, and its one store (window.curateStore) holds
+    what the page shows: the picked and shown class and revision, the draft of an eps
+    drag and then its stored value, the map's selection and the focused row."""
+    from app.run_data import run_data
+
+    root = tmp_path_factory.mktemp("store") / "runs"  # its own: the module root keeps 16 runs
+    shutil.copytree(digits_run.path, root / "store")
+    store = CurationStore(root / "store" / "curation.sqlite")
+    srv = Server(root, env={"CURATOR_DEBUG_HOOKS": "0"})
+    try:
+        driver.get_log("browser")  # what earlier tests left
+        _open(driver, srv, "store")
+        assert driver.execute_script(
+            "return arguments[0].filter((name) => name in window)", list(OLD_GLOBALS)) == []
+        assert not driver.find_elements(By.CSS_SELECTOR, "script[src*='curate_debug']")
+        pick_class(driver, 3)
+        members = run_data(root, "store").members[3].tolist()
+        wait_for(lambda: trace_markers(driver)["customdata"] == members)
+        wait_for(lambda: (lambda s: s["pick"] == s["shown"] == 3
+                          and s["revision"] == store.revision())(
+            driver.execute_script(STORE)))
+        # A drag of eps: the store's draft is what the map draws and the slider shows.
+        stored = store.class_params()[3]
+        thumb = driver.find_element(By.CSS_SELECTOR, "#curate-eps-slider [role=slider]")
+        ActionChains(driver).click_and_hold(thumb).move_by_offset(-30, 0).perform()
+        draft = wait_for(lambda: driver.execute_script(STORE)["draft"])
+        wait_for(lambda: abs(float(thumb.get_attribute("aria-valuenow"))
+                             - driver.execute_script(STORE)["draft"]["eps"]) < 1e-9)
+        assert draft["class"] == 3 and draft["painted"] and draft["eps"] < stored[0]
+        assert draft["base_revision"] == store.revision()  # nothing stored yet
+        ActionChains(driver).release().perform()
+        wait_for(lambda: store.class_params()[3][0] < stored[0])
+        eps, revision = store.class_params()[3][0], store.revision()
+        s = wait_for(lambda: (lambda s: s["revision"] == revision and s)(
+            driver.execute_script(STORE)))
+        assert s["shown"] == 3 and abs(s["draft"]["eps"] - eps) < 1e-9
+        assert s["draft"]["base_revision"] == revision - 1
+        wait_for(lambda: abs(float(driver.find_element(By.ID, "curate-eps-input")
+                                   .get_attribute("value")) - eps) < 1e-4)
+        # The review list's focused row, and the map's selection.
+        wait_for(lambda: grid_rows(driver))
+        driver.find_element(By.TAG_NAME, "body").send_keys("j")
+        sample = wait_for(lambda: focused_sample(driver))
+        wait_for(lambda: driver.execute_script(STORE)["focus"] == sample)
+        selected = set(lasso_middle(driver))
+        wait_for(lambda: set(driver.execute_script(STORE)["selection"] or []) == selected)
+        wait_for(lambda: {r["sample"] for r in grid_rows(driver)} <= selected)
+        assert _severe_errors(driver) == []
+    finally:
+        srv.stop()
 
 
 def test_two_tabs_keep_each_others_changes(driver, server, ui_root):
@@ -890,7 +954,7 @@ def test_relabel_from_the_review_list_reaches_the_export_and_the_training_subset
     rows = wait_for(lambda: grid_rows(driver))
     at, row = next((k, r) for k, r in enumerate(rows)
                    if r["suggested"] and not held_out[r["sample"]])
-    driver.execute_script("window.curateDebug.showRow(arguments[0])", at)
+    focus_row(driver, at)
     wait_for(lambda: focused_sample(driver) == row["sample"])
     driver.find_element(By.TAG_NAME, "body").send_keys("r")
     sample, new = row["sample"], row["suggested"]

@@ -42,13 +42,13 @@ def test_every_key_is_one_action_and_every_store_action_has_its_operation():
 
 
 def test_one_script_listens_for_keys():
-    """assets/keyboard.js is the page's only keydown listener; the others register a
-    handler for their scope with it."""
+    """assets/keyboard.js is the page's only keydown listener; the others provide a
+    handler for their scope, the page store's action "key:<scope>"."""
     listening = [s.name for s in ASSETS.glob("*.js") if "keydown" in s.read_text()]
     assert listening == ["keyboard.js"], listening
     scopes = {a.scope for a in ACTIONS} - {"press"}  # keyboard.js's own
     registered = {m for s in ASSETS.glob("*.js")
-                  for m in re.findall(r'curateKeys\.on\("(\w+)"', s.read_text())}
+                  for m in re.findall(r'provide\("key:(\w+)"', s.read_text())}
     assert scopes == registered, (scopes, registered)
 
 

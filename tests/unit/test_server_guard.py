@@ -224,3 +224,34 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
     assert len(renders) == 1
     assert {i["id"] for i in renders[0]["inputs"]} == {
         "curate-class", '{"part":["ALL"],"type":"curate-change"}'}
+
+
+def test_the_debug_script_is_on_the_page_and_served_only_with_debug_hooks(root, monkeypatch):
+    """assets/curate_debug.js (window.curateDebug, what tests and the bench read) is on the
+    page and served only with CURATOR_DEBUG_HOOKS=1: a production page has no test hooks,
+    and nothing else refers to them. The page's store (assets/00-curate-store.js) is there
+    either way, before the scripts that use it."""
+    from app.server import DEBUG_SCRIPT, create_app
+    from worker.settings import load_settings
+
+    monkeypatch.setenv("CURATOR_RUNS_ROOT", str(root))
+    for value, on in ((None, False), ("0", False), ("1", True)):
+        if value is None:
+            monkeypatch.delenv("CURATOR_DEBUG_HOOKS", raising=False)
+        else:
+            monkeypatch.setenv("CURATOR_DEBUG_HOOKS", value)
+        client = create_app(load_settings()).server.test_client()
+        page = client.get("/curate/digits").get_data(as_text=True)
+        assert (DEBUG_SCRIPT in page) == on, value
+        assert page.index("/assets/00-curate-store.js") < page.index("/assets/classlist.js")
+        for url in (f"/assets/{DEBUG_SCRIPT}", f"/assets/./{DEBUG_SCRIPT}"):
+            assert client.get(url).status_code == (200 if on else 404), (value, url)
+    monkeypatch.setenv("CURATOR_DEBUG_HOOKS", "maybe")
+    with pytest.raises(InputError, match="CURATOR_DEBUG_HOOKS must be 1 or 0"):
+        load_settings()
+    # What only the debug script may name is named nowhere else among the page's scripts.
+    from pathlib import Path
+
+    for script in (Path(__file__).parents[2] / "assets").glob("*.js"):
+        if script.name != DEBUG_SCRIPT:
+            assert "curateDebug" not in script.read_text(), script.name

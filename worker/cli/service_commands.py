@@ -145,7 +145,9 @@ def register(add: Add) -> None:
     sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")
     sp.add_argument("--host", help="default 127.0.0.1 (CURATOR_HOST)")
     sp.add_argument("--port", type=cli_type("port"), help="default 8050 (CURATOR_PORT)")
-    sp.add_argument("--debug", action="store_true", help="Dash dev tools and reloader")
+    sp.add_argument("--debug", action="store_true",
+                    help="Dash dev tools and reloader, and the Curate page's test hooks "
+                         "(as CURATOR_DEBUG_HOOKS=1)")
 
     sp = add("worker", cmd_worker, "start a Celery worker (needs CURATOR_BROKER_URL)")
     sp.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu")
