@@ -6,6 +6,8 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import dcc, html
 
+from worker.pipeline.ranges import PARAMS
+
 
 def shell() -> html.Div:
     nav = dbc.Navbar(
@@ -89,3 +91,9 @@ def feature_advice(meta: dict) -> html.Div | None:
         return None
     return html.Div(g.line, id="feature-advice",
                     className=f"small text-{GAUGE_COLORS[g.level]} mb-2")
+
+
+def number_input(id_: str, name: str) -> dbc.Input:
+    """A form's number box for parameter ``name``: its range and default from
+    worker.pipeline.ranges, so the form agrees with the CLI and the check."""
+    return dbc.Input(id=id_, type="number", size="sm", **PARAMS[name].form_bounds())

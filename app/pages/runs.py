@@ -11,14 +11,13 @@ from flask import current_app
 
 from app.app_context import dispatcher, settings
 from app.job_view import job_progress
-from app.layout import error_alert, feature_badges, live_table
+from app.layout import error_alert, feature_badges, live_table, number_input
 from worker.jobs.job_params import PipelineParams
 from worker.pipeline.errors import InputError
 from worker.pipeline.evaluation.metrics import detection_scores
 from worker.pipeline.features.extraction import FeatureOptions
 from worker.pipeline.map.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
-from worker.pipeline.ranges import PARAMS
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.pipeline.storage.job_store import FINAL, JobStore
@@ -147,12 +146,6 @@ def _form() -> html.Details:
     return html.Details([html.Summary("New run…", id="new-run-toggle",
                                       className="h6 text-primary", style={"cursor": "pointer"}),
                          dbc.Card(body, class_name="mb-3")], id="new-run")
-
-
-def number_input(id_: str, name: str) -> dbc.Input:
-    """A number box for parameter ``name``: its range and default from
-    worker.pipeline.ranges, so the form agrees with the CLI and the check."""
-    return dbc.Input(id=id_, type="number", size="sm", **PARAMS[name].form_bounds())
 
 
 def layout(**_query) -> html.Div:
