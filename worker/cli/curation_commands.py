@@ -1,5 +1,4 @@
-"""override, relabel, params, undo: curation from a shell.
-"""
+"""override, relabel, params, undo: curation from a shell."""
 
 from __future__ import annotations
 

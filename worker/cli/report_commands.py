@@ -1,5 +1,4 @@
-"""findings, evaluate, export: what a run holds, scored, and written out.
-"""
+"""findings, evaluate, export: what a run holds, scored, and written out."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""serve, worker, jobs, cancel: the app, the workers and their jobs.
-"""
+"""serve, worker, jobs, cancel: the app, the workers and their jobs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""pipeline, extract, embed, cluster: the commands that build a run, here or as jobs.
-"""
+"""pipeline, extract, embed, cluster: the commands that build a run, here or as jobs."""
 
 from __future__ import annotations
 

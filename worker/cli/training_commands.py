@@ -1,5 +1,4 @@
-"""retrain and experiment: training on a run's subsets under torchrun.
-"""
+"""retrain and experiment: training on a run's subsets under torchrun."""
 
 from __future__ import annotations
 
