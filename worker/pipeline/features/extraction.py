@@ -54,7 +54,7 @@ class FeatureOptions:
     num_workers: int = 2
     seed: int = 0
     precision: str = "auto"
-    input_size: int | None = None  # None: the model's own (models.EFFICIENTNET_SIZE, …)
+    input_size: int | None = None  # None: the model's own (backbones.EFFICIENTNET_SIZE, …)
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
@@ -289,7 +289,7 @@ def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -
     else:
         d = meta["dataset"]
         dataset = {k: d.get(k) for k in ("spec", "split")}
-        # Injected images (findings/inject.py) have the same paths whatever their pixels:
+        # Injected images (sources/inject.py) have the same paths whatever their pixels:
         # their options are part of the key.
         if d.get("inject_duplicates") or d.get("inject_outliers"):
             dataset |= {k: d.get(k) for k in ("inject_duplicates", "inject_outliers",

@@ -51,7 +51,7 @@ class DatasetOptions:
     inject_noise: float = 0.0
     seed: int = 0
     noise_kind: str = "symmetric"
-    # Injected copies and outliers whose truth is recorded (findings/inject.py).
+    # Injected copies and outliers whose truth is recorded (sources/inject.py).
     inject_duplicates: float = 0.0
     inject_outliers: int = 0
     duplicate_strength: str = "mixed"
@@ -129,7 +129,7 @@ MAX_INJECTED = 256
 
 
 def _inject(ds: Dataset, opts: DatasetOptions) -> None:
-    """Append injected copies and outliers to ``ds`` (findings/inject.py); their truth is
+    """Append injected copies and outliers to ``ds`` (sources/inject.py); their truth is
     written at ingest (``injected.csv``)."""
     if ds.arrays is not None:
         size, grey = max(ds.arrays.shape[1:3]), ds.arrays.ndim == 3
@@ -305,7 +305,7 @@ def _write_run(run: RunDir, opts: DatasetOptions, ds: Dataset, exact: bool = Fal
     run.write_samples(ds.samples)
     run.write_skipped(ds.skipped)
     made = getattr(ds, "injected", None)
-    if made is not None:  # the injected images and their truth (findings/inject.py)
+    if made is not None:  # the injected images and their truth (sources/inject.py)
 
         save_npy(run.path / "injected.npy", made.images)
         with atomic_path(truth_path(run.path)) as tmp:
