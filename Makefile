@@ -43,12 +43,13 @@ lint: $(STAMP)
 # Two pytest workers, a test file each at a time (--dist loadfile: a file's module fixtures,
 # its served runs and its browser, are built once; the Redis tests stay in one file, on one
 # worker): much of a test's time is waiting on a subprocess, a server or the browser, and
-# the other worker uses it (docs/benchmarks.md, "The suite's time"). TEST_WORKERS=0 runs
-# them in this process.
+# the other worker uses it (docs/benchmarks.md, "The suite's time"). Files are handed out in
+# the order tests/conftest.py gives them, the longest first. TEST_WORKERS=0 runs them in
+# this process.
 TEST_WORKERS ?= 2
 test: $(STAMP) browser
 	$(BIN)/ruff check .
-	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
+	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.dbscan

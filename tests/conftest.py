@@ -20,6 +20,11 @@ if "numpy" in sys.modules and "OPENBLAS_CORETYPE" not in os.environ:  # pragma: 
     sys.exit("tests: run them through `make test`, or set OPENBLAS_CORETYPE=Haswell first "
              "(numpy was imported before tests/conftest.py could set it)")
 os.environ.setdefault("OPENBLAS_CORETYPE", "Haswell")
+# Idle OpenMP threads sleep instead of spinning. Two pytest workers and their subprocesses
+# share 2 cores, and torch's spinning threads took the CPU the other process needed: two
+# ResNet-18 forward loops side by side took 12.0 s each, 7.2 s with PASSIVE (4.1-4.7 s
+# alone, with either policy; docs/benchmarks.md, "The suite's time"). Numbers are unchanged.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pickle  # noqa: E402 - after the BLAS kernel is chosen
 import tarfile  # noqa: E402
@@ -31,6 +36,21 @@ from PIL import Image  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
+
+# The files that take longest run first (about 9, 6, 4 and 3 minutes of a worker's time,
+# docs/benchmarks.md), so that the many short ones fill both pytest workers' ends instead of
+# one long file running alone while the other worker idles: `make test` hands whole files
+# out in this order (xdist's --dist loadfile --no-loadscope-reorder).
+LONGEST_FIRST = ("test_jobs.py", "test_ui.py", "test_train.py", "test_scale.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files in LONGEST_FIRST first, the rest as collected (a stable sort)."""
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)
 
 
 def shared_file(name: str) -> Path:
@@ -91,7 +111,7 @@ def small_folder(cifar_mini, tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def digits_run(tmp_path_factory):
     """A complete digits run (pixels, 10% injected noise), built once per session."""
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
     from worker.pipeline.sources.datasets import parse_spec

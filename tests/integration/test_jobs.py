@@ -41,9 +41,15 @@ def _slow_extract_args(cifar_mini: Path) -> list[str]:
     # Random-init ResNet-18 on 2,000 CIFAR JPEGs at 64 px in fp32: 32 progress steps over
     # ~4 s on 2 cores. (Ingest is a job of its own now, and at 32 px in bf16 the extract
     # job ended in about a second: a CI-like run never saw it running past its first
-    # batch, and the kill test waited in vain.)
-    return ["--dataset", f"folder:{cifar_mini}", "--model", "resnet18", "--batch-size", "64",
-            "--precision", "fp32", "--input-size", "64"]
+    # batch, and the kill test waited in vain.) The train folder alone, with no test split
+    # beside it: these tests are about the extraction, and the test split's own job (its
+    # 1,000 images through the same network) is test_the_test_splits_features_are_a_worker_job's.
+    return ["--dataset", f"folder:{cifar_mini / 'train'}", "--model", "resnet18",
+            "--batch-size", "64", "--precision", "fp32", "--input-size", "64"]
+
+
+# After the extraction the chain's map is not what these tests are about: a short t-SNE.
+_SHORT_MAP = ["--n-iter", "100", "--exaggeration-iter", "50"]
 
 
 def test_queued_pipeline_equals_in_process(start_worker, broker_env, runs_root, digits_run):
@@ -84,7 +90,7 @@ def test_pool_process_killed_mid_extraction(start_worker, broker_env, runs_root,
     start_worker("w1")
     start_worker("w2")
     out = runs_root / "kill"
-    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini))
+    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini), *_SHORT_MAP)
     store = out / "curation.sqlite"
     job = _wait_job(store, "extract", lambda j: j["status"] == "running" and j["done"] > 64)
     victim = int(job["worker"].rsplit(":", 1)[1])
@@ -104,7 +110,7 @@ def test_whole_worker_killed_then_new_worker_finishes(start_worker, broker_env, 
                                                       cifar_mini):
     first = start_worker("w1")
     out = runs_root / "crash"
-    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini))
+    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini), *_SHORT_MAP)
     store = out / "curation.sqlite"
     job = _wait_job(store, "extract", lambda j: j["status"] == "running" and j["done"] > 0)
     first.kill_all()
@@ -176,7 +182,7 @@ def test_without_a_broker_a_dead_job_fails_and_cancel_ends_it(runs_root, fresh_r
 def test_cancel_stops_a_running_job(start_worker, broker_env, runs_root, cifar_mini):
     start_worker("w1")
     out = runs_root / "cancel"
-    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini))
+    proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini), *_SHORT_MAP)
     store = out / "curation.sqlite"
     job = _wait_job(store, "extract", lambda j: j["status"] == "running" and j["done"] > 0)
     r = subprocess.run([CURATOR, "cancel", job["id"]], env=broker_env, capture_output=True,
@@ -259,7 +265,7 @@ def test_extraction_shared_out_survives_a_killed_worker_and_is_bit_identical(
     start_worker("w2")
     out = runs_root / "sharded"
     proc = _pipeline(broker_env, out, *_slow_extract_args(cifar_mini), "--shards", "4",
-                     "--n-iter", "100")
+                     *_SHORT_MAP)
     store = out / "curation.sqlite"
     victim_job = _wait_job(store, "extract-shard",
                            lambda j: j["status"] == "running" and j["done"] > 0)
