@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.sources.ingest import DatasetOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +121,7 @@ class Row:
 def resnet56_features() -> FeatureOptions:
     """The shared CIFAR ResNet-56 weights (trained on CIFAR-10's *true* labels, which
     flatters every detector that uses their features)."""
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
 
     return FeatureOptions(model="cifar-resnet56",
                           weights=SHARED / "weights/resnet56-4bfd9763.th")

@@ -47,7 +47,7 @@ from bench.common import (
 )
 from bench.peers import cleanlab_peer, simifeat_vote
 from worker.pipeline.evaluation.metrics import auroc, detection_scores
-from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.clustering import DEFAULT_RULE, RULES, decide
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions

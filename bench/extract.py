@@ -28,7 +28,8 @@ from PIL import Image
 
 from bench.common import SHARED, cifar_folder, machine, place, timed
 from worker.pipeline.features.backbones import build_backbone
-from worker.pipeline.features.extraction import FeatureOptions, extract, feature_precision
+from worker.pipeline.features.extraction import extract, feature_precision
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions, ingest
 from worker.pipeline.storage.rundir import RunDir

@@ -101,7 +101,7 @@ def main() -> None:
 
     from worker.extract_shards import sharded
     from worker.jobs.dispatchers import CeleryDispatcher
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.storage.rundir import RunDir
     from worker.settings import load_settings
 

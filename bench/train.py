@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.common import SHARED, machine
-from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.runner import run_pipeline
 from worker.pipeline.sources.datasets import parse_spec

@@ -35,12 +35,12 @@ from worker.jobs.job_params import ShardParams
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.extraction import (
     FeatureCompute,
-    FeatureOptions,
     cache_key,
     feature_precision,
     network_features,
     network_input,
 )
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
 from worker.pipeline.sources.ingest import open_run_dataset

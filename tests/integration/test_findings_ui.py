@@ -32,7 +32,7 @@ LEAKED = 4  # test images copied into train
 
 @pytest.fixture(scope="module")
 def findings_root(cifar_mini, tmp_path_factory):
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
     from worker.pipeline.sources.datasets import parse_spec

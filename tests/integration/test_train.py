@@ -128,7 +128,7 @@ def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
     DistributedSampler read the files; the dataset's own test split is the test set."""
     from PIL import Image
 
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
     from worker.pipeline.sources.datasets import parse_spec

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -95,6 +96,24 @@ def test_help_imports_nothing_heavy_and_shows_defaults_and_an_example():
     sub = curator("retrain", "--help")
     assert "(default: 1)" in sub.stdout and "example:\n  curator retrain" in sub.stdout
     assert curator("--version").stdout.startswith("curator ")
+
+
+def test_the_app_and_the_job_clients_start_without_torch(digits_run, tmp_path):
+    """The app's start and the commands that submit, list or cancel jobs import no torch
+    (about 3 s of a process's start on 2 cores); ``curator worker`` loads it once, before
+    its pool processes fork."""
+    code = ("import sys; from app.server import create_app; create_app(); "
+            "import worker.jobs.client, worker.jobs.dispatchers; "
+            "print(sorted({'torch', 'torchvision', 'openTSNE'} & set(sys.modules)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "CURATOR_RUNS_ROOT": str(tmp_path)})
+    assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr)
+    for args in (["jobs", str(digits_run.path)],
+                 ["cancel", "nosuchjob", "--run", str(digits_run.path)]):
+        r = subprocess.run([sys.executable, "-X", "importtime", "-m", "worker.cli", *args],
+                           capture_output=True, text=True, timeout=60)
+        loaded = {ln.rsplit("|", 1)[1].strip() for ln in r.stderr.splitlines() if "|" in ln}
+        assert "torch" not in loaded, args
 
 
 def test_params_prints_each_class_eps_and_counts(digits_run):

@@ -49,7 +49,7 @@ def test_indices_and_imagefolder(fresh_run):
 
 
 def test_imagefolder_links_real_files(small_folder, tmp_path):
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
     from worker.pipeline.sources.datasets import parse_spec

@@ -12,10 +12,10 @@ from worker.pipeline.features.backbones import build_backbone, pick_device, read
 from worker.pipeline.features.extraction import (
     ADAPT_LR,
     SCRATCH_LR,
-    FeatureOptions,
     extract,
     finetune_lr,
 )
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions, ingest
 from worker.pipeline.storage.rundir import RunDir

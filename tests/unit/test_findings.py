@@ -317,7 +317,7 @@ def test_no_group_has_a_single_member(dup_run):
 @pytest.fixture(scope="module")
 def dup_run(tmp_path_factory) -> RunDir:
     """Digits with 10% label noise and 5% exact copies (real images, the real chain)."""
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.runner import run_pipeline
     from worker.pipeline.sources.datasets import parse_spec
     from worker.pipeline.sources.ingest import DatasetOptions
@@ -447,7 +447,7 @@ def outlier_run(cifar_mini, tmp_path_factory) -> RunDir:
     """400 real CIFAR-10 photos (40 per class) and 20 injected outliers, through the
     CIFAR ResNet-20. Its weights (akamaster's) were trained on CIFAR-10's train split
     with its true labels: the features know these very classes."""
-    from worker.pipeline.features.extraction import FeatureOptions
+    from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.runner import run_pipeline
     from worker.pipeline.sources.datasets import parse_spec
     from worker.pipeline.sources.ingest import DatasetOptions

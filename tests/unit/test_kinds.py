@@ -19,7 +19,7 @@ from worker.jobs.job_params import (
 from worker.jobs.job_params import TestSplitParams as SplitParams  # not a test class to pytest
 from worker.jobs.registry import KINDS, QUEUES, kind
 from worker.pipeline.errors import InputError
-from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.names import (
     DEFAULT_IMAGE_MODEL,
     DEFAULT_RULE,
@@ -126,7 +127,6 @@ def dataset_opts(a: argparse.Namespace):
 
 def feature_opts(a: argparse.Namespace):
     from worker.pipeline.features.backbones import random_weights_warning
-    from worker.pipeline.features.extraction import FeatureOptions
 
     s = load_settings()
     warning = random_weights_warning(a.model, a.weights)

@@ -94,6 +94,9 @@ def cmd_worker(a: argparse.Namespace) -> None:
     # re-queue the dead worker's job once its heartbeat goes stale.
     watch_stale_jobs(settings)
     from worker.celery_app import make_celery
+    from worker.jobs.handlers import preload
+
+    preload()
 
     argv = ["worker", "-Q", ",".join(queues), "--concurrency", str(a.concurrency),
             "--loglevel", a.loglevel, "--hostname", a.name or f"curator-{os.getpid()}@%h"]

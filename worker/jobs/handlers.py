@@ -1,4 +1,4 @@
-"""What each job kind runs, on its typed parameters (:mod:`.params`).
+"""What each job kind runs, on its typed parameters (:mod:`.job_params`).
 
 Heavy modules are imported inside the handlers: the app and the CLI import this package to
 submit jobs, and have no use for torch or openTSNE until a job runs in their process.
@@ -10,7 +10,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from worker.extract_shards import run_shard
 from worker.jobs.job_params import (
     ExperimentParams,
     ExportParams,
@@ -21,7 +20,6 @@ from worker.jobs.job_params import (
     TestSplitParams,
 )
 from worker.pipeline.errors import InputError
-from worker.pipeline.features.extraction import extract as extract_features
 from worker.pipeline.findings.testsplit import load_test_split
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.progress import ProgressFn
@@ -36,6 +34,15 @@ if TYPE_CHECKING:
 
 # How long a step waits for another writer of its run (runlock.run_lock) before failing.
 STEP_WAIT_S = 600.0
+
+
+def preload() -> None:
+    """Import what the jobs run (torch, torchvision…) now. ``curator worker`` calls this
+    before Celery forks its pool processes, so that each starts with them loaded, and a
+    pool process that replaces a dead one takes its next job at once; a process that only
+    submits or lists jobs never calls it."""
+    import worker.extract_shards  # noqa: F401
+    import worker.pipeline.features.extraction  # noqa: F401
 
 
 @contextlib.contextmanager
@@ -56,6 +63,8 @@ def ingest(run: RunDir, p: IngestParams, progress: ProgressFn) -> dict:
 
 
 def extract(run: RunDir, p: ExtractParams, progress: ProgressFn) -> dict:
+    from worker.pipeline.features.extraction import extract as extract_features
+
     with _ingested(run, p.dataset, progress, "an extract job") as ds:
         feats = extract_features(run, ds, p.features, progress)
     return {"features": run.features.name, "shape": list(feats.shape)}
@@ -68,6 +77,8 @@ def finetune(run: RunDir, p: ExtractParams, progress: ProgressFn) -> dict:
 
 
 def extract_shard(run: RunDir, p: ShardParams, progress: ProgressFn) -> dict:
+    from worker.extract_shards import run_shard
+
     return run_shard(run, p, progress)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.features.extraction import FeatureOptions
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.train.config import TrainConfig

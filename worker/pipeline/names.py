@@ -16,6 +16,8 @@ DEPTHS = {"cifar-resnet20": 20, "cifar-resnet32": 32, "cifar-resnet44": 44, "cif
 # so they are pretrained without a --weights file.
 PRETRAINED_MODELS = ("efficientnet-lite0",)
 MODEL_NAMES = ("pixels", *PRETRAINED_MODELS, *TORCHVISION_RESNETS, *DEPTHS)
+# The networks `curator retrain` can train (worker.train.model builds them).
+TRAIN_MODELS = (*TORCHVISION_RESNETS, *DEPTHS)
 # What a user gets without --model: the pretrained backbone for images (its features never
 # saw the dataset's labels, which is what makes the flags trustworthy); pixels for the
 # 8x8 digits demo, where a 224-px ImageNet network has nothing to see.

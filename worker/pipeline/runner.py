@@ -16,7 +16,8 @@ from dataclasses import asdict
 from typing import Protocol
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.features.extraction import FeatureOptions, extract
+from worker.pipeline.features.extraction import extract
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.findings import ensure_findings
 from worker.pipeline.findings.testsplit import load_test_split
 from worker.pipeline.map.clustering import Decisions, check_rule

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.names import TRAIN_MODELS
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
 from worker.train.config import TrainConfig, check_numbers
 from worker.train.data import SUBSETS, correctable, select_subset, subset_indices
-from worker.train.model import TRAIN_MODELS
 from worker.train.plan import Plan, resolve
 
 

@@ -9,12 +9,9 @@ from torch import nn
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.cifar_resnet import CifarResNet
-from worker.pipeline.names import DEPTHS, TORCHVISION_RESNETS
+from worker.pipeline.names import DEPTHS, TORCHVISION_RESNETS, TRAIN_MODELS
 
 SMALL_IMAGE = 64
-
-
-TRAIN_MODELS = (*TORCHVISION_RESNETS, *DEPTHS)
 
 
 def build_model(name: str, num_classes: int, image_size: int) -> nn.Module:

@@ -15,8 +15,6 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,40 +33,10 @@ from worker.pipeline.features.backbones import (
     pick_device,
     resolve_precision,
 )
-from worker.pipeline.names import default_model
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import ProgressFn, report
-from worker.pipeline.ranges import check, check_optional
 from worker.pipeline.sources.datasets import Dataset
 from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
-
-
-@dataclass(frozen=True)
-class FeatureOptions:
-    """What decides the features; ``cache_key`` hashes these with the sample list."""
-
-    model: str | None = None  # None: the dataset's default (names.default_model)
-    weights: Path | None = None
-    finetune_epochs: int = 0
-    batch_size: int = 256
-    device: str = "auto"
-    num_workers: int = 2
-    seed: int = 0
-    precision: str = "auto"
-    input_size: int | None = None  # None: the model's own (backbones.EFFICIENTNET_SIZE, …)
-
-    def __post_init__(self) -> None:
-        # Checked when the options are made (CLI, form, job record), before any ingest.
-        checked = {"finetune_epochs": check("finetune", self.finetune_epochs),
-                   "batch_size": check("extract_batch", self.batch_size),
-                   "num_workers": check("workers", self.num_workers),
-                   "seed": check("seed", self.seed),
-                   "input_size": check_optional("input_size", self.input_size)}
-        for name, value in checked.items():
-            object.__setattr__(self, name, value)
-
-    def for_dataset(self, kind: str) -> FeatureOptions:
-        """These options with ``model`` filled in for a dataset of ``kind``."""
-        return self if self.model else replace(self, model=default_model(kind))
 
 
 class _FileImages(torch.utils.data.Dataset):

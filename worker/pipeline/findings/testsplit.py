@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import (
     Dataset,
@@ -115,7 +116,7 @@ def _compute(run: RunDir, ds: Dataset, done: dict, progress: ProgressFn | None
              ) -> tuple[np.ndarray, np.ndarray]:
     """Decode the test images into ``test_thumbnails.npy`` and run them through the run's
     network. Returns (features of the readable images, which images were readable)."""
-    from worker.pipeline.features.extraction import FeatureOptions, network_features
+    from worker.pipeline.features.extraction import network_features
 
     thumbs_train = run.load_array(run.thumbnails, "ingest", mmap=True)
     size = thumbs_train.shape[1]
