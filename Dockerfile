@@ -10,6 +10,7 @@ WORKDIR /opt/tsne-curator
 COPY pyproject.toml README.md ./
 COPY app ./app
 COPY worker ./worker
+COPY tsne_curator ./tsne_curator
 COPY assets ./assets
 
 # The CPU variant takes torch/torchvision from PyTorch's CPU index (2.14.1+cpu satisfies

@@ -24,14 +24,15 @@ def report(progress: ProgressFn | None, done: int, total: int, message: str) -> 
 
 
 class TqdmProgress:
-    """A progress callback that draws one tqdm bar per message prefix on stderr."""
+    """A progress callback that draws one tqdm bar per message prefix: through
+    ``tqdm.auto``, a widget in a Jupyter notebook and text on stderr elsewhere."""
 
     def __init__(self) -> None:
         self._bar = None
         self._label = ""
 
     def __call__(self, done: int, total: int, message: str) -> bool:
-        from tqdm import tqdm
+        from tqdm.auto import tqdm
 
         label = message.split(":", 1)[0]
         if self._bar is None or label != self._label or total != self._bar.total:

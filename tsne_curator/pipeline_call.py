@@ -1,0 +1,92 @@
+"""``tc.pipeline``: the ``curator pipeline`` chain, run in this process.
+
+The keywords are ``curator pipeline``'s options, checked as the CLI checks them
+(:mod:`tsne_curator.options`), and turned into the steps' options by the CLI's own helpers.
+The steps run here (:class:`~worker.pipeline.runner.LocalSteps`: each under the run's step
+lock) inside the pipeline lock ``curator pipeline`` holds, so a second pipeline on the same
+folder, from a shell or another notebook, is refused at once. Every finished step is
+skipped on the next call, so a call stopped with Ctrl-C (or the notebook's stop button)
+resumes where it stopped: each file is written under a temporary name and renamed into
+place, so a stopped step leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+from tsne_curator.bars import progress_bar
+from tsne_curator.options import expand_thresholds, namespace
+from tsne_curator.run_handle import Run
+from worker.cli.arguments import dataset_opts, embed_opts, feature_opts, thresholds
+from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
+
+# Why the API does not take ``--shards``: it runs every step in this process.
+SHARDS = ("the Python API runs every step in this process; to share extraction out across "
+          "workers, use 'curator pipeline --shards N' with CURATOR_BROKER_URL set")
+
+
+def pipeline(dataset: str | None, out: str | os.PathLike, **options: Any) -> Run:
+    """Make (or finish) a run: ingest → extract → embed → cluster → findings.
+
+    Parameters
+    ----------
+    dataset : str or None
+        A ``--dataset`` spec: ``"digits"``, ``"folder:DIR"``, ``"cifar10:DIR"`` or
+        ``"features:FILE.npy"`` (with ``labels="FILE.csv"``). None re-runs the steps of
+        the existing run at ``out``.
+    out : str or path
+        The run folder (``--out``): new or empty, or a run made with the same dataset
+        options (its finished steps are skipped).
+    **options
+        Every other ``curator pipeline`` option by its name with ``_`` for ``-``:
+        ``inject_noise``, ``seed``, ``model``, ``weights``, ``finetune``, ``perplexity``,
+        ``n_iter``, ``eps``, ``min_samples``, ``rule``, ``duplicate_threshold``, … and
+        ``thresholds={"duplicate": 0.95}`` for the findings' cuts. ``shards`` is the
+        CLI's alone.
+
+    Returns
+    -------
+    Run
+
+    Raises
+    ------
+    TypeError
+        An unknown keyword (the message lists the valid ones).
+    InputError
+        A value the CLI would refuse, named by its keyword; nothing is written then.
+    """
+    a = namespace("pipeline", expand_thresholds(options), "pipeline",
+                  fixed={"dataset": dataset, "out": out}, refused={"shards": SHARDS})
+    run = RunDir(a.out)
+    ds = dataset_opts(a)  # a bad spec is refused before --out is touched
+    run_in_process(run, a, lambda: ds, ds.spec.class_root if ds else None)
+    return Run(run.path)
+
+
+def run_in_process(run: RunDir, a: argparse.Namespace,
+                   dataset: Callable[[], DatasetOptions | None],
+                   class_root: os.PathLike | None = None) -> None:
+    """The chain on ``run`` with the options of namespace ``a``, under the pipeline lock;
+    ``dataset`` is called once the lock is held, ``class_root`` is the dataset's folder a
+    run may not lie in (:func:`~worker.pipeline.storage.runlock.claim_out_dir`).
+
+    The steps' options are made before the run's folder is claimed, so a bad one writes
+    nothing.
+    """
+    from worker.pipeline.runner import run_pipeline  # loads torch: only when a run is made
+
+    features, embedding, cuts = feature_opts(a), embed_opts(a), thresholds(a)
+    claim_out_dir(run.path, class_root)
+    bar = progress_bar()
+    try:
+        with run_lock(run, f"tsne_curator.pipeline (pid {os.getpid()})", PIPELINE_LOCK):
+            run_pipeline(run, dataset(), features, embedding, rule=a.rule,
+                         min_samples=a.min_samples, eps=a.eps, progress=bar,
+                         thresholds=cuts)
+    finally:
+        bar.close()

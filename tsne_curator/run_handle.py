@@ -1,0 +1,254 @@
+"""``Run``: one run folder, as a notebook uses it.
+
+Every method reads or writes the run the way ``curator`` and the Curate page do: findings,
+the summary and the map come from the one read model
+(:func:`~worker.pipeline.storage.curation.current_snapshot`); keep, drop, relabel and undo
+are the CLI's calls on the run's SQLite store (the same store, history and undo as the
+page, so a decision made here shows on an open Curate page at its next refresh, and one
+made there shows in :meth:`Run.findings`); clustering is ``curator cluster``'s step, and
+an export is ``curator export``'s job. Nothing is cached here: each call reads the store
+as it is now.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from tsne_curator.bars import progress_bar
+from tsne_curator.display import repr_html, repr_text
+from tsne_curator.map_figure import class_map
+from tsne_curator.options import namespace
+from tsne_curator.tables import findings_frame, manifest_frame, summary_frame
+from worker.pipeline.errors import InputError
+from worker.pipeline.storage.curation import class_code, cluster_step, open_store, set_cut
+from worker.pipeline.storage.rundir import RunDir
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+
+def _indices(values: Any) -> list[int]:
+    """Sample indices from an int, a list, an array or a pandas column of whole numbers.
+
+    Raises
+    ------
+    InputError
+        Values that are not whole numbers (a boolean mask included: pass
+        ``np.flatnonzero(mask)``).
+    """
+    x = np.asarray(values).ravel()
+    if not x.size:
+        return []
+    if x.dtype.kind not in "iu" and not (x.dtype.kind == "O" and all(
+            isinstance(v, int | np.integer) and not isinstance(v, bool) for v in x)):
+        raise InputError(f"sample indices must be whole numbers, got {x.dtype} values (for "
+                         "a mask, pass np.flatnonzero(mask))")
+    return [int(v) for v in x]
+
+
+class Run:
+    """A run folder: its findings, summary, map, curation and exports.
+
+    Parameters
+    ----------
+    path : str or path
+        A run folder (one holding ``run.json``).
+
+    Attributes
+    ----------
+    path : Path
+        The run folder.
+    name : str
+        Its name (the folder's), as the app lists it.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self._dir = RunDir(Path(path)).require()
+        self.path = self._dir.path
+        self.name = self._dir.run_id
+
+    # -- reading ------------------------------------------------------------------------
+    def findings(self, kind: str | None = None) -> pd.DataFrame:
+        """Every sample a finding kind marks now, and every sample a reviewer decided.
+
+        Parameters
+        ----------
+        kind : str, optional
+            Only this kind (``label``, ``duplicate``, ``leak``, ``outlier``).
+
+        Returns
+        -------
+        DataFrame, one row per (sample, kind); see :func:`~tsne_curator.tables.findings_frame`
+        for the columns.
+        """
+        return findings_frame(self._dir, kind)
+
+    def summary(self) -> pd.DataFrame:
+        """The per-class table (the paper's Table I), one row per class and a total row:
+        class, size, flagged, overridden, relabelled, kept, reduction_pct and a count per
+        finding kind other than label."""
+        return summary_frame(self._dir)
+
+    def map(self, class_name: str | int) -> go.Figure:
+        """Class ``class_name`` on the shared t-SNE map, marked as on the Curate page.
+
+        Returns
+        -------
+        plotly.graph_objects.Figure
+        """
+        return class_map(self._dir, str(class_name) if isinstance(class_name, int)
+                         and not isinstance(class_name, bool) else class_name)
+
+    # -- curation -----------------------------------------------------------------------
+    def _override(self, indices: Any, decision: str | None) -> int:
+        chosen = _indices(indices)
+        n = len(self._dir.read_samples())
+        return open_store(self._dir).set_overrides(chosen, decision, n_samples=n) \
+            if chosen else 0
+
+    def drop(self, indices: Any) -> int:
+        """Drop samples whatever the rule says (``curator override RUN drop``).
+
+        Returns
+        -------
+        int, how many samples changed.
+        """
+        return self._override(indices, "drop")
+
+    def keep(self, indices: Any) -> int:
+        """Keep samples whatever the rule says (``curator override RUN keep``); returns how
+        many changed."""
+        return self._override(indices, "keep")
+
+    def clear(self, indices: Any) -> int:
+        """Clear the samples' keep/drop overrides (``curator override RUN clear``); returns
+        how many changed."""
+        return self._override(indices, None)
+
+    def relabel(self, indices: Any, label: str | None) -> int:
+        """Give samples a corrected class (``curator relabel``); None clears it.
+
+        Parameters
+        ----------
+        indices : sample indices
+        label : a class name of the run, or None
+
+        Returns
+        -------
+        int, how many samples changed.
+        """
+        chosen = _indices(indices)
+        samples = self._dir.read_samples()
+        if label is not None and label not in samples.classes:
+            raise InputError(f"no class {label!r} in this run: use one of "
+                             f"{', '.join(samples.classes)} (or None to clear)")
+        if not chosen:
+            return 0
+        code = None if label is None else samples.classes.index(label)
+        return open_store(self._dir).set_relabels(
+            chosen, code, f"relabel {len(chosen)} to {label or 'clear'}",
+            n_samples=len(samples), n_classes=len(samples.classes))
+
+    def undo(self) -> str | None:
+        """Undo the last curation change, made here, in a shell or on the Curate page
+        (``curator undo``). Returns what was undone, or None."""
+        return open_store(self._dir).undo()
+
+    def redo(self) -> str | None:
+        """Redo the last undone change (``curator undo --redo``); returns it, or None."""
+        return open_store(self._dir).redo()
+
+    def cluster(self, class_name: str | Sequence[str] | None = None,
+                eps: float | None = None, min_samples: int | None = None, *,
+                rule: str | None = None, auto: bool = False,
+                cut: int | str | None = None) -> pd.DataFrame:
+        """DBSCAN again with new parameters (``curator cluster``), one undoable change.
+
+        Parameters
+        ----------
+        class_name : str or list of str, optional
+            The classes ``eps`` and ``min_samples`` apply to (``--class``); all when None.
+        eps, min_samples : optional
+            DBSCAN's parameters (``--eps``, ``--min-samples``), checked as the CLI checks
+            them.
+        rule : str, optional
+            The flagging rule (``--rule``: adaptive, dbscan-knn, dbscan).
+        auto : bool
+            Derive eps again from the k-distance knee (``--auto``).
+        cut : int or "rule", optional
+            Flag each named class's ``cut`` highest mislabel scores and no others
+            (``--cut``); ``"rule"`` gives the class back to the rule.
+
+        Returns
+        -------
+        DataFrame, the summary (:meth:`summary`) after the change.
+        """
+        a = namespace("cluster", {"eps": eps, "min_samples": min_samples, "rule": rule,
+                                  "auto": auto, "cut": cut}, "cluster")
+        names = [class_name] if isinstance(class_name, str) else \
+            list(class_name) if class_name is not None else None
+        samples = self._dir.read_samples()
+        # Every name is checked before the store changes (cluster_step sets the rule first).
+        codes = [class_code(samples, str(n)) for n in names or []]
+        if a.cut is not None and not names:
+            raise InputError("cut is per class: name the class with class_name")
+        cluster_step(self._dir, eps=a.eps, min_samples=a.min_samples, classes=names,
+                     rule=a.rule, auto=a.auto)
+        if a.cut is not None:
+            for code in codes:
+                set_cut(self._dir, code, None if a.cut == "rule" else a.cut, samples=samples)
+        return self.summary()
+
+    # -- writing out --------------------------------------------------------------------
+    def export(self, name: str, format: str = "csv") -> tuple[pd.DataFrame, Path]:
+        """Write the kept subset to ``<run>/exports/<name>/`` (``curator export``), as a
+        job of this process that the Jobs page lists.
+
+        Parameters
+        ----------
+        name : str
+            The export's name (``--dest``): letters, digits, ``.``, ``_``, ``-``.
+        format : {"csv", "imagefolder", "indices"}
+
+        Returns
+        -------
+        (DataFrame, Path)
+            The manifest (one row per sample; for ``indices``, the kept indices) and the
+            export's folder.
+        """
+        from worker.jobs.execution import run_here  # loads torch (the jobs' registry)
+        from worker.jobs.job_params import ExportParams
+
+        a = namespace("export", {"format": format}, "export",
+                      fixed={"dest": name, "run": self.path})
+        bar = progress_bar()
+        try:
+            result = run_here(self._dir, "export", ExportParams(a.dest, a.format), bar)
+        finally:
+            bar.close()
+        dest = self.path / result["export"]
+        return manifest_frame(dest), dest
+
+    # -- display --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return repr_text(self._dir)
+
+    def _repr_html_(self) -> str:
+        return repr_html(self._dir)
+
+
+def open_run(path: str | os.PathLike) -> Run:
+    """The run at ``path``.
+
+    Raises
+    ------
+    InputError
+        ``path`` is not a run (no ``run.json``).
+    """
+    return Run(path)

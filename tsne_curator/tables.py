@@ -1,0 +1,124 @@
+"""A run's findings, summary and export manifest as pandas DataFrames.
+
+Findings and the summary are read from one snapshot of the run
+(:func:`~worker.pipeline.storage.curation.current_snapshot`, the read model ``curator
+findings``, ``curator export`` and the app read), with each finding kind's own marks,
+columns and why-lines (worker/pipeline/findings).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from worker.pipeline.findings import get_kind, kinds, marks
+from worker.pipeline.findings.testsplit import read_test_paths
+from worker.pipeline.storage.curation import CurationSnapshot, current_snapshot, summary_rows
+from worker.pipeline.storage.rundir import RunDir
+
+FINDING_COLUMNS = ("index", "path", "label", "kind", "score", "suggested_label", "related",
+                   "decision", "reason", "why")
+# Manifest columns read as text whatever they hold (class names may be numbers).
+TEXT_COLUMNS = {"path", "label", "given_label", "true_label", "reason", "findings",
+                "suggested_label"}
+
+
+def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
+    """Every sample a finding kind marks now (one row per sample and kind, each kind's
+    rows by score, highest first, kinds in registry order), then, without ``kind``, every
+    sample a reviewer decided that no kind marks (``kind`` "").
+
+    Returns
+    -------
+    DataFrame with columns
+
+    - ``index`` (int): the sample's index (row of ``features.npy``, ``samples.csv``);
+    - ``path``, ``label``: its path and given class;
+    - ``kind``: the finding kind (``label``, ``duplicate``, ``leak``, ``outlier``);
+    - ``score`` (float): the kind's score, higher = more likely an issue (NaN for "");
+    - ``suggested_label``: the class the label evidence suggests, for samples the label
+      rule flags ("" otherwise);
+    - ``related`` (int): the related sample (a duplicate's kept copy; for a leak, the
+      test image's index in the test split), -1 for none;
+    - ``decision``: ``keep`` or ``drop``, the sample's fate now (what an export keeps);
+    - ``reason``: why (``noise``, ``cluster``, ``relabel``, ``override_keep``,
+      ``override_drop``, or the kind whose default drops it);
+    - ``why``: the kind's one-line reason.
+    """
+    chosen = [get_kind(kind)] if kind is not None else kinds()  # an unknown kind: InputError
+    snap = current_snapshot(run)
+    view = snap.view(read_test_paths(run))
+    marked = marks(snap.findings, view)
+    n = len(snap.samples)
+    suggested = [""] * n
+    for k in kinds():
+        if "suggested_label" in k.columns:
+            suggested = k.column_values(snap.findings[k.name], view)["suggested_label"]
+    parts = []
+    for k in chosen:
+        table = snap.findings[k.name]
+        idx = np.flatnonzero(marked[k.name])
+        idx = idx[np.argsort(-table.score[idx], kind="stable")]
+        parts.append(_rows(snap, idx, suggested, k.name, table.score[idx], table.related[idx],
+                           [k.why(table, int(i), view) for i in idx.tolist()]))
+    if kind is None:
+        listed = np.zeros(n, bool)
+        for m in marked.values():
+            listed |= m
+        decided = sorted({i for i in (*snap.stored.overrides, *snap.stored.relabels)
+                          if 0 <= i < n and not listed[i]})
+        idx = np.asarray(decided, np.int64)
+        parts.append(_rows(snap, idx, suggested, "", np.full(len(idx), np.nan),
+                           np.full(len(idx), -1, np.int64), [""] * len(idx)))
+    return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+
+
+def _rows(snap: CurationSnapshot, idx: np.ndarray, suggested: list[str], kind: str,
+          score: np.ndarray, related: np.ndarray, why: list[str]) -> pd.DataFrame:
+    """The rows of samples ``idx`` (shape (m,)) found by ``kind``, with their ``score``,
+    ``related`` samples and ``why``-lines (each (m,))."""
+    s, d = snap.samples, snap.decisions
+    return pd.DataFrame({
+        "index": idx.astype(np.int64),
+        "path": [s.paths[i] for i in idx.tolist()],
+        "label": [s.classes[int(c)] for c in s.labels[idx].tolist()],
+        "kind": [kind] * len(idx),
+        "score": np.asarray(score, np.float64),
+        "suggested_label": [suggested[i] for i in idx.tolist()],
+        "related": np.asarray(related, np.int64),
+        "decision": np.where(d.kept[idx], "keep", "drop").tolist(),
+        "reason": d.reason[idx].tolist(),
+        "why": why,
+    })
+
+
+def summary_frame(run: RunDir) -> pd.DataFrame:
+    """:func:`~worker.pipeline.storage.curation.summary_rows` at the run's current state
+    (with a count per finding kind, as the Curate page's summary), one row per class and
+    a last ``total`` row."""
+    snap = current_snapshot(run)
+    return pd.DataFrame(summary_rows(snap.samples, snap.decisions, snap.findings))
+
+
+def manifest_frame(export: Path) -> pd.DataFrame:
+    """An export's manifest: ``manifest.csv`` with ``index``, ``cluster`` as int and
+    ``kept`` as bool, class names and paths as text, other columns as numbers where every
+    value is one (empty: NaN); for an ``indices`` export, the kept indices as ``index``."""
+    manifest = export / "manifest.csv"
+    if not manifest.is_file():
+        kept = np.loadtxt(export / "kept_indices.txt", dtype=np.int64, ndmin=1)
+        return pd.DataFrame({"index": kept})
+    df = pd.read_csv(manifest, dtype=str, keep_default_na=False)
+    for column in df.columns:
+        if column in ("index", "cluster"):
+            df[column] = df[column].astype(np.int64)
+        elif column == "kept":
+            df[column] = df[column] == "1"
+        elif column not in TEXT_COLUMNS:
+            try:
+                df[column] = pd.to_numeric(df[column].replace("", np.nan))
+            except (ValueError, TypeError):
+                pass  # text, as written
+    return df
