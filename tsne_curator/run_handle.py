@@ -25,6 +25,8 @@ from tsne_curator.display import repr_html, repr_text
 from tsne_curator.map_figure import class_map
 from tsne_curator.options import namespace
 from tsne_curator.tables import findings_frame, manifest_frame, summary_frame
+from worker.jobs.execution import run_here
+from worker.jobs.job_params import ExportParams
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.curation import class_code, cluster_step, open_store, set_cut
 from worker.pipeline.storage.rundir import RunDir
@@ -222,9 +224,6 @@ class Run:
             The manifest (one row per sample; for ``indices``, the kept indices) and the
             export's folder.
         """
-        from worker.jobs.execution import run_here  # loads torch (the jobs' registry)
-        from worker.jobs.job_params import ExportParams
-
         a = namespace("export", {"format": format}, "export",
                       fixed={"dest": name, "run": self.path})
         bar = progress_bar()
