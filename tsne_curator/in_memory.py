@@ -40,7 +40,7 @@ DIGEST = "digest.txt"  # what they were: a second call with other arrays is refu
 NOT_FOR_ARRAYS = ("dataset", "split", "labels", "label_column", "true_label_column",
                   "inject_duplicates", "duplicate_strength", "inject_outliers", "model",
                   "input_size", "weights", "finetune", "batch_size", "device", "workers",
-                  "precision")
+                  "precision", "decode")
 
 
 def check_features(features: Any) -> np.ndarray:

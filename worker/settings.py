@@ -44,11 +44,15 @@ def _flag_env(name: str) -> bool:
     raise InputError(f"CURATOR_{name} must be 1 or 0, got {text!r}")
 
 
-def _number_env(name: str, param: str, default: int) -> int:
-    """A setting with a parameter's range (worker.pipeline.ranges), named as the variable."""
+def _number_env(name: str, param: str, default: int | None) -> int | None:
+    """A setting with a parameter's range (worker.pipeline.ranges), named as the variable;
+    ``default`` when it is not set."""
 
+    text = _env(name, "")
+    if not text:
+        return default
     try:
-        return int(check(param, _env(name, str(default))))
+        return int(check(param, text))
     except InputError as exc:
         raise InputError(str(exc).replace(PARAMS[param].flag, f"CURATOR_{name}", 1)) from None
 
@@ -72,7 +76,8 @@ class Settings:
     port: int = 8050
     auth_token: str = ""
     device: str = "auto"
-    num_workers: int = 2
+    # Decoding processes of an extraction; None: all cores but one (sources/decoding.py).
+    num_workers: int | None = None
     # Folders the app's New-run form may read datasets, labels and weights from; empty means
     # the default, DEFAULT_DATA_ROOTS (see data_roots_of).
     data_roots: tuple[Path, ...] = ()
@@ -110,7 +115,7 @@ def load_settings() -> Settings:
         port=_number_env("PORT", "port", 8050),
         auth_token=_env("AUTH_TOKEN", ""),
         device=_env("DEVICE", "auto"),
-        num_workers=_number_env("NUM_WORKERS", "workers", min(4, os.cpu_count() or 1)),
+        num_workers=_number_env("NUM_WORKERS", "workers", None),
         allowed_hosts=tuple(h.strip().lower() for h in _env("ALLOWED_HOSTS", "").split(",")
                             if h.strip()),
         max_body_bytes=_int_env("MAX_BODY_BYTES", 16 * 1024 * 1024),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 # (each command imports what it needs when it runs).
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.names import (
+    DECODERS,
     DEFAULT_IMAGE_MODEL,
     DEFAULT_RULE,
     MODEL_NAMES,
@@ -79,7 +80,11 @@ def model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=cli_type("extract_batch"), default=256,
                    help="images per extraction batch")
     g.add_argument("--device", default=None, help="auto | cpu | cuda[:N]")
-    g.add_argument("--workers", type=cli_type("workers"), default=None, help="DataLoader workers")
+    g.add_argument("--workers", type=cli_type("workers"), default=None,
+                   help="decoding processes of an extraction (default: all cores but one)")
+    g.add_argument("--decode", default="auto", choices=DECODERS,
+                   help="where JPEG files are decoded: on the device's decoder (nvJPEG), on "
+                        "the host's worker processes, or auto: the device when it is CUDA")
     g.add_argument("--precision", default="auto", choices=PRECISIONS,
                    help="inference precision; auto = bf16 on CUDA and on CPUs with native "
                         "bf16, else fp32")
@@ -135,7 +140,8 @@ def feature_opts(a: argparse.Namespace):
     return FeatureOptions(model=a.model, weights=a.weights, finetune_epochs=a.finetune,
                           batch_size=a.batch_size, device=a.device or s.device,
                           num_workers=a.workers if a.workers is not None else s.num_workers,
-                          seed=a.seed, precision=a.precision, input_size=a.input_size)
+                          seed=a.seed, precision=a.precision, input_size=a.input_size,
+                          decode=a.decode)
 
 
 def embed_opts(a: argparse.Namespace):

@@ -40,5 +40,8 @@ def default_model(dataset_kind: str) -> str:
     (``digits``, ``cifar10``, ``folder`` or ``features``)."""
     return DEFAULT_DIGITS_MODEL if dataset_kind in ("digits", "features") else DEFAULT_IMAGE_MODEL
 PRECISIONS = ("auto", "fp32", "bf16")
+# Where an extraction decodes JPEG files: on the device (torchvision's nvJPEG decoder), on
+# the host's worker processes, or auto: on the device when it is a CUDA GPU.
+DECODERS = ("auto", "host", "device")
 # Training subsets (worker/train/data.py says what each holds).
 SUBSETS = ("filtered", "full", "random", "corrected")

@@ -1,12 +1,13 @@
 """Penultimate-layer feature extraction, with an optional fine-tune first.
 
-Images reach the network as uint8 batches (B, 3, S, S) and are normalised on the device.
-When ingest's thumbnails hold every image at full resolution (CIFAR-size data), they are
-the decoded-image cache and nothing is decoded twice; otherwise a DataLoader with workers
-decodes the files. On CPU, BatchNorm is folded into the convolutions and tensors are
-channels_last (about 1.9× on CIFAR ResNet-56 here). Inference runs under bf16 autocast
-on CUDA and on CPUs that compute bf16 in hardware (``precision="auto"``; 3× the fp32
-forward on this AVX512-BF16 EPYC, features with cosine ≥ 0.9999 to fp32).
+Images reach the device as uint8 batches and are resized and normalised there
+(features/datapath.py). When ingest's thumbnails hold every image at full resolution
+(CIFAR-size data), they are the decoded-image cache and nothing is decoded twice;
+otherwise worker processes decode the files, or the device decodes JPEGs (CUDA). On
+CPU, BatchNorm is folded into the convolutions and tensors are channels_last (about
+1.9× on CIFAR ResNet-56 here). Inference runs under bf16 autocast on CUDA and on CPUs
+that compute bf16 in hardware (``precision="auto"``; 3× the fp32 forward on this
+AVX512-BF16 EPYC, features with cosine ≥ 0.9999 to fp32).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 from torch import nn
 
 from worker.pipeline.errors import InputError
@@ -33,59 +33,23 @@ from worker.pipeline.features.backbones import (
     pick_device,
     resolve_precision,
 )
+from worker.pipeline.features.datapath import host_batches, normalise, to_device
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
+from worker.pipeline.sources.decoding import decode_workers
 from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
 
 
-class _FileImages(torch.utils.data.Dataset):
-    """Decode image files to uint8 (3, S, S) tensors; used when thumbnails are not exact."""
-
-    def __init__(self, ds: Dataset, size: int) -> None:
-        self.ds, self.size = ds, size
-
-    def __len__(self) -> int:
-        return len(self.ds.samples)
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        try:
-            img = self.ds.load_image(i)
-        except Exception as exc:  # noqa: BLE001 - surface as a user-facing error
-            raise InputError(f"cannot read {self.ds.samples.paths[i]} (changed since "
-                             f"ingest?): {exc}") from None
-        if img.size != (self.size, self.size):
-            img = img.resize((self.size, self.size), Image.Resampling.BILINEAR)
-        return torch.from_numpy(np.asarray(img, dtype=np.uint8).copy()).permute(2, 0, 1)
-
-
-def _batches(ds: Dataset, thumbs: np.ndarray | None, size: int, batch_size: int,
-             num_workers: int, order: np.ndarray | None = None) -> Iterator[torch.Tensor]:
-    """Yield uint8 (B, 3, size, size) batches in sample order (or in ``order``)."""
-    order = np.arange(len(ds.samples)) if order is None else order
-    n = len(order)
-    if thumbs is not None:
-        for start in range(0, n, batch_size):
-            idx = order[start:start + batch_size]
-            batch = torch.from_numpy(np.ascontiguousarray(thumbs[idx])).permute(0, 3, 1, 2)
-            if batch.shape[-1] != size:
-                batch = F.interpolate(batch.float(), size=(size, size), mode="bilinear",
-                                      align_corners=False).round().clamp(0, 255).to(torch.uint8)
-            yield batch
-        return
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.Subset(_FileImages(ds, size), order.tolist()),
-        batch_size=batch_size, shuffle=False, num_workers=num_workers,
-        persistent_workers=False,
-    )
-    yield from loader
-
-
-def _normalise(batch: torch.Tensor, bb: Backbone, device: torch.device) -> torch.Tensor:
-    x = batch.to(device, non_blocking=True).float().div_(255.0)
-    mean = torch.tensor(bb.mean, device=device).view(1, 3, 1, 1)
-    std = torch.tensor(bb.std, device=device).view(1, 3, 1, 1)
-    return ((x - mean) / std).contiguous(memory_format=torch.channels_last)
+def _network_batches(ds: Dataset, thumbs: np.ndarray | None, bb: Backbone,
+                     opts: FeatureOptions, device: torch.device,
+                     order: np.ndarray | None = None) -> Iterator[torch.Tensor]:
+    """Float (B, 3, S, S) batches in 0..255 on ``device``, in sample order (or ``order``):
+    uint8 on the host, every float on the device (features/datapath.py)."""
+    on_device = None if opts.decode == "auto" else opts.decode == "device"
+    for batch in host_batches(ds, thumbs, bb.input_size, opts.batch_size,
+                              decode_workers(opts.num_workers), device, order, on_device):
+        yield to_device(batch, bb.input_size, device, ds)
 
 
 def _inference_net(net: nn.Module, device: torch.device) -> nn.Module:
@@ -104,9 +68,10 @@ def _inference_net(net: nn.Module, device: torch.device) -> nn.Module:
 
 
 def _augment(batch: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Random flip and 4-px-padded random crop on a uint8 batch (B, 3, S, S)."""
+    """Random flip and 4-px-padded random crop on a batch (B, 3, S, S) of 0..255 pixels,
+    on its device (``gen`` is a CPU generator)."""
     b, _, s, _ = batch.shape
-    flip = torch.rand(b, generator=gen) < 0.5
+    flip = (torch.rand(b, generator=gen) < 0.5).to(batch.device)
     batch = torch.where(flip.view(b, 1, 1, 1), batch.flip(3), batch)
     pad = max(1, s // 8)
     padded = F.pad(batch, (pad, pad, pad, pad))
@@ -144,11 +109,12 @@ def finetune(bb: Backbone, ds: Dataset, thumbs: np.ndarray | None, opts: Feature
     for epoch in range(opts.finetune_epochs):
         order = torch.randperm(len(labels), generator=gen).numpy()
         for start, batch in zip(range(0, len(order), opts.batch_size),
-                                _batches(ds, thumbs, bb.input_size, opts.batch_size,
-                                         opts.num_workers, order), strict=True):
+                                _network_batches(ds, thumbs, bb, opts, device, order),
+                                strict=True):
             y = labels[order[start:start + opts.batch_size]].to(device)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
-                loss = F.cross_entropy(model(_normalise(_augment(batch, gen), bb, device)), y)
+                loss = F.cross_entropy(model(normalise(_augment(batch, gen), bb.mean, bb.std)),
+                                       y)
             optim.zero_grad(set_to_none=True)
             loss.backward()
             optim.step()
@@ -207,9 +173,8 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     bf16 = feature_precision(opts) == "bf16"
     with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
                                                 enabled=bf16):
-        for batch in _batches(ds, thumbs, bb.input_size, opts.batch_size, opts.num_workers,
-                              order):
-            feats = net(_normalise(batch, bb, device)).float().cpu().numpy()
+        for batch in _network_batches(ds, thumbs, bb, opts, device, order):
+            feats = net(normalise(batch, bb.mean, bb.std)).float().cpu().numpy()
             out[done:done + len(feats)] = feats
             done += len(feats)
             report(progress, done, n, f"extract: {opts.model}")

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from worker.pipeline.names import default_model
+from worker.pipeline.errors import InputError
+from worker.pipeline.names import DECODERS, default_model
 from worker.pipeline.ranges import check, check_optional
 
 
@@ -23,20 +24,24 @@ class FeatureOptions:
     finetune_epochs: int = 0
     batch_size: int = 256
     device: str = "auto"
-    num_workers: int = 2
+    num_workers: int | None = None  # decoding processes; None: all cores but one
     seed: int = 0
     precision: str = "auto"
     input_size: int | None = None  # None: the model's own (backbones.EFFICIENTNET_SIZE, …)
+    decode: str = "auto"  # where JPEG files are decoded (names.DECODERS)
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
         checked = {"finetune_epochs": check("finetune", self.finetune_epochs),
                    "batch_size": check("extract_batch", self.batch_size),
-                   "num_workers": check("workers", self.num_workers),
+                   "num_workers": check_optional("workers", self.num_workers),
                    "seed": check("seed", self.seed),
                    "input_size": check_optional("input_size", self.input_size)}
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+        if self.decode not in DECODERS:
+            raise InputError(f"--decode must be one of {', '.join(DECODERS)}, got "
+                             f"{self.decode!r}")
 
     def for_dataset(self, kind: str) -> FeatureOptions:
         """These options with ``model`` filled in for a dataset of ``kind``."""

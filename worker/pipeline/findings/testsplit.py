@@ -13,8 +13,6 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +27,7 @@ from worker.pipeline.sources.datasets import (
     open_dataset,
     split_spec,
 )
-from worker.pipeline.sources.ingest import DatasetOptions, thumbnail
+from worker.pipeline.sources.ingest import DatasetOptions, decode_thumbnails
 from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
 
 
@@ -118,24 +116,15 @@ def _compute(run: RunDir, ds: Dataset, done: dict, progress: ProgressFn | None
     network. Returns (features of the readable images, which images were readable)."""
     from worker.pipeline.features.extraction import network_features
 
-    thumbs_train = run.load_array(run.thumbnails, "ingest", mmap=True)
-    size = thumbs_train.shape[1]
-    n = len(ds.samples)
-
-    def decode(i: int) -> np.ndarray | None:
-        try:
-            img = ds.load_image(i)
-        except Exception:  # noqa: BLE001 - an unreadable test image is left out
-            return None
-        return thumbnail(img, size), img.size == (size, size)
-
-    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        decoded = list(pool.map(decode, range(n)))
-    ok = np.asarray([d is not None for d in decoded], bool)
-    thumbs = np.stack([d[0] for d in decoded if d is not None]) if ok.any() else \
-        np.zeros((0, size, size, 3), np.uint8)
-    exact = all(d[1] for d in decoded if d is not None)
-    save_npy(test_thumbnails(run), thumbs)
+    size = run.load_array(run.thumbnails, "ingest", mmap=True).shape[1]
+    # Decoded once, as ingest decodes (sources/ingest.decode_thumbnails), and where the
+    # thumbnails are the images, the network reads them and nothing is decoded again.
+    d = decode_thumbnails(ds, size, test_thumbnails(run), what="findings: test split images")
+    ok = d.ok
+    if not ok.any():
+        save_npy(test_thumbnails(run), np.zeros((0, size, size, 3), np.uint8))
+    thumbs = run.load_array(test_thumbnails(run), "cluster", mmap=True)
+    exact = bool(d.exact[ok].all())
     report(progress, 0, int(ok.sum()), "findings: test split features")
     ds = Dataset(ds.spec, ds.samples.subset(ok), None if ds.arrays is None else ds.arrays[ok])
     opts = FeatureOptions(model=done["model"], weights=Path(done["weights"])

@@ -27,6 +27,7 @@ import numpy as np
 from PIL import Image
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.sources.decoding import open_rgb
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 SPLITS = ("train", "test")
@@ -232,13 +233,20 @@ class Dataset:
 
     def load_image(self, i: int) -> Image.Image:
         """Sample i as an RGB PIL image (grayscale is expanded to three channels)."""
+        return self.decode(i)[0]
+
+    def decode(self, i: int, min_side: int | None = None
+               ) -> tuple[Image.Image, tuple[int, int]]:
+        """Sample i as an RGB PIL image, and its stored size (width, height).
+
+        With ``min_side`` a JPEG file decodes at a reduced scale that keeps both sides at
+        least ``min_side`` (sources/decoding.py); arrays come whole.
+        """
         k = self._extra_row(i)
-        if k >= 0:
-            return Image.fromarray(self.extra[k]).convert("RGB")
-        if self.arrays is not None:
-            return Image.fromarray(self.arrays[i]).convert("RGB")
-        with Image.open(self.file_path(i)) as img:
-            return img.convert("RGB")
+        if k >= 0 or self.arrays is not None:
+            img = Image.fromarray(self.extra[k] if k >= 0 else self.arrays[i]).convert("RGB")
+            return img, img.size
+        return open_rgb(self.file_path(i), min_side)
 
 
 # --------------------------------------------------------------------------- readers

@@ -6,9 +6,7 @@ the thumbnails that hover previews use, so nothing is decoded at request time.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from worker.pipeline.sources.datasets import (
     open_dataset,
     parse_spec,
 )
+from worker.pipeline.sources.decoding import host_cores, ordered_map
 from worker.pipeline.sources.inject import DUPLICATE_STRENGTHS, inject, truth_path, write_truth
 from worker.pipeline.sources.labels import (
     apply_labels_csv,
@@ -35,7 +34,13 @@ from worker.pipeline.sources.labels import (
     read_features_labels,
 )
 from worker.pipeline.sources.pixel_hash import pixel_digest
-from worker.pipeline.storage.rundir import RunDir, atomic_path, package_versions, save_npy
+from worker.pipeline.storage.rundir import (
+    NpyRows,
+    RunDir,
+    atomic_path,
+    package_versions,
+    save_npy,
+)
 
 MAX_THUMB = 64
 
@@ -159,10 +164,14 @@ def thumbnail(img: Image.Image, size: int) -> np.ndarray:
 
 def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int] | str:
     """(thumbnail, longer side, thumbnail is exact, hash of the decoded pixels) of sample
-    i, or the error text."""
+    i, or the error text.
+
+    A JPEG larger than twice ``size`` decodes at a reduced scale (sources/decoding.py),
+    so its hash is of those pixels: equal files still hash equal.
+    """
     try:
-        img = ds.load_image(i)
-        return (thumbnail(img, size), max(img.size), img.size == (size, size),
+        img, stored = ds.decode(i, min_side=size)
+        return (thumbnail(img, size), max(stored), stored == (size, size),
                 pixel_digest(np.asarray(img)))
     except Exception as exc:  # noqa: BLE001 - any decoder failure means "skip this file"
         return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
@@ -200,67 +209,81 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
     return ds
 
 
+@dataclass
+class Decoded:
+    """What :func:`decode_thumbnails` learned of N images: which were readable (bool (N,)),
+    their longer sides (int64 (N,)), whether the thumbnail is the image (bool (N,)), their
+    pixel hashes (uint64 (N,)) and each unreadable one's error text, by index."""
+
+    ok: np.ndarray
+    sides: np.ndarray
+    exact: np.ndarray
+    hashes: np.ndarray
+    errors: dict[int, str]
+
+
+def decode_thumbnails(ds: Dataset, size: int, dest: Path, progress: ProgressFn | None = None,
+                      what: str = "ingest: decoding images") -> Decoded:
+    """Decode every sample of ``ds`` once into ``dest``: an .npy (M, size, size, 3) uint8 of
+    the M readable ones' thumbnails, written atomically (none when no image is readable).
+
+    Every core decodes, in processes (sources/decoding.py); this process only writes,
+    through the file block by block: 1.28M images at 64 px are 15.7 GB, more than the
+    machine's memory (storage/rundir.NpyRows).
+    """
+    n = len(ds.samples)
+    d = Decoded(np.ones(n, bool), np.zeros(n, np.int64), np.zeros(n, bool),
+                np.zeros(n, np.uint64), {})
+    part = 128  # images per task: one task per tiny image costs more than its decode
+
+    def decode_part(k: int) -> list[tuple[np.ndarray, int, bool, int] | str]:
+        return [_decode(ds, j, size) for j in range(k * part, min(n, (k + 1) * part))]
+
+    with atomic_path(dest, ".npy") as tmp:
+        with NpyRows(tmp, (n, size, size, 3), np.uint8) as thumbs:
+            for k, results in enumerate(ordered_map(decode_part, -(-n // part), host_cores())):
+                block = np.zeros((len(results), size, size, 3), np.uint8)
+                for j, res in enumerate(results):
+                    i = k * part + j
+                    if isinstance(res, str):
+                        d.ok[i], d.errors[i] = False, res
+                    else:
+                        block[j], d.sides[i], d.exact[i], d.hashes[i] = res
+                thumbs.write(block)
+                report(progress, min(n, (k + 1) * part), n, what)
+    if not d.ok.any():
+        dest.unlink()
+    elif not d.ok.all():  # keep only the readable images' rows, block by block
+        with atomic_path(dest, ".npy") as kept:
+            _copy_rows(np.load(dest, mmap_mode="r"), d.ok, kept)
+    return d
+
+
 def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
                 progress: ProgressFn | None) -> None:
     """Decode every image into ``thumbnails.npy``, drop the unreadable ones from ``ds`` and
     write the run's tables (:func:`ingest`)."""
-    n = len(ds.samples)
-    size = _thumb_size(ds)
-    ok = np.ones(n, dtype=bool)
-    sides = np.zeros(n, dtype=np.int64)
-    exact = np.zeros(n, dtype=bool)
-    hashes = np.zeros(n, dtype=np.uint64)
-    skipped: list[tuple[str, str]] = []
-    chunk, part = 2048, 128
-
-    def decode_part(start: int) -> list[tuple[np.ndarray, int, bool] | str]:
-        return [_decode(ds, j, size) for j in range(start, min(n, start + part))]
-
-    # Thumbnails go straight into a memory-mapped file: 1.28M images at 64 px are 15.7 GB,
-    # more than the machine's memory, while a file costs only disk.
-    with atomic_path(run.thumbnails, ".npy") as tmp:
-        thumbs = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8,
-                                           shape=(n, size, size, 3))
-        # PIL releases the GIL while decoding, so threads overlap file reads and decodes.
-        # Each task decodes `part` images: one future per tiny image costs more than its
-        # decode.
-        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-            for start in range(0, n, chunk):
-                stop = min(n, start + chunk)
-                results = [r for rs in pool.map(decode_part, range(start, stop, part))
-                           for r in rs]
-                for i, res in zip(range(start, stop), results, strict=True):
-                    if isinstance(res, str):
-                        ok[i] = False
-                        skipped.append((ds.samples.paths[i], res))
-                    else:
-                        thumbs[i], sides[i], exact[i], hashes[i] = res
-                report(progress, stop, n, "ingest: decoding images")
-        if not ok.any():
-            raise InputError(f"none of the {n} images in {opts.spec} could be read")
-        thumbs.flush()
-        del thumbs
-    if not ok.all():  # keep only the readable images' rows, block by block
-        with atomic_path(run.thumbnails, ".npy") as kept:
-            _copy_rows(np.load(run.thumbnails, mmap_mode="r"), ok, kept)
-    save_npy(run.path / "pixel_hash.npy", hashes[ok])
+    d = decode_thumbnails(ds, _thumb_size(ds), run.thumbnails, progress)
+    if not d.ok.any():
+        raise InputError(f"none of the {len(d.ok)} images in {opts.spec} could be read")
+    ok = d.ok
+    save_npy(run.path / "pixel_hash.npy", d.hashes[ok])
+    skipped = [(ds.samples.paths[i], e) for i, e in sorted(d.errors.items())]
     ds.samples = ds.samples.subset(ok)
     if ds.arrays is not None:
         ds.arrays = ds.arrays[ok[:len(ds.arrays)]]
     ds.skipped = [*ds.skipped, *skipped]  # after the links the listing left out
-    _write_run(run, opts, ds, exact=bool(exact[ok].all()), native_size=int(np.median(sides[ok])))
+    _write_run(run, opts, ds, exact=bool(d.exact[ok].all()),
+               native_size=int(np.median(d.sides[ok])))
 
 
 def _copy_rows(rows: np.ndarray, ok: np.ndarray, dest: Path, block: int = 4096) -> None:
     """Write the ``ok`` rows of ``rows`` to a new .npy file ``dest``, in order, a block at a
     time (``rows`` may be larger than memory)."""
     keep = np.flatnonzero(ok)
-    out = np.lib.format.open_memmap(dest, mode="w+", dtype=rows.dtype,
-                                    shape=(len(keep), *rows.shape[1:]))
-    for start in range(0, len(keep), block):
-        out[start:start + block] = rows[keep[start:start + block]]
-    out.flush()
-    del out
+    with NpyRows(dest, (len(keep), *rows.shape[1:]), rows.dtype) as out:
+        for start in range(0, len(keep), block):
+            out.write(rows[keep[start:start + block]])
 
 
 @contextmanager
