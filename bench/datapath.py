@@ -14,10 +14,10 @@ each, in one run:
 
 It also times the host's share per image on each route, with the device work (decode,
 resize, normalise) left out: that share has no per-pixel float work on the new routes.
-Finally the whole path with this machine's CPU as the device (``to_device`` +
-``normalise``), for reference.
+Finally the whole path on each route with ``--device`` (``to_device`` + ``normalise``;
+on CPU the device's share competes with decoding for the same cores).
 
-    python -m bench.datapath [--photos 2000] [--cifar 5000] [--side 160]
+    python -m bench.datapath [--photos 2000] [--cifar 5000] [--side 160] [--device cuda]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from worker.pipeline.sources.datasets import Dataset, open_dataset, parse_spec
 from worker.pipeline.sources.decoding import host_cores
 
 WORK = Path("/tmp/curator-bench/datapath")
-CPU = torch.device("cpu")
+CPU = torch.device("cpu")  # the host routes hand batches over without a device
 
 
 class _OldFiles(torch.utils.data.Dataset):
@@ -75,12 +75,18 @@ def new_route(ds: Dataset, side: int, batch: int, workers: int, on_device: bool)
                  len(ds.samples))
 
 
-def whole_path(ds: Dataset, side: int, batch: int, workers: int) -> float:
-    """Host route plus the device's share, the device being this CPU."""
+def whole_path(ds: Dataset, side: int, batch: int, workers: int, device: torch.device,
+               on_device: bool) -> float:
+    """A route plus the device's share (decode, resize, normalise) on ``device``."""
     mean, std = (0.5, 0.5, 0.5), (0.25, 0.25, 0.25)
-    return _rate((normalise(to_device(b, side, CPU, ds), mean, std)
-                  for b in host_batches(ds, None, side, batch, workers, CPU)),
-                 len(ds.samples))
+    t = time.perf_counter()
+    seen = 0
+    for b in host_batches(ds, None, side, batch, workers, device, jpeg_on_device=on_device):
+        seen += len(normalise(to_device(b, side, device, ds), mean, std))
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    assert seen == len(ds.samples)
+    return seen / (time.perf_counter() - t)
 
 
 def thumbnails(n: int, side: int, batch: int) -> tuple[float, float]:
@@ -106,7 +112,7 @@ def thumbnails(n: int, side: int, batch: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def bench_set(name: str, root: Path, side: int, batch: int) -> None:
+def bench_set(name: str, root: Path, side: int, batch: int, device: torch.device) -> None:
     ds = open_dataset(parse_spec(f"folder:{root}"))
     n, cores = len(ds.samples), host_cores()
     new_route(ds, side, batch, cores, False)  # warm the page cache
@@ -114,7 +120,9 @@ def bench_set(name: str, root: Path, side: int, batch: int) -> None:
     one = new_route(ds, side, batch, 1, False)
     every = new_route(ds, side, batch, cores, False)
     dev = new_route(ds, side, batch, cores, True)
-    whole = whole_path(ds, side, batch, max(1, cores - 1))
+    workers = max(1, cores - 1)
+    whole = {r: whole_path(ds, side, batch, workers, device, r == "device")
+             for r in ("host", "device")}
     print(f"{name}: {n} files → {side} px")
     print(f"  old (full decode + host resize, 2 workers): {old:8.0f} img/s  "
           f"host {1e3 * 2 / old:.3f} ms/img")
@@ -123,7 +131,8 @@ def bench_set(name: str, root: Path, side: int, batch: int) -> None:
           f"host {1e3 * cores / every:.3f} ms/img")
     print(f"  device route (bytes only), {cores} processes:     {dev:8.0f} img/s  "
           f"host {1e3 * cores / dev:.3f} ms/img")
-    print(f"  whole path, this CPU as the device:         {whole:8.0f} img/s")
+    for route, rate in whole.items():
+        print(f"  whole path, {route} route, {device.type} as the device:  {rate:8.0f} img/s")
     print(f"{name}: img_s_per_core={one:.0f} scaling={every / one:.2f} "
           f"host_route_vs_old={every * 2 / cores / old:.2f}x "
           f"device_route_host_share={dev / old * 2 / cores:.1f}x_less_host_time")
@@ -135,7 +144,9 @@ def main() -> None:
     ap.add_argument("--cifar", type=int, default=5000, help="32 px CIFAR JPEG files")
     ap.add_argument("--side", type=int, default=160, help="network input side")
     ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--device", default="cpu", help="the device of the whole path: cpu, cuda")
     a = ap.parse_args()
+    device = torch.device(a.device)
     print(machine(), f"· host cores {host_cores()}")
     cifar = cifar_folder()
     small = WORK / f"cifar-{a.cifar}"
@@ -149,8 +160,8 @@ def main() -> None:
     print(f"thumbnails 32 → {a.side} px: host {ms_old:.4f} ms/img old (float resize), "
           f"{ms_new:.4f} ms/img new (slice; resize on the device): "
           f"thumbnail_host_ratio={ms_old / ms_new:.0f}x")
-    bench_set("cifar32", small, a.side, a.batch)
-    bench_set("photos", photos, a.side, a.batch)
+    bench_set("cifar32", small, a.side, a.batch, device)
+    bench_set("photos", photos, a.side, a.batch, device)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,13 @@ AVX512-BF16 EPYC, features with cosine ≥ 0.9999 to fp32).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import shutil
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -38,7 +41,7 @@ from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
 from worker.pipeline.sources.decoding import decode_workers
-from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
+from worker.pipeline.storage.rundir import NpyRows, RunDir, atomic_path, save_npy
 
 
 def _network_batches(ds: Dataset, thumbs: np.ndarray | None, bb: Backbone,
@@ -145,13 +148,17 @@ def pixel_features(thumbs: np.ndarray) -> np.ndarray:
 
 def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOptions,
                      native_size: int, progress: ProgressFn | None = None,
-                     rows: tuple[int, int] | None = None) -> np.ndarray:
+                     rows: tuple[int, int] | None = None, dest: Path | None = None
+                     ) -> np.ndarray:
     """Penultimate-layer features of every sample (or of samples ``rows[0]`` to
     ``rows[1] - 1``: one shard of a shared-out extraction), in sample order.
 
     A shard that starts on a multiple of ``opts.batch_size`` sees the same batches as the
     whole run, so its rows are bit-identical to the whole run's (tests/integration/
     test_jobs.py, the shared-out extraction test).
+
+    With ``dest`` the rows are written to that .npy batch by batch and come back memory
+    mapped: 1.28M features of EfficientNet-Lite0 are 6.5 GB (storage/rundir.NpyRows).
 
     Returns
     -------
@@ -168,17 +175,46 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     net = _inference_net(bb.net, device)
     order = None if rows is None else np.arange(*rows)
     n = len(ds.samples) if order is None else len(order)
-    out = np.empty((n, bb.feature_dim), dtype=np.float32)
+    shape = (n, bb.feature_dim)
+    out = np.empty(shape, dtype=np.float32) if dest is None else None
     done = 0
     bf16 = feature_precision(opts) == "bf16"
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True  # one input shape for the whole run
+
+    def emit(feats: torch.Tensor, ready: torch.cuda.Event | None) -> None:
+        nonlocal done
+        if ready is not None:
+            ready.synchronize()
+        rows = feats.numpy()
+        if rows_out is None:
+            out[done:done + len(rows)] = rows
+        else:
+            rows_out.write(rows)
+        done += len(rows)
+        report(progress, done, n, f"extract: {opts.model}")
+
     with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
-                                                enabled=bf16):
+                                                enabled=bf16), \
+            (NpyRows(dest, shape, np.float32) if dest else contextlib.nullcontext()) as rows_out:
+        pending = None
         for batch in _network_batches(ds, thumbs, bb, opts, device, order):
-            feats = net(normalise(batch, bb.mean, bb.std)).float().cpu().numpy()
-            out[done:done + len(feats)] = feats
-            done += len(feats)
-            report(progress, done, n, f"extract: {opts.model}")
-    return out
+            feats = net(normalise(batch, bb.mean, bb.std)).float()
+            if device.type != "cuda":
+                emit(feats, None)
+                continue
+            # The copy back is queued behind the batch, and waited for only after the next
+            # batch is queued: the GPU is never idle while the host writes rows.
+            host = torch.empty(feats.shape, dtype=torch.float32, pin_memory=True)
+            host.copy_(feats, non_blocking=True)
+            ready = torch.cuda.Event()
+            ready.record()
+            if pending is not None:
+                emit(*pending)
+            pending = host, ready
+        if pending is not None:
+            emit(*pending)
+    return out if dest is None else np.load(dest, mmap_mode="r")
 
 
 def feature_precision(opts: FeatureOptions) -> str | None:
@@ -293,13 +329,20 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
     else:
         if opts.model == "pixels":
             feats = pixel_features(np.asarray(run.load_array(run.thumbnails, "extract")))
+            save_npy(cached, feats)
+        elif compute is None:  # here, streamed to the cache file (memory stays bounded)
+            thumbs, native = network_input(run)
+            with atomic_path(cached, ".npy") as tmp:
+                network_features(ds, thumbs, opts, native, progress, dest=tmp)
+            feats = run.load_array(cached, "extract", mmap=True)
         else:
-            feats, computed = (compute or compute_here)(run, ds, opts, progress)
+            feats, computed = compute(run, ds, opts, progress)
             if computed != precision:  # workers resolved "auto" on their own devices
                 precision, key = computed, cache_key(run, opts, computed)
                 cached = run.cache / f"features-{key}.npy"
-        save_npy(cached, feats)
-    save_npy(run.features, feats)
+            save_npy(cached, feats)
+    with atomic_path(run.features, ".npy") as tmp:  # a file copy: no second array in memory
+        shutil.copyfile(cached, tmp)
     run.mark_step("extract", model=opts.model, precision=precision,
                   weights=str(opts.weights.resolve()) if opts.weights else None,
                   pretrained=is_pretrained(opts.model, opts.weights),

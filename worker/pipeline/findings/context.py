@@ -12,6 +12,7 @@ from worker.pipeline.findings.copies import pixel_cut
 from worker.pipeline.findings.index import FeatureSpace, fit_space
 from worker.pipeline.findings.pixels import grey_views
 from worker.pipeline.findings.testsplit import TestSplit, load_test_split, test_thumbnails
+from worker.pipeline.map.embedding import run_pca
 from worker.pipeline.progress import ProgressFn
 from worker.pipeline.sources.datasets import SampleTable
 from worker.pipeline.sources.pixel_hash import hash_rows
@@ -42,8 +43,8 @@ class FindingContext:
         """The map's PCA space and the stored neighbours (findings/index.py)."""
         embed = self.run.read_meta().get("steps", {}).get("embed", {})
         neighbours = self.run.load_array(self.run.path / "neighbours.npy", "cluster")
-        return fit_space(self.features, int(embed.get("pca_dims", 50)),
-                         int(embed.get("seed", 0)), neighbours)
+        return fit_space(self.features, run_pca(self.run, int(embed.get("pca_dims", 50)),
+                                                int(embed.get("seed", 0))), neighbours)
 
     @functools.cached_property
     def label_score(self) -> np.ndarray | None:
@@ -55,7 +56,9 @@ class FindingContext:
     def pixel_hash(self) -> np.ndarray | None:
         """A hash of each sample's decoded pixels (uint64 (N,)), or None for a run without
         images. Written at ingest from the full image; runs ingested before that hash
-        their thumbnails, which are the image itself for CIFAR-size data."""
+        their thumbnails, which are the image itself for CIFAR-size data. A JPEG much
+        larger than the thumbnail hashes its reduced-scale decode (sources/decoding.py):
+        equal files still hash equal."""
         path = self.run.path / "pixel_hash.npy"
         if path.is_file():
             return self.run.load_array(path, "ingest")

@@ -3,8 +3,9 @@
 The train samples' neighbours are the ones the embed step already found for the t-SNE
 (exact up to ``EXACT_KNN_MAX`` points, openTSNE's Annoy index above: worker/pipeline/
 embedding.py), saved as ``neighbours.npy`` and read by the label evidence too. They live
-in the map's PCA space, so this module fits the same PCA again (same dimensions, seed and
-rows), projects the features, and measures the distances to those neighbours there. The
+in the map's PCA space, so this module reads that PCA's fit (map/embedding.run_pca: made
+once for the run), projects the features, and measures the distances to those neighbours
+there. The
 test split is queried against the projected train samples by exact search (test splits
 are small next to their train sets: 10,000 × 50,000 × 50 is a second of BLAS here).
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.pipeline.map.embedding import BLOCK, PCA_FIT_MAX
+from worker.pipeline.map.embedding import BLOCK, Pca
 
 
 @dataclass
@@ -64,52 +65,43 @@ class FeatureSpace:
 
 def knn_query(base: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact Euclidean k nearest rows of ``base`` (N, d) for every row of ``queries``
-    (M, d), by blocks of BLAS products (torch: all cores, memory flat in M)."""
+    (M, d), by blocks of matrix products (torch: on the GPU when there is one, else all
+    cores; memory flat in M)."""
     import torch
 
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     k = min(k, len(base))
-    b = torch.from_numpy(np.ascontiguousarray(base, np.float32))
+    b = torch.from_numpy(np.ascontiguousarray(base, np.float32)).to(device)
     bsq = (b * b).sum(1)
     m = len(queries)
     idx = np.empty((m, k), np.int64)
     dist = np.empty((m, k), np.float32)
     block = max(64, 25_000_000 // max(len(base), 1))  # ~100 MB of distances at a time
     for s in range(0, m, block):
-        q = torch.from_numpy(np.ascontiguousarray(queries[s:s + block], np.float32))
+        q = torch.from_numpy(np.ascontiguousarray(queries[s:s + block], np.float32)).to(device)
         d2 = torch.addmm(bsq[None, :], q, b.T, alpha=-2).add_((q * q).sum(1)[:, None])
         val, nn = torch.topk(d2, k, dim=1, largest=False, sorted=True)
-        idx[s:s + block] = nn.numpy()
-        dist[s:s + block] = val.clamp_min_(0).sqrt_().numpy()
+        idx[s:s + block] = nn.cpu().numpy()
+        dist[s:s + block] = val.clamp_min_(0).sqrt_().cpu().numpy()
     return idx, dist
 
 
-def fit_space(features: np.ndarray, dims: int, seed: int,
-              neighbours: np.ndarray) -> FeatureSpace:
-    """Fit the map's PCA (as :func:`~worker.pipeline.map.embedding.pca_reduce` does: every row
-    up to ``PCA_FIT_MAX``, a seeded sample above) and measure each stored neighbour's
-    distance.
+def fit_space(features: np.ndarray, pca: Pca, neighbours: np.ndarray) -> FeatureSpace:
+    """The train features in the map's PCA space (``pca``, the embed step's fit:
+    map/embedding.run_pca) and each stored neighbour's distance there.
 
     Parameters
     ----------
     features : (N, D) float16/float32, possibly memory-mapped
     neighbours : int64 (N, k) from ``neighbours.npy``
     """
-    from sklearn.decomposition import PCA
-
-    n, d = features.shape
-    k = min(dims, d, n)
-    if k >= d:
+    if pca.mean is None:
         x = np.asarray(features, np.float32)
-        mean = components = None
     else:
-        rows = slice(None) if n <= PCA_FIT_MAX else \
-            np.sort(np.random.default_rng(seed).choice(n, PCA_FIT_MAX, replace=False))
-        pca = PCA(n_components=k, random_state=seed).fit(np.asarray(features[rows], np.float32))
-        mean = pca.mean_.astype(np.float32)
-        components = pca.components_.astype(np.float32)
-        x = FeatureSpace(np.empty((0, k)), neighbours, np.empty(0), mean, components
-                         ).project(features)
-    return FeatureSpace(x, neighbours, pair_distances(x, neighbours), mean, components)
+        x = FeatureSpace(np.empty((0, len(pca.components))), neighbours, np.empty(0),
+                         pca.mean, pca.components).project(features)
+    return FeatureSpace(x, neighbours, pair_distances(x, neighbours), pca.mean,
+                        pca.components)
 
 
 def pair_distances(x: np.ndarray, neighbours: np.ndarray) -> np.ndarray:

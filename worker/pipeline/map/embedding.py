@@ -7,6 +7,7 @@ the dog region, far from the other cats, and only then does per-class DBSCAN cal
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -15,7 +16,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.map.evidence import K_EVIDENCE
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.ranges import PARAMS, check, group_params
-from worker.pipeline.storage.rundir import RunDir, save_npy
+from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
 
 # The defaults adapt to a small run (EmbeddingOptions.check_data); chosen values do not.
 DEFAULT_PERPLEXITY = PARAMS["perplexity"].default
@@ -98,33 +99,66 @@ def check_features(features: np.ndarray) -> np.ndarray:
     return features
 
 
-def pca_reduce(features: np.ndarray, dims: int, seed: int = 0) -> np.ndarray:
+@dataclass
+class Pca:
+    """Features reduced by PCA, and the fit that reduced them.
+
+    x : float32 (N, k); mean : float32 (D,) and components : float32 (k, D), both None when
+    nothing was reduced (k ≥ D)
+    """
+
+    x: np.ndarray
+    mean: np.ndarray | None = None
+    components: np.ndarray | None = None
+
+
+def fit_pca(features: np.ndarray, dims: int, seed: int = 0) -> Pca:
     """PCA to ``min(dims, D, N)`` dimensions, fitted on at most PCA_FIT_MAX rows.
 
     Parameters
     ----------
     features : ndarray, shape (N, D), float16 or float32, possibly memory-mapped
-
-    Returns
-    -------
-    ndarray of float32, shape (N, min(dims, D, N))
     """
     from sklearn.decomposition import PCA
 
     n, d = features.shape
     k = min(dims, d, n)
     if k >= d:
-        return np.asarray(features, dtype=np.float32)
+        return Pca(np.asarray(features, dtype=np.float32))
+    pca = PCA(n_components=k, random_state=seed)
     if n <= PCA_FIT_MAX:
-        x = np.asarray(features, dtype=np.float32)
-        return PCA(n_components=k, random_state=seed).fit_transform(x).astype(np.float32)
-    rows = np.sort(np.random.default_rng(seed).choice(n, PCA_FIT_MAX, replace=False))
-    pca = PCA(n_components=k, random_state=seed).fit(np.asarray(features[rows], np.float32))
-    out = np.empty((n, k), dtype=np.float32)
-    for start in range(0, n, BLOCK):
-        out[start:start + BLOCK] = pca.transform(
-            np.asarray(features[start:start + BLOCK], dtype=np.float32))
-    return out
+        x = pca.fit_transform(np.asarray(features, dtype=np.float32)).astype(np.float32)
+    else:
+        rows = np.sort(np.random.default_rng(seed).choice(n, PCA_FIT_MAX, replace=False))
+        pca.fit(np.asarray(features[rows], np.float32))
+        x = np.empty((n, k), dtype=np.float32)
+        for start in range(0, n, BLOCK):
+            x[start:start + BLOCK] = pca.transform(
+                np.asarray(features[start:start + BLOCK], dtype=np.float32))
+    return Pca(x, pca.mean_.astype(np.float32), pca.components_.astype(np.float32))
+
+
+def pca_reduce(features: np.ndarray, dims: int, seed: int = 0) -> np.ndarray:
+    """:func:`fit_pca`'s reduced features: float32 (N, min(dims, D, N))."""
+    return fit_pca(features, dims, seed).x
+
+
+def run_pca(run: RunDir, dims: int, seed: int = 0) -> Pca:
+    """:func:`fit_pca` of the run's features, fitted once per features file and kept in
+    ``cache/``: the embed step, the label evidence and the findings all read the map's PCA,
+    and each fitted it again (4.2 s apiece at 50,000 × 1,280 on 2 cores)."""
+    key = run.read_meta().get("steps", {}).get("extract", {}).get("cache_key")
+    features = run.load_array(run.features, "extract", mmap=True)
+    path = run.cache / f"pca-{key}-{dims}-{seed}-{PCA_FIT_MAX}.npz"
+    if key and path.is_file():
+        with np.load(path) as f:
+            if len(f["x"]) == len(features):
+                return Pca(f["x"], f["mean"], f["components"])
+    pca = fit_pca(features, dims, seed)
+    if key and pca.mean is not None:
+        with atomic_path(path, ".npz") as tmp:
+            np.savez(tmp, x=pca.x, mean=pca.mean, components=pca.components)
+    return pca
 
 
 def exact_neighbours(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -194,9 +228,13 @@ def tsne_2d(features: np.ndarray, opts: EmbeddingOptions,
 
 
 def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
-                         progress: ProgressFn | None = None
+                         progress: ProgressFn | None = None,
+                         pca: Callable[[], np.ndarray] | None = None
                          ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`tsne_2d`, also returning the exact nearest neighbours it found.
+
+    ``pca`` gives the features reduced as :func:`pca_reduce` reduces them, once they are
+    checked (:func:`run_pca`'s, kept for the run); by default they are reduced here.
 
     Returns
     -------
@@ -213,7 +251,7 @@ def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
     opts.check_data(n, x.shape[1])
     # openTSNE needs 3·perplexity < N; the default shrinks for tiny datasets.
     perplexity = min(opts.perplexity, (n - 1) / 3.0)
-    x = pca_reduce(x, opts.pca_dims, opts.seed)
+    x = pca() if pca else pca_reduce(x, opts.pca_dims, opts.seed)
     ee = opts.exaggeration_iter
     total = ee + opts.n_iter
     seen = {"offset": 0, "last": 0, "stop": False}
@@ -255,7 +293,7 @@ def embed(run: RunDir, opts: EmbeddingOptions, progress: ProgressFn | None = Non
     EXACT_KNN_MAX points, approximate above), so the cluster step's label evidence needs
     no second neighbour search (5.5 s at 50,000 samples, hours by brute force at 1.28M)."""
     emb, knn = tsne_with_neighbours(run.load_array(run.features, "extract", mmap=True), opts,
-                                    progress)
+                                    progress, lambda: run_pca(run, opts.pca_dims, opts.seed).x)
     neighbours = run.path / "neighbours.npy"
     if knn.shape[1] >= min(K_EVIDENCE, len(emb) - 1):
         save_npy(neighbours, knn[:, :K_EVIDENCE])

@@ -34,7 +34,7 @@ from worker.pipeline.map.clustering import (
     map_classes,
 )
 from worker.pipeline.map.dbscan import check_params
-from worker.pipeline.map.embedding import pca_reduce
+from worker.pipeline.map.embedding import run_pca
 from worker.pipeline.map.evidence import DENSE_MAX, EVIDENCE_VERSION, knn_evidence, label_evidence
 from worker.pipeline.sources.datasets import SampleTable
 from worker.pipeline.storage.curation_store import CurationStore
@@ -114,7 +114,7 @@ def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
     if len(samples) * n_classes > DENSE_MAX:  # the dense views would not fit (evidence.py)
         ev = knn_evidence(neighbours, samples.labels, n_classes)
     else:
-        ev = label_evidence(pca_reduce(features, 50), neighbours, samples.labels, n_classes)
+        ev = label_evidence(run_pca(run, 50).x, neighbours, samples.labels, n_classes)
     save_npy(agreement_path(run), knn_agreement(neighbours, samples.labels))
     for key, path in evidence_paths(run).items():
         save_npy(path, getattr(ev, key))
