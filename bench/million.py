@@ -5,7 +5,9 @@ For each size N (default 20,000 and 200,000; the smaller folder is hard links to
 files of the larger, written by bench/jpeg_folder.py), the script runs the command a user
 runs, ``curator extract --dataset folder:DIR --out RUN`` (ingest, then extraction with the
 default backbone), as a subprocess, and samples the resident memory of it and its decoding
-processes every half second. Step times come from the run's record. The baseline is the
+processes every half second (a process tree's sum counts the pages the forked decoders
+share with their parent more than once: an upper bound). Step times come from the run's
+record. The baseline is the
 same command on the smaller folder: a rate or per-image memory that holds from N/10 to N
 is what the extrapolation to 1.28M assumes (time ∝ N; memory = a + b·N fitted to the two).
 
@@ -89,9 +91,17 @@ def measure(folder: Path, run: Path, n: int) -> dict:
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     peak_main = peak_tree = 0
+    phase_peak = {"ingest": 0, "extract": 0}  # the process tree's, by step
+    record = run / "run.json"
     while proc.poll() is None:
         main, tree = tree_rss(proc.pid)
         peak_main, peak_tree = max(peak_main, main), max(peak_tree, tree)
+        try:
+            phase = "extract" if "ingest" in json.loads(record.read_text())["steps"] \
+                else "ingest"
+        except (OSError, ValueError, KeyError):
+            phase = "ingest"
+        phase_peak[phase] = max(phase_peak[phase], tree)
         time.sleep(0.5)
     log.close()
     if proc.returncode:
@@ -100,6 +110,7 @@ def measure(folder: Path, run: Path, n: int) -> dict:
     at = {k: datetime.fromisoformat(v["at"]).timestamp() for k, v in steps.items()}
     return {"n": n, "ingest_s": at["ingest"] - t0, "extract_s": at["extract"] - at["ingest"],
             "total_s": time.time() - t0, "peak_main": peak_main, "peak_tree": peak_tree,
+            "peak_ingest": phase_peak["ingest"], "peak_extract": phase_peak["extract"],
             "images": du(folder), "thumbs": du(run / "thumbnails.npy"),
             "features": du(run / "features.npy") + du(run / "cache")}
 
@@ -124,7 +135,8 @@ def main() -> None:
               f"{r['extract_s']:.0f} s ({n / r['extract_s']:.0f} img/s), together "
               f"{n / (r['ingest_s'] + r['extract_s']):.0f} img/s; peak RSS "
               f"{r['peak_main'] / GB:.2f} GB (with its decoding processes "
-              f"{r['peak_tree'] / GB:.2f} GB); disk: images {r['images'] / GB:.2f} GB, "
+              f"{r['peak_tree'] / GB:.2f} GB; ingest {r['peak_ingest'] / GB:.2f} GB, extract "
+              f"{r['peak_extract'] / GB:.2f} GB); disk: images {r['images'] / GB:.2f} GB, "
               f"thumbnails {r['thumbs'] / GB:.2f} GB, features + cache "
               f"{r['features'] / GB:.2f} GB", flush=True)
     lo, hi = rows[0], rows[-1]

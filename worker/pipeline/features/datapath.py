@@ -179,21 +179,24 @@ def _decode_on(device: torch.device, batch: HostBatch, ds: Dataset | None
     through torchvision's decoder (nvJPEG on CUDA); one at a time when that fails, and on
     the host (PIL) for what the device's decoder refuses (progressive or CMYK files on
     some GPUs)."""
-    with warnings.catch_warnings():
-        # torchvision 0.29 points to TorchCodec for image decoding; its decode_jpeg still
-        # decodes batches with nvJPEG, which is what this path needs.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from torchvision.io import ImageReadMode, decode_jpeg
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    def decode(data: torch.Tensor | list[torch.Tensor]):  # noqa: ANN202 - as decode_jpeg
+        with warnings.catch_warnings():
+            # torchvision 0.29 points to TorchCodec for image decoding, on every call; its
+            # decode_jpeg still decodes batches with nvJPEG, which is what this path needs.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
 
     rows = batch.encoded
     data = [batch.part(r) for r in rows]
     try:
-        images = decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+        images = decode(data)
     except RuntimeError:
         images = []
         for row, b in zip(rows, data, strict=True):
             try:
-                images.append(decode_jpeg(b, mode=ImageReadMode.RGB, device=device))
+                images.append(decode(b))
             except RuntimeError:
                 try:
                     img = Image.open(io.BytesIO(b.numpy().tobytes())).convert("RGB")
