@@ -17,7 +17,7 @@ resize, normalise) left out: that share has no per-pixel float work on the new r
 Finally the whole path on each route with ``--device`` (``to_device`` + ``normalise``;
 on CPU the device's share competes with decoding for the same cores).
 
-    python -m bench.datapath [--photos 2000] [--cifar 5000] [--side 160] [--device cuda]
+    python -m bench.datapath [--photos 6000] [--cifar 20000] [--side 160] [--device cuda]
 """
 
 from __future__ import annotations
@@ -140,8 +140,8 @@ def bench_set(name: str, root: Path, side: int, batch: int, device: torch.device
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--photos", type=int, default=2000, help="256–500 px JPEG files")
-    ap.add_argument("--cifar", type=int, default=5000, help="32 px CIFAR JPEG files")
+    ap.add_argument("--photos", type=int, default=6000, help="256–500 px JPEG files")
+    ap.add_argument("--cifar", type=int, default=20000, help="32 px CIFAR JPEG files")
     ap.add_argument("--side", type=int, default=160, help="network input side")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--device", default="cpu", help="the device of the whole path: cpu, cuda")

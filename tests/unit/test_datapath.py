@@ -72,6 +72,16 @@ def test_the_host_hands_over_uint8_only(photos, cifar_mini):
             assert x.shape == (len(b), 3, 160, 160) and x.dtype == torch.float32
 
 
+def test_images_smaller_than_the_network_take_both_routes(small_folder, tmp_path):
+    """32-px CIFAR files bound for 160 px: upscaled on the device whoever decoded them."""
+    ds = ingest(RunDir(tmp_path / "run"), DatasetOptions(parse_spec(f"folder:{small_folder}")))
+    cpu = torch.device("cpu")
+    x = [torch.cat([to_device(b, 160, cpu, ds) for b in host_batches(
+        ds, None, 160, 32, 0, cpu, jpeg_on_device=on_device)]) for on_device in (False, True)]
+    assert x[0].shape == (90, 3, 160, 160)
+    assert (x[0] - x[1]).abs().mean() < 1.0  # grey levels: two libjpeg builds
+
+
 def test_a_jpeg_that_changed_since_ingest_is_one_line(photos, tmp_path):
     ds, _ = photos
     path = ds.file_path(3)

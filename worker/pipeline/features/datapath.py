@@ -106,14 +106,19 @@ class _Files(torch.utils.data.Dataset):
 
 def _collate(items: list[tuple[int, np.ndarray, bool]]) -> HostBatch:
     ends = np.cumsum([a.size for _, a, _ in items])
-    data = np.empty(int(ends[-1]), np.uint8)
+    flat = torch.empty(int(ends[-1]), dtype=torch.uint8)
+    if torch.utils.data.get_worker_info() is not None:
+        # In a loader worker, straight into shared memory, as default_collate does: sending
+        # the batch then copies nothing (otherwise it is moved there, a third copy).
+        flat.share_memory_()
+    data = flat.numpy()
     sizes = np.empty((len(items), 2), np.int64)
     start = 0
     for row, (i, a, enc) in enumerate(items):
         data[start:ends[row]] = a.reshape(-1)
         sizes[row] = (-1, i) if enc else a.shape[:2]
         start = ends[row]
-    return HostBatch(torch.from_numpy(data), torch.from_numpy(np.concatenate([[0], ends])),
+    return HostBatch(flat, torch.from_numpy(np.concatenate([[0], ends])),
                      torch.from_numpy(sizes))
 
 

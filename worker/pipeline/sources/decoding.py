@@ -39,7 +39,7 @@ def draft_scale(width: int, height: int, min_side: int) -> int:
     size for ``min_side``: the largest that keeps both sides at least ``min_side`` (as
     PIL's JpegImagePlugin chooses it)."""
     most = min(width // min_side, height // min_side)
-    return next(s for s in (8, 4, 2, 1) if most >= s)
+    return next((s for s in (8, 4, 2) if most >= s), 1)
 
 
 def open_rgb(path: Path, min_side: int | None = None) -> tuple[Image.Image, tuple[int, int]]:
