@@ -190,7 +190,10 @@ def test_cancel_stops_a_running_job(start_worker, broker_env, runs_root, cifar_m
     assert r.returncode == 0 and "running" in r.stdout, r.stderr
     done_at_cancel = JobStore(store).get(job["id"])["done"]
     job = _wait_job(store, "extract", lambda j: j["status"] == "cancelled", timeout=30)
-    assert job["done"] <= done_at_cancel + 2 * 64  # stopped within a progress step or so
+    # Stopped within about half a second: a job reads its cancel flag when it writes its
+    # progress, at most every 0.5 s (jobs/execution.py), and the data path keeps the
+    # batches coming (3 batches of 64 in that window here, on 2 cores); far from the end.
+    assert job["done"] <= done_at_cancel + 8 * 64 and job["done"] < job["total"] - 512
     assert proc.wait(60) == 130
     assert not (out / "features.npy").exists()
     r = subprocess.run([CURATOR, "jobs", str(out)], env=broker_env, capture_output=True,

@@ -31,7 +31,7 @@ from PIL import Image
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.sources.datasets import Dataset
-from worker.pipeline.sources.decoding import draft_scale
+from worker.pipeline.sources.decoding import children_allowed, draft_scale
 
 # Batches a loader prepares ahead of the network, per worker (DataLoader's prefetch_factor)
 # and for thumbnails (the slicing thread's queue).
@@ -175,7 +175,9 @@ def host_batches(ds: Dataset, thumbs: np.ndarray | None, side: int, batch_size: 
         _Files(ds, side, on_device), sampler=order.tolist(), batch_size=batch_size,
         num_workers=workers, collate_fn=_collate, pin_memory=pin,
         prefetch_factor=PREFETCH if workers else None, persistent_workers=False)
-    yield from loader
+    with children_allowed():  # the workers start here, maybe inside a Celery job
+        batches = iter(loader)
+    yield from batches
 
 
 def _decode_on(device: torch.device, batch: HostBatch, ds: Dataset | None

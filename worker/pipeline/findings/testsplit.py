@@ -119,7 +119,8 @@ def _compute(run: RunDir, ds: Dataset, done: dict, progress: ProgressFn | None
     size = run.load_array(run.thumbnails, "ingest", mmap=True).shape[1]
     # Decoded once, as ingest decodes (sources/ingest.decode_thumbnails), and where the
     # thumbnails are the images, the network reads them and nothing is decoded again.
-    d = decode_thumbnails(ds, size, test_thumbnails(run), what="findings: test split images")
+    d = decode_thumbnails(ds, size, test_thumbnails(run), progress,
+                          what="findings: test split images")
     ok = d.ok
     if not ok.any():
         save_npy(test_thumbnails(run), np.zeros((0, size, size, 3), np.uint8))

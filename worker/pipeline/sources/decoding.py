@@ -9,9 +9,11 @@ Decoding is CPU-bound Python and C, so it runs in worker processes, not threads.
 from __future__ import annotations
 
 import collections
+import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -62,9 +64,40 @@ _TASK: Callable | None = None
 AHEAD = 4  # tasks in flight per worker process
 
 
+@contextlib.contextmanager
+def children_allowed() -> Iterator[None]:
+    """Let this process start decoding processes even where it is itself a daemonic one.
+
+    A Celery prefork worker runs each job in a daemonic child, so that it dies with the
+    worker, and multiprocessing refuses a daemonic process children ("daemonic processes
+    are not allowed to have children"), lest they outlive it. Ours do not: they are
+    stopped when their step ends, and die with their parent (:func:`ordered_map`'s by
+    ``PR_SET_PDEATHSIG``, a DataLoader's by its watchdog). The killed-worker tests in
+    tests/integration/test_jobs.py run this path.
+    """
+    config = multiprocessing.current_process()._config  # noqa: SLF001 - the flag's home
+    daemon = config.get("daemon")
+    if daemon:
+        config["daemon"] = False
+    try:
+        yield
+    finally:
+        if daemon:
+            config["daemon"] = daemon
+
+
+def _die_with_parent() -> None:
+    """Have the kernel kill this process when its parent dies (Linux; elsewhere a no-op)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _start_worker(task: Callable) -> None:
     global _TASK
     _TASK = task
+    _die_with_parent()
     # Ctrl-C reaches the whole process group: the parent stops the pool, so the workers
     # leave quietly instead of printing a traceback each.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -89,7 +122,9 @@ def ordered_map(task: Callable[[int], T], n_tasks: int, workers: int) -> Iterato
         return
     ctx = multiprocessing.get_context("fork")
     workers = min(workers, n_tasks)
-    with ctx.Pool(workers, initializer=_start_worker, initargs=(task,)) as pool:
+    with children_allowed():
+        pool = ctx.Pool(workers, initializer=_start_worker, initargs=(task,))
+    with pool:
         pending = collections.deque(pool.apply_async(_run_task, (i,))
                                     for i in range(min(n_tasks, AHEAD * workers)))
         queued = len(pending)
