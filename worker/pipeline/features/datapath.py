@@ -127,15 +127,25 @@ def _prefetched(batches: Iterator[HostBatch], pin: bool) -> Iterator[HostBatch]:
     q: queue.Queue = queue.Queue(PREFETCH)
     stop = threading.Event()
 
+    def put(item: object) -> bool:
+        """Queue ``item`` unless the consumer has gone (then the thread ends, not waits)."""
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def fill() -> None:
         try:
             for b in batches:
-                if stop.is_set():
+                if not put(b.pin_memory() if pin else b):
                     return
-                q.put(b.pin_memory() if pin else b)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
-            q.put(exc)
-        q.put(None)
+            put(exc)
+            return
+        put(None)
 
     t = threading.Thread(target=fill, daemon=True)
     t.start()

@@ -291,15 +291,8 @@ def network_input(run: RunDir, mmap: bool = False) -> tuple[np.ndarray | None, i
 FeatureCompute = Callable[[RunDir, Dataset, FeatureOptions, "ProgressFn | None"],
                           tuple[np.ndarray, str]]
 """How a run's network features are computed: ``(run, ds, opts, progress) -> (features
-(N, D) float32, the precision they were computed in)``. :func:`compute_here` in this
-process; worker.extract_shards shares the rows out to Celery workers."""
-
-
-def compute_here(run: RunDir, ds: Dataset, opts: FeatureOptions,
-                 progress: ProgressFn | None = None) -> tuple[np.ndarray, str]:
-    """Every sample's features, computed in this process."""
-    thumbs, native = network_input(run)
-    return network_features(ds, thumbs, opts, native, progress), feature_precision(opts)
+(N, D) float32, the precision they were computed in)``: worker.extract_shards shares the
+rows out to Celery workers. Without one, :func:`extract` computes them in this process."""
 
 
 def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
@@ -307,8 +300,9 @@ def extract(run: RunDir, ds: Dataset, opts: FeatureOptions,
             compute: FeatureCompute | None = None) -> np.ndarray:
     """Compute (or reuse from ``cache/``) features and write ``features.npy``.
 
-    ``compute`` computes a network's features (default :func:`compute_here`); the cache,
-    the run's files and its record are the same whoever computed them.
+    ``compute`` computes a network's features (default: in this process, streamed to the
+    cache file); the cache, the run's files and its record are the same whoever computed
+    them.
 
     Returns
     -------
