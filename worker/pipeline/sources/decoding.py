@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
@@ -120,17 +121,31 @@ def ordered_map(task: Callable[[int], T], n_tasks: int, workers: int) -> Iterato
     if workers <= 1 or n_tasks <= 1:
         yield from map(task, range(n_tasks))
         return
+    if multiprocessing.current_process().daemon:
+        # Inside a Celery job a forked pool hung now and then at the end of an ingest
+        # (test_cancel_stops_a_running_job, 1 run in 4): threads there, as before issue 45
+        # (PIL releases the GIL while it decodes).
+        with ThreadPoolExecutor(workers) as ex:
+            yield from (f.result() for f in _window(lambda i: ex.submit(task, i), n_tasks,
+                                                    AHEAD * workers))
+        return
     ctx = multiprocessing.get_context("fork")
     workers = min(workers, n_tasks)
     with children_allowed():
         pool = ctx.Pool(workers, initializer=_start_worker, initargs=(task,))
     with pool:
-        pending = collections.deque(pool.apply_async(_run_task, (i,))
-                                    for i in range(min(n_tasks, AHEAD * workers)))
-        queued = len(pending)
-        while pending:
-            result = pending.popleft().get()
-            if queued < n_tasks:
-                pending.append(pool.apply_async(_run_task, (queued,)))
-                queued += 1
-            yield result
+        yield from (r.get() for r in _window(lambda i: pool.apply_async(_run_task, (i,)),
+                                             n_tasks, AHEAD * workers))
+
+
+def _window(submit: Callable[[int], T], n_tasks: int, ahead: int) -> Iterator[T]:
+    """``submit(0)``, ``submit(1)``, … in order, each made only when the one ``ahead``
+    places before it has been taken."""
+    pending = collections.deque(submit(i) for i in range(min(n_tasks, ahead)))
+    queued = len(pending)
+    while pending:
+        handle = pending.popleft()
+        if queued < n_tasks:
+            pending.append(submit(queued))
+            queued += 1
+        yield handle
