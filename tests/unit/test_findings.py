@@ -594,3 +594,44 @@ def test_pipeline_injection_flags_bad_input_is_one_line(tmp_path, args, message)
     out = tmp_path / "run"
     _one_error_line(_cli("pipeline", "--dataset", "digits", *args, "--out", str(out)), message)
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------- clean output
+def test_findings_listing_has_no_progress_bars_off_a_terminal(fresh_run):
+    """Issue 46, item 7: piped, ``curator findings --redo`` prints the listing and nothing
+    else, on either stream; on a terminal its bars go to stderr, never into stdout."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    r = _cli("findings", str(fresh_run.path), "--redo")
+    assert r.returncode == 0, r.stderr
+    assert "%|" not in r.stdout + r.stderr and "findings:" not in r.stderr, r.stderr
+    assert r.stdout.strip()
+    primary, secondary = pty.openpty()
+    # A new terminal is 0 columns wide, and tqdm fits its bar to that: give it 80.
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    try:
+        p = subprocess.run([sys.executable, "-m", "worker.cli", "findings",
+                            str(fresh_run.path), "--redo"], stdout=subprocess.PIPE,
+                           stderr=secondary, text=True, timeout=300)
+        os.close(secondary)
+        secondary = -1
+        err = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            err += chunk
+    finally:
+        os.close(primary)
+        if secondary >= 0:
+            os.close(secondary)
+    assert p.returncode == 0
+    assert "%|" not in p.stdout and p.stdout == r.stdout
+    assert b"%|" in err, err[-500:]

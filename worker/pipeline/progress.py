@@ -23,15 +23,34 @@ def report(progress: ProgressFn | None, done: int, total: int, message: str) -> 
         raise Cancelled(f"stopped at {done}/{total}: {message}")
 
 
+def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (whose stderr is no terminal, but shows
+    ``tqdm.auto``'s widget)."""
+    shell = sys.modules.get("IPython")
+    ip = shell.get_ipython() if shell is not None and hasattr(shell, "get_ipython") else None
+    return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
+
+
+def bars_wanted() -> bool:
+    """Progress bars are for a person: stderr on a terminal, or a notebook. A listing
+    piped into a file or another program gets none."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty()) or _in_notebook()
+
+
 class TqdmProgress:
     """A progress callback that draws one tqdm bar per message prefix: through
-    ``tqdm.auto``, a widget in a Jupyter notebook and text on stderr elsewhere."""
+    ``tqdm.auto``, a widget in a Jupyter notebook and text on stderr on a terminal;
+    nothing elsewhere (:func:`bars_wanted`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, show: bool | None = None) -> None:
         self._bar = None
         self._label = ""
+        self._show = bars_wanted() if show is None else show
 
     def __call__(self, done: int, total: int, message: str) -> bool:
+        if not self._show:
+            return False
         from tqdm.auto import tqdm
 
         label = message.split(":", 1)[0]
