@@ -32,6 +32,9 @@ REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
 REVIEW_COUNT = "review-count"  # "N listed", written by assets/review.js
 RELABEL_TO = "review-relabel-to"  # the review list's class picker
 HOVER_BOX = "curate-hover"  # the map's hover card, opened and placed by assets/hover.js
+# The shell's line for a failure of the open page's run (a damaged file): the server's
+# callbacks (app/server.py ``_callback_error``) and assets/mapclass.js write it.
+PAGE_ERROR = "page-error"
 
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….
 SHARED = {"graph": GRAPH, "map": MAP, "painted": PAINTED, "background": BACKGROUND,
@@ -41,7 +44,8 @@ SHARED = {"graph": GRAPH, "map": MAP, "painted": PAINTED, "background": BACKGROU
           "statusData": STATUS_DATA, "model": MODEL,
           "reviewGrid": REVIEW_GRID,
           "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "reviewCount": REVIEW_COUNT,
-          "relabelTo": RELABEL_TO, "hoverBox": HOVER_BOX}
+          "relabelTo": RELABEL_TO, "hoverBox": HOVER_BOX,
+          "pageError": PAGE_ERROR}
 
 
 def script() -> str:

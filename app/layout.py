@@ -6,6 +6,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import dcc, html
 
+from app.ids import PAGE_ERROR
 from worker.pipeline.ranges import PARAMS
 
 
@@ -21,8 +22,13 @@ def shell() -> html.Div:
         ], fluid=True),
         color="light", class_name="border-bottom mb-3 py-1",
     )
+    # Hidden until a callback of the open page fails on its run (app/server.py
+    # ``_callback_error``); cleared when the page changes.
+    problem = html.Div(id=PAGE_ERROR, role="alert", hidden=True,
+                       className="alert alert-danger py-2 my-2")
     return html.Div([dcc.Location(id="url"), nav,
-                     dbc.Container(dash.page_container, fluid=True, class_name="pb-4")])
+                     dbc.Container([problem, dash.page_container], fluid=True,
+                                   class_name="pb-4")])
 
 
 def small_button(label: str, id, color: str = "secondary", title: str | None = None  # noqa: A002

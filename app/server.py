@@ -28,6 +28,7 @@ from pathlib import Path
 import dash
 import numpy as np
 import orjson
+from dash import Input, Output, set_props
 from dash.exceptions import DashException
 from flask import Flask, Response, abort, current_app, request, send_file
 from PIL import Image
@@ -39,6 +40,7 @@ from app.caching import files
 from app.curate import key_actions
 from app.curate.backdrop import render_png
 from app.curate.map_view import TRACES, class_answer
+from app.ids import PAGE_ERROR
 from app.layout import shell
 from worker.jobs.dispatchers import get_dispatcher
 from worker.pipeline.errors import InputError
@@ -190,6 +192,23 @@ def _on_error(exc: Exception):
         return _text(404, "no such file")
     current_app.logger.exception("unhandled error on %s", request.path)
     return _text(500, "internal error (logged on the server)")
+
+
+def _callback_error(exc: Exception) -> None:
+    """A callback that fails on its run (an :class:`InputError`: a damaged or missing run
+    file) says why in the shell's line (app/layout.py) and changes nothing else; the
+    request still succeeds, since Dash's renderer shows nothing for a failed callback
+    outside debug mode. Any other failure goes on to :func:`_on_error`."""
+    if not isinstance(exc, InputError):
+        raise exc
+    line = str(exc).splitlines()[0][:300] if str(exc) else "this run cannot be read"
+    current_app.logger.warning("%s: %s", request.path, line)
+    set_props(PAGE_ERROR, {"children": line, "hidden": False})
+
+
+def _clear_page_error(_path: str) -> bool:
+    """A new page starts without the last page's failure."""
+    return True
 
 
 def content_security_policy(app: dash.Dash) -> dict:
@@ -393,8 +412,9 @@ def _register_map_route(server: Flask) -> None:
             abort(404)
         try:
             answer = class_answer(run_id, leaf.removesuffix(".json"), request.args.get("have"))
-        except InputError:
-            abort(404)
+        except InputError as exc:  # no such run or class, or a damaged run file: the
+            # page shows the line (assets/mapclass.js)
+            return _text(404, str(exc).splitlines()[0][:300])
         if answer is None:  # the browser holds this revision already
             return Response(status=204)
         resp = Response(orjson.dumps(answer), mimetype="application/json")
@@ -425,8 +445,11 @@ def create_app(config: Settings | None = None) -> dash.Dash:
         title="tsne-curator", update_title=None,
         # Before the assets' scripts, which read window.CURATOR_IDS (app/ids.py).
         external_scripts=["/ids.js"],
+        on_error=_callback_error,
     )
     app.layout = shell()
+    app.callback(Output(PAGE_ERROR, "hidden"), Input("url", "pathname"),
+                 prevent_initial_call=True)(_clear_page_error)
     _secure_headers(app)  # after the layout and every callback: the hashes cover them
     return app
 

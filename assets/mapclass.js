@@ -45,10 +45,21 @@
     if (url === null || asked.has(code) || (have && have.revision === shown)) return;
     asked.add(code);
     fetch(have ? url + "?have=" + have.revision : url, {credentials: "same-origin"})
-      .then((r) => (r.status === 200 ? r.json() : null))
+      .then((r) => {
+        if (r.status === 200) return r.json();
+        // The run cannot give this class (a damaged or removed file): say why on the page,
+        // in the shell's line (app/layout.py), as the server's callbacks do.
+        if (r.status >= 400 && r.status < 500) r.text().then(showProblem);
+        return null;
+      })
       .then((answer) => { if (answer) hold(answer); })
       .catch(() => {})  // the server draws the class instead
       .finally(() => asked.delete(code));
+  }
+
+  function showProblem(line) {
+    const set = window.dash_clientside.set_props;
+    if (line) set(IDS.pageError, {children: line, hidden: false});
   }
 
   // Class `code` picked (the class list asks before it writes the pick): draw it if
