@@ -55,6 +55,9 @@ COLUMNS = [
     {"field": "relabelled", "headerName": "rel", **_COUNT,
      "headerTooltip": "Given another class by a reviewer"},
     {"field": "kept", **_COUNT, "headerTooltip": "Samples the exported subset keeps"},
+    {"field": "proposed", "headerName": "prop", **_COUNT,
+     "headerTooltip": "Kept, but a finding proposes to drop it (its evidence is below the "
+                      "kind's drop cut): decide in the review list"},
     # One count per finding kind besides label (worker/pipeline/findings).
     *({"field": k.name, "headerName": k.name[:4], **_COUNT,
        "headerTooltip": f"Samples marked {k.title}"} for k in kinds() if k.name != "label"),

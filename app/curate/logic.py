@@ -15,7 +15,7 @@ from app.caching import memoized
 from app.curate.figures import MARKER_STYLE, finding_slots, look_table, override_codes, typed_array
 from app.run_data import RunData, RunState, current_state, run_data
 from worker.pipeline.errors import InputError
-from worker.pipeline.findings import View, kinds
+from worker.pipeline.findings import DROP, View, kinds
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_eps, flag_bits
 from worker.pipeline.map.dbscan import SMALL_N, check_params, noise_until
@@ -29,11 +29,13 @@ FINDING_KEYS = tuple(k.name for k in kinds() if k.name != "label")
 # gets it in the model, client_model).
 TYPED_TOLERANCE = 1e-4
 STATUS_TEMPLATE = ("{kept} of {size} kept · {noise} DBSCAN noise · {flagged} flagged · "
-                   "{overridden} overridden · {relabelled} relabelled · rule {rule}"
+                   "{proposed} proposed · {overridden} overridden · {relabelled} relabelled · "
+                   "rule {rule}"
                    + "".join(f" · {{{k}}} {k}" for k in FINDING_KEYS))
 # The class list's and the summary's counts, in their order. "overridden": kept or dropped
-# by a reviewer with the label as it is; "relabelled": given another class.
-COUNT_KEYS = ("size", "flagged", "overridden", "relabelled", "kept")
+# by a reviewer with the label as it is; "relabelled": given another class; "proposed":
+# kept, but a finding lists it below its kind's drop cut and nobody decided yet.
+COUNT_KEYS = ("size", "flagged", "overridden", "relabelled", "kept", "proposed")
 
 
 def selected_samples(selected: dict | None) -> list[int]:
@@ -394,7 +396,10 @@ def finding_lines(data: RunData, state: RunState, sample: int) -> list[str]:
     for kind in kinds():
         table = data.findings.get(kind.name)
         if kind.name != "label" and table is not None and kind.current(table, view)[sample]:
-            out.append(kind.why(table, sample, view))
+            line = kind.why(table, sample, view)
+            if kind.decision == DROP and not kind.dropping(table, view)[sample]:
+                line += " (proposed: below its drop cut, kept until you decide)"
+            out.append(line)
     return out
 
 

@@ -71,7 +71,9 @@ REV = "review-rev"  # the store revision whose rows the grid holds
 FOLLOWED = "review-followed"  # the class the grid's filter last followed (assets/review.js)
 CLASS_FILTERS = "review-class-filters"  # each class's filter model (class_filter), by code
 FINDINGS = "review-findings"  # a button per finding kind, filtering the list to it
-FINDING_BTN = "review-finding-btn"
+# A button per finding kind ("duplicate · 62") and per state ("proposed · 9"), each
+# filtering the list to its rows: one pattern, {"type", "column", "value"}.
+FILTER_BTN = "review-filter-btn"
 RELATED = "review-related"  # the focused row's duplicate group or leak pair, side by side
 
 COLUMNS = [
@@ -104,7 +106,8 @@ COLUMNS = [
      "cellClass": {"function": "'review-state review-state-' + params.value"},
      "tooltipValueGetter": {"function": f"({json.dumps(STATES)})[params.value]"},
      "filter": "agTextColumnFilter", "flex": 1, "minWidth": 110,
-     "headerTooltip": "flagged: the rule drops it and nobody has looked yet; kept, dropped, "
+     "headerTooltip": "flagged: dropped by default and nobody has looked yet; proposed: a "
+                      "finding lists it, kept until you decide; kept, dropped, "
                       "relabelled: what a reviewer decided"},
 ]
 
@@ -210,14 +213,30 @@ def finding_buttons(counts: dict[str, int]) -> list:
     if not shown:
         return []
     return [html.Span("finding:", className="small text-muted me-2 text-nowrap"),
-            *[dbc.Button(f"{kind} · {n}", id={"type": FINDING_BTN, "kind": kind},
+            *[dbc.Button(f"{kind} · {n}",
+                         id={"type": FILTER_BTN, "column": "finding", "value": kind},
                          color="light", size="sm", class_name="me-1 mb-1 review-finding")
               for kind, n in shown.items()]]
 
 
-def finding_filter(kind: str) -> dict:
-    """The grid's filter model for rows that ``kind`` marks."""
-    return {"finding": {"filterType": "text", "type": "contains", "filter": kind}}
+def state_buttons(counts: dict[str, int]) -> list:
+    """A button per state of the listed rows, "proposed · 9", each filtering the grid to
+    it (the bulk actions then act on those rows: drop every proposed duplicate, …)."""
+    if not counts:
+        return []
+    return [html.Span("state:", className="small text-muted ms-2 me-2 text-nowrap"),
+            *[dbc.Button(f"{state} · {n}",
+                         id={"type": FILTER_BTN, "column": "state", "value": state},
+                         color="light", size="sm", title=STATES[state],
+                         class_name=f"me-1 mb-1 review-state-btn review-state-{state}")
+              for state, n in counts.items()]]
+
+
+def column_filter(column: str, value: str) -> dict:
+    """The grid's filter model for rows that kind ``value`` marks (``column`` "finding")
+    or that are in state ``value`` (``column`` "state")."""
+    how = "contains" if column == "finding" else "equals"
+    return {column: {"filterType": "text", "type": how, "filter": value}}
 
 
 def side_by_side(items: list[dict]) -> list:
@@ -271,7 +290,7 @@ def register() -> None:
     callback(Output(GRID, "filterModel"),
              Input({"type": PAIR_BTN, "index": ALL}, "n_clicks"),
              Input(CLEAR_FILTERS, "n_clicks"),
-             Input({"type": FINDING_BTN, "kind": ALL}, "n_clicks"),
+             Input({"type": FILTER_BTN, "column": ALL, "value": ALL}, "n_clicks"),
              State(PAIR_DATA, "data"), prevent_initial_call=True)(on_grid_filter)
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="followClass"),
@@ -332,7 +351,8 @@ def on_queue(shown_rev, tab, shown, run_id, grid_rev, filters):
     before = None if grid_rev is None else review.rows_at(data, run_id, grid_rev)
     pairs = review.confusion(rows)
     out = {"pairs": pair_buttons(pairs), "pair_data": pairs, "rev": state.revision,
-           "findings": finding_buttons(review.finding_counts(rows)),
+           "findings": [*finding_buttons(review.finding_counts(rows)),
+                        *state_buttons(review.state_counts(rows))],
            "rows": no_update, "changes": no_update, "first_filter": no_update}
     if before is None:
         code = code_of(shown)
@@ -340,15 +360,15 @@ def on_queue(shown_rev, tab, shown, run_id, grid_rev, filters):
     return {**out, "changes": review.row_changes(before, rows)}
 
 
-def on_grid_filter(_pairs, _clear, _kinds, pairs):
-    """Filter the list to a confusion table's pair, to one finding kind, or back to every
-    row."""
+def on_grid_filter(_pairs, _clear, _filters, pairs):
+    """Filter the list to a confusion table's pair, to one finding kind, to one state, or
+    back to every row."""
     trigger = ctx.triggered_id
     if isinstance(trigger, dict):  # a pair's or a kind's button (pattern-matching id)
         if not ctx.triggered[0]["value"]:
             raise PreventUpdate  # the buttons were just drawn
-        if trigger["type"] == FINDING_BTN:
-            return finding_filter(trigger["kind"])
+        if trigger["type"] == FILTER_BTN:
+            return column_filter(trigger["column"], trigger["value"])
         pair = (pairs or [])[trigger["index"]]
         return class_filter(pair["given"], pair["suggested"])
     return {}

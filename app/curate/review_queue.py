@@ -6,7 +6,8 @@ the actions here with the samples the grid shows.
 
 A row's ``state`` is one word a reviewer reads as a badge:
 
-- ``flagged``: the rule drops it and nobody has looked yet;
+- ``flagged``: the rule or a finding's default drops it and nobody has looked yet;
+- ``proposed``: a finding lists it below its kind's drop cut: kept until someone decides;
 - ``kept`` / ``dropped``: a reviewer kept or dropped it (with its label as it is);
 - ``relabelled``: a reviewer gave it another class; it trains with that class.
 """
@@ -27,11 +28,12 @@ from worker.pipeline.findings import View, kinds, marks, sample_findings
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.storage.curation import open_store
 
-STATES = {"flagged": "flagged: the rule drops it, not reviewed yet",
+STATES = {"flagged": "flagged: dropped by default, not reviewed yet",
+          "proposed": "proposed: a finding lists it, kept until you decide",
           "kept": "kept by you", "dropped": "dropped by you",
           "relabelled": "relabelled by you: trains with the new class"}
 # The state word of a sample the store holds a decision for, by the decision's reason
-# (anything else listed is "flagged").
+# (anything else listed is "flagged" when dropped, "proposed" when kept).
 STATE_OF_REASON = {"override_keep": "kept", "override_drop": "dropped", "relabel": "relabelled"}
 # Bulk actions on the rows the grid shows, as (label, what it does) for their buttons.
 BULK = {"accept": "Accept suggestions", "keep": "Keep all", "drop": "Drop all",
@@ -70,10 +72,11 @@ def queue_samples(data: RunData, state: RunState) -> np.ndarray:
 
 def row_states(state: RunState, samples: np.ndarray) -> list[str]:
     """The badge word of each sample in ``samples`` (see the module docstring)."""
-    reason = state.decisions.reason
+    reason, kept = state.decisions.reason, state.decisions.kept
     # A relabelled sample another kind still drops (a duplicate copy) shows as relabelled:
     # its class is what the reviewer set; the finding column says why it is listed.
-    return [STATE_OF_REASON.get(str(reason[s]), "flagged") for s in samples]
+    return [STATE_OF_REASON.get(str(reason[s]), "proposed" if kept[s] else "flagged")
+            for s in samples]
 
 
 def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
@@ -139,6 +142,13 @@ def finding_counts(rows: list[dict]) -> dict[str, int]:
     counts = Counter(k for r in rows for k in r["finding"].split(",") if k)
     return {k.name: counts[k.name] for k in kinds() if counts[k.name]} | \
         {k: n for k, n in counts.items() if k not in {kind.name for kind in kinds()}}
+
+
+def state_counts(rows: list[dict]) -> dict[str, int]:
+    """How many rows are in each state, in :data:`STATES` order (states with none left
+    out)."""
+    counts = Counter(r["state"] for r in rows)
+    return {s: counts[s] for s in STATES if counts[s]}
 
 
 def confusion(rows: list[dict], top: int = CONFUSION_TOP) -> list[dict]:

@@ -414,6 +414,11 @@ def test_progress_bars_go_through_tqdm_auto(monkeypatch):
             pass
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    # Bars are for a terminal or a notebook (progress.bars_wanted): piped, none is made.
+    monkeypatch.setattr("worker.pipeline.progress.bars_wanted", lambda: False)
+    progress_bar()(1, 4, "embed: t-SNE")
+    assert made == []
+    monkeypatch.setattr("worker.pipeline.progress.bars_wanted", lambda: True)
     bar = progress_bar()
     bar(1, 4, "embed: t-SNE")
     assert len(made) == 1 and made[0].n == 1

@@ -422,9 +422,9 @@ def test_relabel_to_the_suggestion_with_a_key(root):
 
 def test_class_grid_rows_carry_codes_counts_and_shares():
     rows = [{"class": f"c{c:04d}", "size": 100 + c % 7, "flagged": c % 13, "overridden": 1,
-             "relabelled": c % 2, "kept": 90} for c in range(1000)]
+             "relabelled": c % 2, "kept": 90, "proposed": c % 3} for c in range(1000)]
     rows.append({"class": "total", "size": 0, "flagged": 0, "overridden": 0, "relabelled": 0,
-                 "kept": 0})
+                 "kept": 0, "proposed": 0})
     grid, total = class_list.grid_rows(rows)
     assert [r["code"] for r in grid] == list(range(1000))
     assert [r["id"] for r in grid[:3]] == ["0", "1", "2"]  # the grid's row ids

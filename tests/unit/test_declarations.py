@@ -23,18 +23,23 @@ def _flags(command: str) -> dict[str, object]:
 
 def test_every_kind_with_a_cut_has_its_flag_and_default_from_its_param():
     cut_kinds = {k.name: k for k in kinds() if k.threshold}
-    assert set(group_params("findings")) == {f"{name}_threshold" for name in cut_kinds}
+    assert set(group_params("findings")) == {
+        *(f"{name}_threshold" for name in cut_kinds),
+        *(k.drop_threshold for k in cut_kinds.values() if k.drop_threshold)}
     flags = _flags("findings")
     for kind in cut_kinds.values():
         p = PARAMS[kind.threshold]
         assert kind.default_threshold == p.default is not None
-        flag = flags[p.flag]
-        # Only a cut given on the command line is passed on: the step's own default, or
-        # the cut a run stored, stands otherwise.
-        assert flag.default is None and f"default {p.default:g}" in flag.help
-        assert flag.type.param == kind.threshold
-    args = build_parser().parse_args(["findings", "r", "--outlier-threshold", "3"])
-    assert thresholds(args) == {"outlier": 3.0}
+        for name in filter(None, (kind.threshold, kind.drop_threshold)):
+            p = PARAMS[name]
+            flag = flags[p.flag]
+            # Only a cut given on the command line is passed on: the step's own default,
+            # or the cut a run stored, stands otherwise.
+            assert flag.default is None and f"default {p.default:g}" in flag.help
+            assert flag.type.param == name
+    args = build_parser().parse_args(["findings", "r", "--outlier-threshold", "3",
+                                      "--outlier-drop-threshold", "6"])
+    assert thresholds(args) == {"outlier": 3.0, "outlier_drop": 6.0}
 
 
 def test_the_t_sne_options_are_the_embedding_group_in_cli_options_and_record():

@@ -23,7 +23,8 @@ def test_csv_manifest_in_sample_order(fresh_run):
     assert len(rows) == len(samples) == len(np.load(fresh_run.features))
     # The base columns, then each finding kind's, in registry order.
     assert list(rows[0]) == ["index", "path", "label", "given_label", "true_label", "cluster",
-                             "kept", "reason", "findings", "score", "suggested_label",
+                             "kept", "reason", "findings", "decision", "score",
+                             "suggested_label",
                              "duplicate_group", "duplicate_of", "leaks_to", "outlier_score",
                              "outlier"]
     assert [r["path"] for r in rows] == samples.paths

@@ -30,6 +30,7 @@ from worker.pipeline.findings import (
     FindingKind,
     FindingTable,
     ensure_findings,
+    get_kind,
     kinds,
     load_findings,
     register,
@@ -100,7 +101,7 @@ def _first_drop_kind(tables: dict[str, FindingTable], i: int, skip: str = "") ->
     is the rule's own and not among them): the reason decide() gives before overrides."""
     for k in kinds():
         if k.name != skip and k.decision == DROP and getattr(k, "stored", True) \
-                and k.current(tables[k.name])[i]:
+                and k.dropping(tables[k.name])[i]:
             return k.name
     return None
 
@@ -201,7 +202,12 @@ def test_a_toy_kind_reaches_the_findings_report_and_evaluate(toy_run):
     only = findings_report(run, "toy", top=3)["kinds"]
     assert [k["name"] for k in only] == ["toy"] and len(only[0]["top"]) == 3
     text = format_findings(report)
-    assert f"toy (toy finding): {int(marked.sum())} marked, default {decision}" in text
+    # A drop kind without a drop cut drops every mark; a review kind proposes them all.
+    n = int(marked.sum())
+    d, p = (n, 0) if decision == DROP else (0, n)
+    assert (entry["dropped"] >= d) and (entry["proposed"] <= p)
+    assert f"toy (toy finding): {n} marked: {entry['dropped']} dropped, " \
+           f"{entry['proposed']} proposed" in text
     assert evaluate(run, with_cleanlab=False)["findings"]["toy"]["marked"] == int(marked.sum())
 
 
@@ -513,9 +519,13 @@ def test_a_relabelled_outlier_is_kept_and_a_dropped_one_is_dropped(outlier_run, 
     run = RunDir(tmp_path / "run")
     shutil.copytree(outlier_run.path, run.path)
     tables = load_findings(run, len(run.read_samples()))
-    marked = np.flatnonzero(tables["outlier"].issue)
+    dropping = get_kind("outlier").dropping(tables["outlier"])
+    marked = np.flatnonzero(dropping)
     decisions = current_snapshot(run).decisions
     assert len(marked) and not decisions.kept[marked].any()
+    # Below the drop cut an outlier is proposed: kept unless another finding drops it.
+    proposed = np.flatnonzero(tables["outlier"].issue & ~dropping)
+    assert all(decisions.kept[i] or decisions.reason[i] != "outlier" for i in proposed)
     # Outliers no earlier kind (a duplicate: blank squares can be copies) drops.
     alone = [int(i) for i in marked if _first_drop_kind(tables, int(i)) == "outlier"]
     assert len(alone) >= 2

@@ -21,7 +21,7 @@ import numpy as np
 from PIL import Image
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.findings import kinds, marks, sample_findings
+from worker.pipeline.findings import PROPOSED, kinds, marks, sample_decisions, sample_findings
 from worker.pipeline.findings.step import stored_thresholds
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.progress import ProgressFn, report
@@ -53,7 +53,7 @@ def check_export_name(run: RunDir, name: str) -> Path:
 # order (worker/pipeline/findings: label's score and suggested_label, duplicate_group,
 # duplicate_of, leaks_to, outlier_score, outlier).
 BASE_COLUMNS = ("index", "path", "label", "given_label", "true_label", "cluster", "kept",
-                "reason", "findings")
+                "reason", "findings", "decision")
 
 
 def manifest_columns() -> tuple[str, ...]:
@@ -64,14 +64,18 @@ def _write_manifest(path: Path, snap, labels: np.ndarray, test_paths: list[str])
     """One row per sample, in sample order. ``label`` is the label to train with (a
     reviewer's relabel where there is one, else the given label, which ``given_label``
     always holds); ``findings`` names the kinds that mark the sample now; ``kept``
-    reflects every kind's default and the reviewers' overrides. Each kind's columns
+    reflects every kind's default and the reviewers' overrides; ``decision`` says
+    dropped, proposed (kept, but a finding lists it and no person decided) or kept.
+    Each kind's columns
     follow (label's ``suggested_label`` is filled for flagged samples only)."""
     samples, decisions = snap.samples, snap.decisions
     view = snap.view(test_paths)
     per_kind: dict[str, list[str]] = {}
     for kind in kinds():
         per_kind.update(kind.column_values(snap.findings[kind.name], view))
-    found = sample_findings(marks(snap.findings, view), len(samples))
+    marked = marks(snap.findings, view)
+    found = sample_findings(marked, len(samples))
+    decision = sample_decisions(decisions.kept, decisions.reason, marked)
     names = samples.classes
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh)
@@ -83,7 +87,7 @@ def _write_manifest(path: Path, snap, labels: np.ndarray, test_paths: list[str])
             w.writerow([i, samples.paths[i], names[labels[i]], names[samples.labels[i]],
                         names[true] if true >= 0 else "", int(decisions.clusters[i]),
                         int(decisions.kept[i]), decisions.reason[i], found[i],
-                        *(col[i] for col in extra)])
+                        decision[i], *(col[i] for col in extra)])
 
 
 def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray, labels: np.ndarray,
@@ -153,6 +157,7 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)
+    marked = marks(snap.findings, snap.view())
     try:
         labels = snap.labels
         if fmt == "csv":
@@ -177,7 +182,10 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
             "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),
             "summary": summary_rows(samples, decisions),
             # How many samples each finding kind marks, and the cuts they were found with.
-            "findings": {k: int(m.sum()) for k, m in marks(snap.findings, snap.view()).items()},
+            "findings": {k: int(m.sum()) for k, m in marked.items()},
+            # Kept samples a finding lists that no person decided (kept until one does).
+            "n_proposed": int((sample_decisions(decisions.kept, decisions.reason, marked)
+                               == PROPOSED).sum()),
             "finding_thresholds": stored_thresholds(run),
         }
         (tmp / "params.json").write_text(json.dumps(info, indent=2) + "\n")

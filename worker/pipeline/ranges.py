@@ -125,6 +125,25 @@ PARAMS: dict[str, Param] = {
         "--outlier-threshold", False, 0.0, 100.0, above=True, default=2.5, group="findings",
         help="outliers lie T times farther from the nearest class than its own images do "
              "(default {default}; docs/method.md)"),
+    # The drop cuts: a mark is dropped by default only when its evidence reaches them; the
+    # marks below are proposed. Chosen on scikit-learn's digits (no copies, no outliers: at
+    # these cuts nothing of it is dropped; its highest outlier score is 4.2) and CIFAR-10
+    # mini with our injector (docs/benchmarks.md, "Proposed or dropped").
+    "duplicate_drop_threshold": Param(
+        "--duplicate-drop-threshold", False, 0.0, 1.0, above=True, default=0.95,
+        group="findings",
+        help="a near copy is dropped by default when its pixel match reaches T (default "
+             "{default}) and it stands out from its other near pictures; the other copies "
+             "are proposed (docs/method.md)"),
+    "leak_drop_threshold": Param(
+        "--leak-drop-threshold", False, 0.0, 1.0, above=True, default=0.95, group="findings",
+        help="a leak's train copy is dropped by default when its pixel match reaches T "
+             "(default {default}), as for duplicates; the other leaks are proposed"),
+    "outlier_drop_threshold": Param(
+        "--outlier-drop-threshold", False, 0.0, 100.0, above=True, default=5.0,
+        group="findings",
+        help="an outlier is dropped by default when its score reaches T (default "
+             "{default}); outliers below are proposed"),
     "top": Param("--top", True, 0, 1_000_000),
     # training
     "epochs": Param("--epochs", True, 1, 10_000),

@@ -2,19 +2,23 @@
 
 Writes ``<run>/experiments/<name>/``: ``results.csv`` (one row per training),
 ``summary.csv`` (mean and standard deviation of the final test accuracy per subset and
-batch size) and ``accuracy_vs_batch.png`` (the paper's Fig. 6–7 style). Trainings that
+batch size), ``accuracy_vs_batch.png`` (the paper's Fig. 6–7 style) and ``curation.json``
+(the store revision, how many samples were dropped, and how many each finding kind only
+proposed: those train in ``filtered``). Trainings that
 already finished are reused, so an interrupted experiment continues where it stopped.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import replace
 from pathlib import Path
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import check_export_name
 from worker.pipeline.progress import ProgressFn
+from worker.pipeline.storage.curation import current_snapshot
 from worker.pipeline.storage.rundir import RunDir, atomic_path
 from worker.train.data import select_subset
 from worker.train.launch import TrainConfig, launch, validate
@@ -83,6 +87,7 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
         validate(cfg)
     out = run.path / "experiments" / name
     out.mkdir(parents=True, exist_ok=True)
+    _write_curation(run, out)
     # Settings left to the rule are chosen once, from the full subset's size, so that every
     # subset of a comparison trains with the same batch and epochs.
     n_full = len(select_subset(run, "full", 0).indices)
@@ -107,6 +112,31 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     return out
 
 
+def _write_curation(run: RunDir, out: Path) -> None:
+    """What the curated subsets left in: the samples a finding only proposes (below its
+    drop cut, no person decided) train in ``filtered``; ``curation.json`` says how many,
+    so the verdict can say so."""
+    snap = current_snapshot(run)
+    info = {"store_revision": snap.stored.revision, "proposed": snap.proposed(),
+            "dropped": int((~snap.decisions.kept).sum())}
+    with atomic_path(out / "curation.json") as tmp:
+        tmp.write_text(json.dumps(info, indent=2) + "\n")
+
+
+def curation_line(folder: Path) -> str:
+    """'filtered kept 21 samples that findings only propose (duplicate 18, outlier 3) …',
+    or '' when none were (or the experiment predates ``curation.json``)."""
+    path = folder / "curation.json"
+    if not path.is_file():
+        return ""
+    proposed = json.loads(path.read_text()).get("proposed", {})
+    if not proposed:
+        return ""
+    kinds = ", ".join(f"{k} {n}" for k, n in proposed.items())
+    return (f"filtered and corrected kept {sum(proposed.values())} samples that findings only "
+            f"propose ({kinds}): review them on the Curate page to drop them")
+
+
 def read_results(folder: Path) -> list[dict]:
     """An experiment's ``results.csv`` rows (empty before its first training ends)."""
     if not (folder / "results.csv").is_file():
@@ -126,4 +156,5 @@ def verdict_report(folder: Path) -> str:
                      f"{r.vs_full.text() if r.vs_full else '-':<18}"
                      f"{r.vs_random.text() if r.vs_random else '-'}")
     lines += [verdict(results, b) for b in sorted({r.batch_size for r in results})]
-    return "\n".join(lines)
+    note = curation_line(folder)
+    return "\n".join([*lines, note] if note else lines)

@@ -19,11 +19,18 @@ def label_dropped(decisions: Decisions) -> np.ndarray:
 
 
 def findings_scores(snap, truth_rows: list[dict]) -> dict:  # noqa: ANN001 - a snapshot
-    """Per kind: how many it marks now, and its scores where the run knows the truth."""
-    marked = marks(snap.findings, snap.view())
+    """Per kind: how many it marks now, and its scores where the run knows the truth;
+    ``dropped``: the same scores of the marks its default drops (its drop cut's
+    precision is what a user who accepts the defaults relies on)."""
+    view = snap.view()
+    marked = marks(snap.findings, view)
     out: dict = {name: {"marked": int(m.sum())} for name, m in marked.items()}
     for name, m in marked.items():
         rows = [r for r in truth_rows if r["kind"] == name]
         if rows:
-            out[name].update(get_kind(name).score_truth(snap.findings[name], m, rows))
+            kind, table = get_kind(name), snap.findings[name]
+            out[name].update(kind.score_truth(table, m, rows))
+            dropping = kind.dropping(table, view)
+            out[name]["dropped"] = {"marked": int(dropping.sum()),
+                                    **kind.score_truth(table, dropping, rows)}
     return out

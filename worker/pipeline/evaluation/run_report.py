@@ -211,6 +211,10 @@ def format_findings_scores(scores: dict) -> str:
                   ) if by else ""
         lines.append(f"{name}: P {s['precision']:.3f} R {s['recall']:.3f} F1 {s['f1']:.3f} "
                      f"({s['marked']} marked, {s['truth']} injected{extra})")
+        d = s.get("dropped")
+        if d and "precision" in d:
+            lines.append(f"  of them dropped by default: P {d['precision']:.3f} R "
+                         f"{d['recall']:.3f} F1 {d['f1']:.3f} ({d['marked']} dropped)")
     return ("\n\ninjected findings\n" + "\n".join(lines)) if lines else ""
 
 

@@ -10,8 +10,18 @@ from worker.pipeline.findings import detectors  # noqa: F401 - registers every k
 from worker.pipeline.findings.base import DROP, REVIEW, FindingKind, FindingTable, View
 from worker.pipeline.findings.files import load_findings
 from worker.pipeline.findings.kind_registry import REGISTRY, get_kind, kinds, register, unregister
-from worker.pipeline.findings.step import default_drops, ensure_findings, marks, sample_findings
+from worker.pipeline.findings.step import (
+    DROPPED,
+    KEPT,
+    PROPOSED,
+    default_drops,
+    ensure_findings,
+    marks,
+    sample_decisions,
+    sample_findings,
+)
 
-__all__ = ["DROP", "REGISTRY", "REVIEW", "FindingKind", "FindingTable", "View",
-           "default_drops", "ensure_findings", "get_kind", "kinds", "load_findings", "marks",
-           "register", "sample_findings", "unregister"]
+__all__ = ["DROP", "DROPPED", "KEPT", "PROPOSED", "REGISTRY", "REVIEW", "FindingKind",
+           "FindingTable", "View", "default_drops", "ensure_findings", "get_kind", "kinds",
+           "load_findings", "marks", "register", "sample_decisions", "sample_findings",
+           "unregister"]

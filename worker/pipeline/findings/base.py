@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from worker.pipeline.findings.context import FindingContext
 
 # A kind's default decision for the samples it marks: dropped unless a reviewer keeps
-# them, or only listed for review (kept unless a reviewer drops them).
+# them, or only listed for review (kept unless a reviewer drops them). A DROP kind drops
+# only the samples whose evidence reaches its drop cut (FindingTable.drop); the rest of
+# its marks are proposed: listed for review and kept until a person decides.
 DROP, REVIEW = "drop", "review"
 
 
@@ -38,6 +40,8 @@ class FindingTable:
         index in the test split), -1 where none.
     facts : name → (N,) array the why-line and the columns read (distances, group ids…).
     info : run-level facts (the threshold used, the scale it is relative to, counts).
+    drop : bool, the marks whose evidence reaches the kind's drop cut (a subset of
+        ``issue``); None: every mark (a kind with one cut).
     """
 
     issue: np.ndarray
@@ -45,6 +49,7 @@ class FindingTable:
     related: np.ndarray
     facts: dict[str, np.ndarray] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    drop: np.ndarray | None = None
 
     @staticmethod
     def empty(n: int) -> FindingTable:
@@ -88,7 +93,10 @@ class FindingKind:
     columns : the manifest and review-list columns it adds (:meth:`column_values`).
     threshold : name of its cut in :data:`~worker.pipeline.ranges.PARAMS` (group
         ``findings``, named ``<name>_threshold``), which gives its CLI flag, range, default
-        and help; or None for a kind without a cut.
+        and help; or None for a kind without a cut. It is the **propose** cut: what marks
+        a sample.
+    drop_threshold : name of its **drop** cut (``<name>_drop_threshold``): the evidence a
+        mark needs to be dropped by default; None: every mark of a DROP kind is dropped.
     """
 
     name: ClassVar[str]
@@ -100,6 +108,7 @@ class FindingKind:
     decision: ClassVar[str] = DROP
     columns: ClassVar[tuple[str, ...]] = ()
     threshold: ClassVar[str | None] = None
+    drop_threshold: ClassVar[str | None] = None
     # The map's mark for the samples its default drops (a Plotly symbol name that
     # app/curate/figures.py's FINDING_MARKS knows); None: drawn another way (label: DBSCAN's ✕).
     symbol: ClassVar[str | None] = None
@@ -123,15 +132,31 @@ class FindingKind:
         from ``--<name>-threshold``), else :attr:`default_threshold`."""
         return ctx.thresholds.get(self.name, self.default_threshold)
 
+    def drop_cut(self, ctx: FindingContext) -> float | None:
+        """The drop cut this run uses: the one given (``ctx.thresholds['<name>_drop']``,
+        from ``--<name>-drop-threshold``), else its default; None for a kind without one."""
+        if not self.drop_threshold:
+            return None
+        return ctx.thresholds.get(f"{self.name}_drop", PARAMS[self.drop_threshold].default)
+
     def key(self, ctx: FindingContext) -> str:
         """What the stored table depends on besides the features, labels and
-        :attr:`version` (the cut); a change recomputes it."""
-        return f"t={self.cut(ctx)}"
+        :attr:`version` (the cuts); a change recomputes it."""
+        return f"t={self.cut(ctx)};drop={self.drop_cut(ctx)}"
 
     def current(self, table: FindingTable, view: View | None = None) -> np.ndarray:
         """The samples the kind marks now (bool (N,)). Only ``label`` depends on the
         store (the rule's flags, ``view.flagged``); every other kind's marks are fixed."""
         return table.issue
+
+    def dropping(self, table: FindingTable, view: View | None = None) -> np.ndarray:
+        """The marks its default drops (bool (N,)): none for a REVIEW kind; for a DROP
+        kind those whose evidence reaches the drop cut (``table.drop``); the others are
+        proposed."""
+        marked = np.asarray(self.current(table, view), bool)
+        if self.decision != DROP:
+            return np.zeros_like(marked)
+        return marked if table.drop is None else marked & table.drop
 
     def score_truth(self, table: FindingTable, marked: np.ndarray, truth: list[dict]) -> dict:
         """Its scores against injected truth for ``curator evaluate``: ``marked`` (bool (N,))

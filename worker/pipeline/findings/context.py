@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from worker.pipeline.findings.copies import pixel_cut
+from worker.pipeline.findings.copies import NearMatches, near_matches
 from worker.pipeline.findings.index import FeatureSpace, fit_space
 from worker.pipeline.findings.pixels import grey_views
 from worker.pipeline.findings.testsplit import TestSplit, load_test_split, test_thumbnails
@@ -31,7 +31,6 @@ class FindingContext:
     samples: SampleTable
     thresholds: dict[str, float] = field(default_factory=dict)
     progress: ProgressFn | None = None
-    _cuts: dict[float, float] = field(default_factory=dict, repr=False)  # pixel_cut's
 
     @functools.cached_property
     def features(self) -> np.ndarray:
@@ -74,14 +73,21 @@ class FindingContext:
             return None
         return grey_views(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
 
-    def pixel_cut(self, threshold: float) -> float | None:
-        """The pixel match a copy needs in this run (copies.pixel_cut), computed once
-        for the duplicate and leak kinds; None without images."""
+    @functools.cached_property
+    def near(self) -> NearMatches | None:
+        """Each sample's pixel matches with its nearest samples (copies.py: the tail and
+        ratio tests of copies and leaks), or None without images."""
         if self.grey is None:
             return None
-        if threshold not in self._cuts:
-            self._cuts[threshold] = pixel_cut(self.grey, self.space.neighbours, threshold)
-        return self._cuts[threshold]
+        return near_matches(self.grey, self.space.neighbours)
+
+    def copy_cut(self, threshold: float, spreads: float) -> float | None:
+        """The pixel match a copy needs in this run: ``threshold``, raised to ``spreads``
+        robust spreads above what different pictures here reach (copies.py, test 1);
+        None without images."""
+        if self.near is None:
+            return None
+        return max(threshold, self.near.tail_cut(spreads))
 
     @functools.cached_property
     def test_grey(self) -> np.ndarray | None:

@@ -1,7 +1,8 @@
 """Each kind's table in the run directory: ``findings/<kind>.npz``.
 
-Arrays ``issue`` (bool), ``score`` (float32), ``related`` (int64, -1 none) and one
-``fact_<name>`` per fact, all shape (N,) (docs/run-directory.md); what each kind was
+Arrays ``issue`` (bool), ``score`` (float32), ``related`` (int64, -1 none), ``drop``
+(bool: the marks dropped by default; absent: all of them) and one ``fact_<name>`` per
+fact, all shape (N,) (docs/run-directory.md); what each kind was
 computed with (its cut, the scale, counts) is in run.json under ``steps.findings``.
 """
 
@@ -23,6 +24,7 @@ def table_path(run: RunDir, name: str) -> Path:
 
 def save_table(run: RunDir, name: str, table: FindingTable) -> None:
     arrays = {"issue": table.issue, "score": table.score, "related": table.related,
+              **({} if table.drop is None else {"drop": table.drop}),
               **{f"fact_{k}": v for k, v in table.facts.items()}}
     with atomic_path(table_path(run, name), ".npz") as tmp:
         np.savez(tmp, **arrays)
@@ -46,7 +48,8 @@ def load_table(run: RunDir, name: str, n: int) -> FindingTable | None:
     info = run.read_meta().get("steps", {}).get("findings", {}).get("kinds", {}).get(name, {})
     return FindingTable(arrays["issue"].astype(bool), arrays["score"], arrays["related"],
                         {k[5:]: v for k, v in arrays.items() if k.startswith("fact_")},
-                        dict(info))
+                        dict(info),
+                        arrays["drop"].astype(bool) if "drop" in arrays else None)
 
 
 def load_findings(run: RunDir, n: int) -> dict[str, FindingTable]:

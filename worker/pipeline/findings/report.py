@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from worker.pipeline.findings.kind_registry import get_kind, kinds
-from worker.pipeline.findings.step import marks
+from worker.pipeline.findings.step import DROPPED, PROPOSED, marks, sample_decisions
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.storage.curation import current_snapshot
 from worker.pipeline.storage.rundir import RunDir
@@ -18,11 +18,14 @@ def findings_report(run: RunDir, kind: str | None = None, top: int = 10) -> dict
     -------
     dict with ``run`` and ``kinds``: per kind its ``name``, ``title``, ``decision``,
     ``advice``, ``count`` (marked now), ``info`` (cut, scale…) and ``top``: the ``top``
-    marked samples by score, each ``{sample, path, label, score, related, kept, why}``.
+    marked samples by score, each ``{sample, path, label, score, related, kept, decision,
+    why}``; ``dropped`` and ``proposed``: how many of its marks are dropped or proposed now
+    (step.py ``sample_decisions``).
     """
     snap = current_snapshot(run)
     view = snap.view(read_test_paths(run))
     marked = marks(snap.findings, view)
+    decision = sample_decisions(snap.decisions.kept, snap.decisions.reason, marked)
     chosen = [get_kind(kind)] if kind else kinds()
     out = []
     for k in chosen:
@@ -32,10 +35,13 @@ def findings_report(run: RunDir, kind: str | None = None, top: int = 10) -> dict
         out.append({
             "name": k.name, "title": k.title, "decision": k.decision, "advice": k.advice,
             "count": int(m.sum()), "info": table.info,
+            "dropped": int((m & (decision == DROPPED)).sum()),
+            "proposed": int((m & (decision == PROPOSED)).sum()),
             "top": [{"sample": int(i), "path": snap.samples.paths[i],
                      "label": snap.samples.classes[int(snap.samples.labels[i])],
                      "score": round(float(table.score[i]), 4),
                      "related": int(table.related[i]), "kept": bool(snap.decisions.kept[i]),
+                     "decision": str(decision[i]),
                      "why": k.why(table, int(i), view)} for i in idx.tolist()]})
     return {"run": run.run_id, "n_samples": len(snap.samples), "kinds": out}
 
@@ -47,8 +53,12 @@ def _note(info: dict) -> str:
 def counts_line(run: RunDir) -> str:
     """One line of counts per kind: 'findings: label 188 · duplicate 3 · …'."""
     report = findings_report(run, top=0)
-    return "findings: " + " · ".join(f"{k['name']} {k['count']}{_note(k['info'])}"
+    return "findings: " + " · ".join(f"{k['name']} {k['count']}{_proposed(k)}{_note(k['info'])}"
                                      for k in report["kinds"])
+
+
+def _proposed(kind: dict) -> str:
+    return f" ({kind['proposed']} proposed)" if kind["proposed"] else ""
 
 
 def format_findings(report: dict) -> str:
@@ -62,13 +72,14 @@ def format_findings(report: dict) -> str:
             cut_text = f", pixel match ≥ {info['pixel_cut']:.3g}" \
                 if info["pixel_cut"] is not None else ", feature distance ≤ 0.3× the typical " \
                 "(no images)"
-        lines += ["", f"{k['name']} ({k['title']}): {k['count']} marked, default "
-                      f"{k['decision']}{cut_text}{_note(k['info'])}"]
+        if isinstance(info.get("drop_cut"), int | float):
+            cut_text += f", dropped from {info['drop_cut']:.3g}"
+        lines += ["", f"{k['name']} ({k['title']}): {k['count']} marked: {k['dropped']} dropped, "
+                      f"{k['proposed']} proposed{cut_text}{_note(k['info'])}"]
         if k["advice"]:
             lines.append(f"  what to do: {k['advice']}")
         for item in k["top"]:
-            state = "kept" if item["kept"] else "dropped"
             lines.append(f"  #{item['sample']:<7} {item['label'][:12]:<12} "
-                         f"{item['score']:>7.3f} {state:<8} {item['path']}")
+                         f"{item['score']:>7.3f} {item['decision']:<8} {item['path']}")
             lines.append(f"           {item['why']}")
     return "\n".join(lines)

@@ -61,7 +61,9 @@ def ensure_findings(run: RunDir, thresholds: dict[str, float] | None = None,
         table = kind.compute(ctx)
         save_table(run, kind.name, table)
         record[kind.name] = {"key": key, "count": int(table.issue.sum()),
-                             "threshold": kind.cut(ctx), **table.info}
+                             "dropped": int(kind.dropping(table).sum()),
+                             "threshold": kind.cut(ctx), "drop_threshold": kind.drop_cut(ctx),
+                             **table.info}
     run.mark_step("findings", kinds=record, thresholds=cuts)
     report(progress, len(todo), len(todo), "findings: done")
     return load_findings(run, len(samples))
@@ -83,7 +85,7 @@ def default_drops(tables: dict[str, FindingTable], n: int) -> tuple[np.ndarray, 
         table = tables.get(kind.name)
         if kind.decision == DROP and getattr(kind, "stored", True) and table is not None \
                 and len(table) == n:
-            marked = kind.current(table)
+            marked = kind.dropping(table)
             out[marked] = kind.name
             sticky[marked] = not kind.cleared_by_relabel
     return out, sticky
@@ -93,6 +95,27 @@ def marks(tables: dict[str, FindingTable], view: View) -> dict[str, np.ndarray]:
     """Which samples each kind marks now, bool (N,) by kind name."""
     return {k.name: np.asarray(k.current(tables[k.name], view), bool) for k in kinds()
             if k.name in tables}
+
+
+# What happens to a sample at the run's current state, in the export's ``decision``
+# column, ``curator findings`` and the review list: left out; kept but listed by a finding
+# that only proposes it (until a person decides); kept.
+DROPPED, PROPOSED, KEPT = "dropped", "proposed", "kept"
+# The decisions' reasons that say a person decided the sample.
+PERSON_DECIDED = ("override_keep", "override_drop", "relabel")
+
+
+def sample_decisions(kept: np.ndarray, reason: np.ndarray,
+                     marked: dict[str, np.ndarray]) -> np.ndarray:
+    """Per sample :data:`DROPPED`, :data:`PROPOSED` or :data:`KEPT`: proposed is a kept
+    sample that some kind marks (:func:`marks`) and no person decided (``reason``, from
+    :func:`~worker.pipeline.map.clustering.decide`). str (N,)."""
+    out = np.where(np.asarray(kept, bool), KEPT, DROPPED).astype("<U8")
+    listed = np.zeros(len(out), bool)
+    for m in marked.values():
+        listed |= np.asarray(m, bool)
+    out[(out == KEPT) & listed & ~np.isin(reason, PERSON_DECIDED)] = PROPOSED
+    return out
 
 
 def sample_findings(marked: dict[str, np.ndarray], n: int) -> list[str]:

@@ -16,7 +16,15 @@ import numpy as np
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.evaluation.gauge import Gauge, judge, neighbour_agreement
-from worker.pipeline.findings import View, default_drops, kinds, load_findings
+from worker.pipeline.findings import (
+    PROPOSED,
+    View,
+    default_drops,
+    kinds,
+    load_findings,
+    marks,
+    sample_decisions,
+)
 from worker.pipeline.map.clustering import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_RULE,
@@ -370,6 +378,14 @@ class CurationSnapshot:
         """Class codes after the reviewers' relabels, shape (N,)."""
         return corrected_labels(self.samples.labels, self.stored.relabels)
 
+    def proposed(self) -> dict[str, int]:
+        """How many samples each finding kind proposes now: kept, since its evidence is
+        below the kind's drop cut and no person decided (findings ``sample_decisions``),
+        by kind name (kinds that propose none left out)."""
+        marked = marks(self.findings, self.view())
+        words = sample_decisions(self.decisions.kept, self.decisions.reason, marked)
+        return {k: n for k, m in marked.items() if (n := int((m & (words == PROPOSED)).sum()))}
+
 
 def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[float, int]]]
                      | None = None) -> CurationSnapshot:
@@ -413,7 +429,8 @@ def summary_rows(samples: SampleTable, decisions: Decisions,
 
     Returns
     -------
-    list of dict with keys class, size, flagged, overridden, relabelled, kept,
+    list of dict with keys class, size, flagged, overridden, relabelled, kept, proposed
+    (kept, but a finding lists it below its drop cut and no person decided),
     reduction_pct (and one per finding kind); the last row is the total. Classes are the
     given labels' (the ones DBSCAN ran in); ``relabelled`` counts samples a reviewer gave
     another label.
@@ -430,11 +447,16 @@ def summary_rows(samples: SampleTable, decisions: Decisions,
                "overridden": per_class(overridden),
                "relabelled": per_class(decisions.reason == "relabel"),
                "kept": per_class(decisions.kept)}
+    columns["proposed"] = per_class(np.zeros(len(samples), bool))
     if findings:
         for kind in kinds():
             table = findings.get(kind.name)
             if kind.name != "label" and table is not None and len(table) == len(samples):
                 columns[kind.name] = per_class(kind.current(table))
+        view = View(samples.paths, samples.classes, samples.labels, (), decisions.flagged,
+                    findings)
+        words = sample_decisions(decisions.kept, decisions.reason, marks(findings, view))
+        columns["proposed"] = per_class(words == PROPOSED)
     rows = []
     for k, name in enumerate([*samples.classes, "total"]):
         size, kept = int(columns["size"][k]), int(columns["kept"][k])

@@ -19,7 +19,11 @@
   group's centre, so A≈B≈C never joins A and C when they are not alike (single-linkage
   components would).
 - One member per group is kept: the one whose label the evidence supports best (lowest
-  mislabel score), ties to the lowest index; the others are proposed for removal.
+  mislabel score), ties to the lowest index; the others are marked. A marked copy is
+  dropped by default when its pixels equal the kept copy's, or when its match to the kept
+  copy reaches the drop cut (``drop_threshold``, raised as the cut is) and passes the
+  stricter ratio test (copies.py ``RATIO_DROP``); the others are proposed: listed, kept
+  until a person decides.
 - A group whose members carry different labels is also a label finding (label.py).
 """
 
@@ -31,7 +35,11 @@ from worker.pipeline.evaluation.metrics import prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.copies import (
+    RATIO_DROP,
+    TAIL_DROP,
+    TAIL_PROPOSE,
     copy_pairs,
+    stands_out,
 )
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.findings.pixels import match_pairs
@@ -120,12 +128,15 @@ def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[d
 @register
 class DuplicateKind(FindingKind):
     name = "duplicate"
-    version = "2"  # 1: feature distance; 2: pixel match among feature candidates
+    # 1: feature distance; 2: pixel match among feature candidates; 3: the ratio test,
+    # proposed or dropped
+    version = "3"
     title = "near-duplicate"
     decision = DROP
     order = 10
     columns = ("duplicate_group", "duplicate_of")
     threshold = "duplicate_threshold"
+    drop_threshold = "duplicate_drop_threshold"
     symbol = "square"
     advice = ("one copy per group is kept, the others dropped unless kept: a copy costs "
               "compute every epoch and adds nothing; keep another member with 'a'")
@@ -138,8 +149,10 @@ class DuplicateKind(FindingKind):
         sp, t = ctx.space, float(self.cut(ctx))
         scale = sp.scale
         units = exact_units(ctx.pixel_hash, n)
-        cut = ctx.pixel_cut(t) or t
-        pairs, best = copy_pairs(sp.neighbours, sp.distances / scale, ctx.grey, ctx.grey, cut)
+        cut = ctx.copy_cut(t, TAIL_PROPOSE) or t
+        near = ctx.near
+        pairs, best = copy_pairs(sp.neighbours, sp.distances / scale, ctx.grey, ctx.grey, cut,
+                                 near and near.distinct)
         group = star_groups(units, pairs, n)
         # The kept member: best-supported label, then the lowest index.
         support = ctx.label_score if ctx.label_score is not None else np.zeros(n, np.float32)
@@ -167,6 +180,15 @@ class DuplicateKind(FindingKind):
             n_labels[members] = np.bincount(pairs_gl[:, 0])[group[members]]
         conflict = (n_labels > 1) & (rep >= 0) & (labels != labels[np.maximum(rep, 0)])
         issue = (rep >= 0) & (rep != np.arange(n))
+        # Dropped by default: identical pixels, or a match to the kept copy that reaches the
+        # drop cut and stands out from the sample's other near pictures (copies.py); the
+        # other copies are proposed. Without images, the feature distance decides alone.
+        drop = issue.copy()
+        drop_cut = None
+        if near is not None:
+            drop_cut = ctx.copy_cut(max(float(self.drop_cut(ctx)), cut), TAIL_DROP)
+            strong = (match >= drop_cut) & stands_out(match, near.distinct, RATIO_DROP)
+            drop &= exact | strong
         score = best.copy()
         score[np.bincount(units, minlength=n)[units] > 1] = 1.0  # an exact copy exists
         return FindingTable(
@@ -174,10 +196,10 @@ class DuplicateKind(FindingKind):
             {"group": group, "representative": rep, "ratio": ratio, "match": match,
              "exact": exact, "group_size": size, "label_conflict": conflict,
              "support": support.astype(np.float32)},
-            {"threshold": t, "pixel_cut": cut if ctx.grey is not None else None,
-             "scale": scale,
+            {"threshold": t, "pixel_cut": cut if near is not None else None,
+             "drop_cut": drop_cut, "scale": scale,
              "groups": int(group.max() + 1) if len(members) else 0,
-             "exact_copies": int((issue & exact).sum())})
+             "exact_copies": int((issue & exact).sum())}, drop)
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
         group = table.facts.get("group", np.full(len(table), -1))

@@ -6,7 +6,8 @@ and are projected into the train samples' PCA space; each train image's nearest 
 images are candidates, and one that is a copy by the duplicate kind's rule
 (copies.copy_pairs: the same candidate gate, pixel match ≥ ``threshold``) marks the
 train image, with the best-matching test image as the related sample. The default drops
-the train copy, so the test set stays comparable with published numbers.
+the train copy where the evidence is strong (the duplicate kind's drop rule), so the test
+set stays comparable with published numbers; the other leaks are proposed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import numpy as np
 
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
-from worker.pipeline.findings.copies import K_CANDIDATES, copy_pairs
+from worker.pipeline.findings.copies import (
+    K_CANDIDATES,
+    RATIO_DROP,
+    TAIL_DROP,
+    TAIL_PROPOSE,
+    copy_pairs,
+    stands_out,
+)
 from worker.pipeline.findings.index import knn_query
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.findings.pixels import match_pairs
@@ -24,12 +32,13 @@ from worker.pipeline.findings.pixels import match_pairs
 @register
 class LeakKind(FindingKind):
     name = "leak"
-    version = "2"  # 1: feature distance; 2: the duplicate rule across the split
+    version = "3"  # 1: feature distance; 2: the duplicate rule across the split; 3: ratio test
     title = "leak into the test split"
     decision = DROP
     order = 20
     columns = ("leaks_to",)
     threshold = "leak_threshold"
+    drop_threshold = "leak_drop_threshold"
     symbol = "triangle-up"
     # The same cut as near-duplicates: a leak is a near-duplicate across the split.
     advice = ("the train copy is dropped unless kept, so the test set stays comparable "
@@ -52,9 +61,12 @@ class LeakKind(FindingKind):
         nearest, dist = knn_query(sp.project(test.features), sp.x, K_CANDIDATES)
         ratio = dist / scale
         pixels = ctx.grey is not None and ctx.test_grey is not None
-        cut = ctx.pixel_cut(t) if pixels else None  # the train set's, as for duplicates
-        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, cut or t)
+        # The train set's tail and distinctness, as for duplicates.
+        cut = ctx.copy_cut(t, TAIL_PROPOSE) if pixels else None
+        distinct = ctx.near.distinct if pixels else None
+        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, cut or t, distinct)
         related = np.full(n, -1, np.int64)
+        match = np.zeros(n, np.float32)
         if len(pairs):  # the best-matching test copy of each train image
             m = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1]) if pixels else \
                 -np.linalg.norm(sp.x[pairs[:, 0]] - sp.project(test.features)[pairs[:, 1]],
@@ -62,16 +74,24 @@ class LeakKind(FindingKind):
             order = np.lexsort((-m, pairs[:, 0]))
             first = order[np.r_[True, pairs[order, 0][1:] != pairs[order, 0][:-1]]]
             related[pairs[first, 0]] = pairs[first, 1]
+            match[pairs[first, 0]] = m[first]
         issue = related >= 0
+        # Dropped by default as a copy is (duplicate.py): the match to its test copy reaches
+        # the drop cut and passes the stricter ratio test; the other leaks are proposed.
+        drop = issue.copy()
+        drop_cut = None
+        if pixels:
+            drop_cut = ctx.copy_cut(max(float(self.drop_cut(ctx)), cut or t), TAIL_DROP)
+            drop &= (match >= drop_cut) & stands_out(match, distinct, RATIO_DROP)
         j = np.where(issue, related, nearest[:, 0])
         r_rel = np.linalg.norm(sp.x - sp.project(test.features)[j], axis=1) / scale
         same = np.asarray(test.labels)[j] == ctx.samples.labels
         return FindingTable(issue, best, related,
                             {"ratio": r_rel.astype(np.float32), "match": best,
                              "same_label": same},
-                            {"threshold": t, "pixel_cut": cut, "scale": scale,
-                             "test_images": len(test.paths),
-                             "leaked_test_images": int(len(np.unique(related[issue])))})
+                            {"threshold": t, "pixel_cut": cut, "drop_cut": drop_cut,
+                             "scale": scale, "test_images": len(test.paths),
+                             "leaked_test_images": int(len(np.unique(related[issue])))}, drop)
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
         return {"leaks_to": [view.test_paths[r] if r >= 0 else "" for r in table.related.tolist()]}

@@ -24,7 +24,8 @@ before the core; docs/benchmarks.md). Where a class's core is too small to stand
 nearest images (score ≈ 1); a mislabeled one too (its true class is near); an outlier's
 nearest images are other outliers, and every class lies several times farther (crowd); a
 lone outlier is far from its nearest images and from every class alike (class_fit; crowd
-stays near 1 there). A sample is an outlier when its score reaches ``threshold``. On CIFAR-10
+stays near 1 there). A sample is an outlier when its score reaches ``threshold``; it is
+dropped by default only when it reaches ``drop_threshold`` (the rest are proposed). On CIFAR-10
 mini with EfficientNet-Lite0, 40 outliers that gather: AUROC 0.955 (crowd alone 0.959,
 class_fit alone 0.10); 4 lone ones: 0.995 (crowd alone 0.928).
 """
@@ -136,6 +137,7 @@ class OutlierKind(FindingKind):
     order = 30
     columns = ("outlier_score", "outlier")
     threshold = "outlier_threshold"
+    drop_threshold = "outlier_drop_threshold"
     symbol = "star"
     cleared_by_relabel = True  # a relabel says it belongs to a class
     advice = ("dropped unless kept: it fits no class; keep it ('a') when it is a rare but "
@@ -163,10 +165,11 @@ class OutlierKind(FindingKind):
         score = np.maximum(crowd, fit).astype(np.float32)
         rank = np.empty(n, np.float32)
         rank[np.argsort(score, kind="stable")] = np.arange(n, dtype=np.float32) / max(n, 1)
+        drop_cut = max(float(self.drop_cut(ctx)), t)
         return FindingTable(score >= t, score, np.full(n, -1, np.int64),
                             {"class_fit": fit, "crowd": crowd.astype(np.float32),
                              "nearest_class": nearest, "percentile": rank},
-                            {"threshold": t, "k": k})
+                            {"threshold": t, "drop_cut": drop_cut, "k": k}, score >= drop_cut)
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
         return {"outlier_score": [f"{s:.4f}" for s in table.score.tolist()],

@@ -1,0 +1,215 @@
+"""Copies: how a copy's evidence differs from the closest *different* picture's, on data
+with no copies and data with injected ones, and what the findings mark and drop there.
+
+    PYTHONPATH=. .venv/bin/python -m bench.copy_evidence [--out /tmp/copy_evidence]
+        [--sheet docs/copies-cifar-test.png]
+
+Sets (each a real ``curator pipeline`` run, reused when its findings step is done):
+
+- ``digits``: scikit-learn's 1,797 digits, all different pictures (no two identical; the
+  closest pair differs by a summed L1 of 16 over 64 pixels of 0–16);
+- ``digits-jpeg``: the same digits written as a folder of 8-px JPEG files (quality 90);
+- ``cifar-test``: CIFAR-10 mini's test split (1,000 photographs) as a dataset of its own;
+  every pair it marks goes on a contact sheet (``--sheet``) for a person to judge;
+- ``cifar-mixed``: CIFAR-10 mini's 2,000 train images with 5% injected copies of our four
+  strengths (exact, light, medium, strong: sources/inject.py).
+
+For each: the best pixel match of every sample among its 5 nearest (the closest picture it
+resembles), the ratio test's value ``(1 − match) / distinctness`` (findings/copies.py), for
+the samples of no injected family and for each strength's copies; then what the findings
+step marks, proposes and drops. The ratios (``RATIO_PROPOSE``, ``RATIO_DROP``) were chosen
+on ``digits`` and ``cifar-mixed``; ``digits-jpeg`` and ``cifar-test`` were not looked at
+when they were chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import numpy as np
+
+from bench.common import ROOT, SHARED, machine
+
+CURATOR = ROOT / ".venv" / "bin" / "curator"
+ENV = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": str(ROOT)}
+
+
+def _done(run: Path) -> bool:
+    try:
+        meta = json.loads((run / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return meta.get("steps", {}).get("findings", {}).get("status") == "done"
+
+
+def _pipeline(run: Path, dataset: str, *extra: str) -> None:
+    if _done(run):
+        print(f"  reusing {run}", flush=True)
+        return
+    shutil.rmtree(run, ignore_errors=True)
+    run.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(CURATOR), "pipeline", "--dataset", dataset, "--seed", "0", *extra, "--out",
+           str(run)]
+    print("  $ " + " ".join(cmd), flush=True)
+    with open(run.parent / f"{run.name}.log", "w") as fh:
+        p = subprocess.run(cmd, cwd=ROOT, env=ENV, stdout=fh, stderr=subprocess.STDOUT)
+    if p.returncode:
+        raise SystemExit(f"pipeline failed for {run}: see {run.parent / (run.name + '.log')}")
+
+
+def _digits_jpeg(dest: Path) -> Path:
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    if (dest / ".done").is_file():
+        return dest
+    d = load_digits()
+    for i, (img, y) in enumerate(zip(d.images, d.target, strict=True)):
+        (dest / str(y)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.round(img * 255 / 16).astype(np.uint8)).save(
+            dest / str(y) / f"{i:04d}.jpg", quality=90)
+    (dest / ".done").write_text("")
+    return dest
+
+
+def _cifar_mini(dest: Path) -> Path | None:
+    root = dest / "cifar10-mini"
+    if (root / ".unpacked").is_file():
+        return root
+    archive = SHARED / "cifar10-jpeg-mini.tar.gz"
+    if not archive.is_file():
+        return None
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    (root / ".unpacked").write_text("")
+    return root
+
+
+def evidence(run_path: Path) -> dict:
+    """The distributions (module docstring) and the step's counts, for one run."""
+    from worker.pipeline.findings import get_kind
+    from worker.pipeline.findings.context import FindingContext
+    from worker.pipeline.findings.copies import K_CANDIDATES, TAIL_DROP, TAIL_PROPOSE
+    from worker.pipeline.findings.files import load_findings
+    from worker.pipeline.findings.pixels import match_pairs
+    from worker.pipeline.sources.inject import read_truth
+    from worker.pipeline.storage.rundir import RunDir
+
+    run = RunDir(run_path)
+    samples = run.read_samples()
+    ctx = FindingContext(run, samples)
+    n, nb = len(samples), ctx.space.neighbours
+    k = min(K_CANDIDATES, nb.shape[1])
+    m = match_pairs(ctx.grey, np.repeat(np.arange(n), k), ctx.grey,
+                    nb[:, :k].ravel()).reshape(n, k)
+    best = m.max(1)
+    ratio = (1 - best) / ctx.near.distinct
+    truth = [r for r in read_truth(run.path) if r["kind"] == "duplicate"]
+    family = np.zeros(n, bool)
+    for r in truth:
+        family[[r["index"], r["source"]]] = True
+    q = [0.5, 0.9, 0.99, 0.999, 1.0]
+    out = {"n": n, "propose_cut": round(float(ctx.copy_cut(0.9, TAIL_PROPOSE)), 4),
+           "drop_cut": round(float(ctx.copy_cut(0.95, TAIL_DROP)), 4),
+           "others_best_match": dict(zip(map(str, q), np.round(np.quantile(best[~family], q),
+                                                               4).tolist(), strict=True)),
+           "others_ratio_low": dict(zip(["0.001", "0.01", "0.1", "0.5"], np.round(np.quantile(
+               ratio[~family], [0.001, 0.01, 0.1, 0.5]), 3).tolist(), strict=True)),
+           "others_ratio_min": round(float(ratio[~family].min()), 3)}
+    for how in ("exact", "light", "medium", "strong"):
+        rows = [r for r in truth if r["how"] == how]
+        if rows:
+            a = np.array([r["index"] for r in rows])
+            b = np.array([r["source"] for r in rows])
+            mm = match_pairs(ctx.grey, a, ctx.grey, b)
+            rr = (1 - mm) / ctx.near.distinct[a]
+            out[f"copies_{how}"] = {"match_median": round(float(np.median(mm)), 4),
+                                    "ratio_median": round(float(np.median(rr)), 3),
+                                    "ratio_90pct": round(float(np.quantile(rr, 0.9)), 3)}
+    tables = load_findings(run, n)
+    for name in ("duplicate", "outlier"):
+        t, kind = tables[name], get_kind(name)
+        out[f"{name}_marked"] = int(t.issue.sum())
+        out[f"{name}_dropped"] = int(kind.dropping(t).sum())
+    return out
+
+
+def sheet(run_path: Path, dest: Path) -> int:
+    """Every pair the duplicate kind marks in the run: copy | kept copy, with the match."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    from worker.pipeline.findings import get_kind
+    from worker.pipeline.findings.files import load_findings
+    from worker.pipeline.storage.rundir import RunDir
+
+    run = RunDir(run_path)
+    samples = run.read_samples()
+    t = load_findings(run, len(samples))["duplicate"]
+    drop = get_kind("duplicate").dropping(t)
+    idx = np.flatnonzero(t.issue)
+    thumbs = np.load(run.thumbnails, mmap_mode="r")
+    side, gap, cols = 96, 4, 4
+    cell_w, cell_h = 2 * side + gap + 30, side + 40
+    head = 44
+    rows_n = max(1, -(-len(idx) // cols))
+    img = Image.new("RGB", (cols * cell_w + 10, head + rows_n * cell_h + 6), "white")
+    draw = ImageDraw.Draw(img)
+    font = ImageFont.load_default()
+    draw.text((10, 6), f"{run.run_id}: every pair marked as near-duplicates "
+                       f"({len(idx)} marked, {int(drop.sum())} dropped by default)",
+              fill="black", font=font)
+    draw.text((10, 24), "Left: the marked copy; right: the copy kept. Judge by eye.",
+              fill="#444", font=font)
+    for p, i in enumerate(idx.tolist()):
+        j = int(t.related[i])
+        x0, y0 = 10 + (p % cols) * cell_w, head + (p // cols) * cell_h
+        for q, s in enumerate((i, j)):
+            im = Image.fromarray(np.asarray(thumbs[s])).resize((side, side),
+                                                               Image.Resampling.NEAREST)
+            img.paste(im, (x0 + q * (side + gap), y0))
+        what = "dropped" if drop[i] else "proposed"
+        draw.text((x0, y0 + side + 3), f"match {float(t.facts['match'][i]):.3f} · {what}",
+                  fill="black", font=font)
+        draw.text((x0, y0 + side + 17), f"#{i} | #{j}", fill="#555", font=font)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    img.save(dest)
+    return len(idx)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("/tmp/copy_evidence"))
+    ap.add_argument("--sheet", type=Path, default=ROOT / "docs" / "copies-cifar-test.png")
+    a = ap.parse_args()
+    out = a.out
+    print(machine(), flush=True)
+    sets = {"digits": ("digits",), "digits-jpeg": (f"folder:{_digits_jpeg(out / 'digits-jpeg')}",)}
+    cifar = _cifar_mini(out / "data")
+    if cifar is not None:
+        test_only = out / "data" / "cifar-test"  # the test split as a dataset of its own
+        if not test_only.exists():
+            test_only.symlink_to(cifar / "test", target_is_directory=True)
+        sets["cifar-test"] = (f"folder:{test_only}",)
+        sets["cifar-mixed"] = (f"folder:{cifar}", "--inject-duplicates", "0.05",
+                               "--duplicate-strength", "mixed")
+    results = {}
+    for name, args in sets.items():
+        print(name, flush=True)
+        _pipeline(out / "runs" / name, *args)
+        results[name] = evidence(out / "runs" / name)
+        print("  " + json.dumps(results[name]), flush=True)
+    if "cifar-test" in results:
+        n = sheet(out / "runs" / "cifar-test", a.sheet)
+        print(f"contact sheet: {a.sheet} ({n} pairs)")
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print(f"results: {out / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
