@@ -10,7 +10,8 @@ Sets (each a real ``curator pipeline`` run, reused when its findings step is don
   closest pair differs by a summed L1 of 16 over 64 pixels of 0–16);
 - ``digits-jpeg``: the same digits written as a folder of 8-px JPEG files (quality 90);
 - ``cifar-test``: CIFAR-10 mini's test split (1,000 photographs) as a dataset of its own;
-  every pair it marks goes on a contact sheet (``--sheet``) for a person to judge;
+  every pair it marks, and the 12 closest pairs it does not, go on a contact sheet
+  (``--sheet``) for a person to judge;
 - ``cifar-mixed``: CIFAR-10 mini's 2,000 train images with 5% injected copies of our four
   strengths (exact, light, medium, strong: sources/inject.py).
 
@@ -140,46 +141,65 @@ def evidence(run_path: Path) -> dict:
     return out
 
 
-def sheet(run_path: Path, dest: Path) -> int:
-    """Every pair the duplicate kind marks in the run: copy | kept copy, with the match."""
+def sheet(run_path: Path, dest: Path, closest: int = 12) -> int:
+    """Every pair the duplicate kind marks in the run (copy | kept copy, with the match),
+    then the ``closest`` best-matching pairs it does not mark, for a person to judge both
+    sides of the cut."""
     from PIL import Image, ImageDraw, ImageFont
 
     from worker.pipeline.findings import get_kind
+    from worker.pipeline.findings.context import FindingContext
     from worker.pipeline.findings.files import load_findings
+    from worker.pipeline.findings.pixels import match_pairs
     from worker.pipeline.storage.rundir import RunDir
 
     run = RunDir(run_path)
     samples = run.read_samples()
     t = load_findings(run, len(samples))["duplicate"]
     drop = get_kind("duplicate").dropping(t)
-    idx = np.flatnonzero(t.issue)
+    pairs = [(i, int(t.related[i]), float(t.facts["match"][i]),
+              "dropped" if drop[i] else "proposed") for i in np.flatnonzero(t.issue).tolist()]
+    ctx = FindingContext(run, samples)
+    nb = ctx.space.neighbours[:, :5]
+    n = len(nb)
+    m = match_pairs(ctx.grey, np.repeat(np.arange(n), 5), ctx.grey, nb.ravel()).reshape(n, 5)
+    j = m.argmax(1)
+    order = np.argsort(-m.max(1), kind="stable")
+    seen = {frozenset(p[:2]) for p in pairs}
+    wanted = len(pairs) + closest
+    for i in order.tolist():
+        if len(pairs) >= wanted:
+            break
+        b = int(nb[i, j[i]])
+        if frozenset((i, b)) not in seen and not t.issue[i]:
+            seen.add(frozenset((i, b)))
+            pairs.append((i, b, float(m[i, j[i]]), "not marked"))
     thumbs = np.load(run.thumbnails, mmap_mode="r")
     side, gap, cols = 96, 4, 4
     cell_w, cell_h = 2 * side + gap + 30, side + 40
     head = 44
-    rows_n = max(1, -(-len(idx) // cols))
-    img = Image.new("RGB", (cols * cell_w + 10, head + rows_n * cell_h + 6), "white")
+    img = Image.new("RGB", (cols * cell_w + 10, head + max(1, -(-len(pairs) // cols)) * cell_h
+                            + 6), "white")
     draw = ImageDraw.Draw(img)
     font = ImageFont.load_default()
-    draw.text((10, 6), f"{run.run_id}: every pair marked as near-duplicates "
-                       f"({len(idx)} marked, {int(drop.sum())} dropped by default)",
-              fill="black", font=font)
-    draw.text((10, 24), "Left: the marked copy; right: the copy kept. Judge by eye.",
-              fill="#444", font=font)
-    for p, i in enumerate(idx.tolist()):
-        j = int(t.related[i])
+    marked = int(t.issue.sum())
+    draw.text((10, 6), f"{run.run_id}: {marked} samples marked as near-duplicates "
+                       f"({int(drop.sum())} dropped by default), then the {closest} closest "
+                       "pairs not marked", fill="black", font=font)
+    draw.text((10, 24), "Left: the sample; right: its marked kept copy, or its best match. "
+                        "Judge by eye.", fill="#444", font=font)
+    for p, (a, b, match, what) in enumerate(pairs):
         x0, y0 = 10 + (p % cols) * cell_w, head + (p // cols) * cell_h
-        for q, s in enumerate((i, j)):
+        for q, s in enumerate((a, b)):
             im = Image.fromarray(np.asarray(thumbs[s])).resize((side, side),
                                                                Image.Resampling.NEAREST)
             img.paste(im, (x0 + q * (side + gap), y0))
-        what = "dropped" if drop[i] else "proposed"
-        draw.text((x0, y0 + side + 3), f"match {float(t.facts['match'][i]):.3f} · {what}",
-                  fill="black", font=font)
-        draw.text((x0, y0 + side + 17), f"#{i} | #{j}", fill="#555", font=font)
+        draw.text((x0, y0 + side + 3), f"match {match:.3f} · {what}",
+                  fill="#b00" if what != "not marked" else "black", font=font)
+        draw.text((x0, y0 + side + 17), f"#{a} | #{b}", fill="#555", font=font)
     dest.parent.mkdir(parents=True, exist_ok=True)
     img.save(dest)
-    return len(idx)
+    return marked
 
 
 def main() -> None:
@@ -206,7 +226,7 @@ def main() -> None:
         print("  " + json.dumps(results[name]), flush=True)
     if "cifar-test" in results:
         n = sheet(out / "runs" / "cifar-test", a.sheet)
-        print(f"contact sheet: {a.sheet} ({n} pairs)")
+        print(f"contact sheet: {a.sheet} ({n} marked, and the closest pairs not marked)")
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(f"results: {out / 'results.json'}")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from worker.pipeline.findings import get_kind, kinds, marks
+from worker.pipeline.findings import get_kind, kinds, marks, sample_decisions
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.storage.curation import CurationSnapshot, current_snapshot, summary_rows
 from worker.pipeline.storage.rundir import RunDir
@@ -42,7 +42,9 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
       rule flags ("" otherwise);
     - ``related`` (int): the related sample (a duplicate's kept copy; for a leak, the
       test image's index in the test split), -1 for none;
-    - ``decision``: ``keep`` or ``drop``, the sample's fate now (what an export keeps);
+    - ``decision``: ``dropped``, ``proposed`` (kept, but a finding lists it below its
+      kind's drop cut and nobody decided) or ``kept``: the sample's fate now, as the
+      export's ``decision`` column;
     - ``reason``: why (``noise``, ``cluster``, ``relabel``, ``override_keep``,
       ``override_drop``, or the kind whose default drops it);
     - ``why``: the kind's one-line reason.
@@ -51,6 +53,7 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
     snap = current_snapshot(run)
     view = snap.view(read_test_paths(run))
     marked = marks(snap.findings, view)
+    words = sample_decisions(snap.decisions.kept, snap.decisions.reason, marked)
     n = len(snap.samples)
     suggested = [""] * n
     for k in kinds():
@@ -61,8 +64,8 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
         table = snap.findings[k.name]
         idx = np.flatnonzero(marked[k.name])
         idx = idx[np.argsort(-table.score[idx], kind="stable")]
-        parts.append(_rows(snap, idx, suggested, k.name, table.score[idx], table.related[idx],
-                           [k.why(table, int(i), view) for i in idx.tolist()]))
+        parts.append(_rows(snap, idx, suggested, words, k.name, table.score[idx],
+                           table.related[idx], [k.why(table, int(i), view) for i in idx.tolist()]))
     if kind is None:
         listed = np.zeros(n, bool)
         for m in marked.values():
@@ -70,15 +73,16 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
         decided = sorted({i for i in (*snap.stored.overrides, *snap.stored.relabels)
                           if 0 <= i < n and not listed[i]})
         idx = np.asarray(decided, np.int64)
-        parts.append(_rows(snap, idx, suggested, "", np.full(len(idx), np.nan),
+        parts.append(_rows(snap, idx, suggested, words, "", np.full(len(idx), np.nan),
                            np.full(len(idx), -1, np.int64), [""] * len(idx)))
     return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
 
 
-def _rows(snap: CurationSnapshot, idx: np.ndarray, suggested: list[str], kind: str,
-          score: np.ndarray, related: np.ndarray, why: list[str]) -> pd.DataFrame:
+def _rows(snap: CurationSnapshot, idx: np.ndarray, suggested: list[str], words: np.ndarray,
+          kind: str, score: np.ndarray, related: np.ndarray, why: list[str]) -> pd.DataFrame:
     """The rows of samples ``idx`` (shape (m,)) found by ``kind``, with their ``score``,
-    ``related`` samples and ``why``-lines (each (m,))."""
+    ``related`` samples and ``why``-lines (each (m,)); ``words``: every sample's decision
+    (N,)."""
     s, d = snap.samples, snap.decisions
     return pd.DataFrame({
         "index": idx.astype(np.int64),
@@ -88,7 +92,7 @@ def _rows(snap: CurationSnapshot, idx: np.ndarray, suggested: list[str], kind: s
         "score": np.asarray(score, np.float64),
         "suggested_label": [suggested[i] for i in idx.tolist()],
         "related": np.asarray(related, np.int64),
-        "decision": np.where(d.kept[idx], "keep", "drop").tolist(),
+        "decision": words[idx].tolist(),
         "reason": d.reason[idx].tolist(),
         "why": why,
     })

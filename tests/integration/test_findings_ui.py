@@ -131,3 +131,36 @@ def test_leak_filter_shows_the_test_image_beside_the_train_copy(page):
     assert shown[-1][0].startswith("test: test/")
     detail = shown_text(d.find_element(By.ID, "review-detail"))
     assert "nearly identical to test image test/" in detail
+
+
+def test_proposed_rows_filter_by_state_and_a_bulk_keep_settles_them(page, findings_root):
+    """Issue 46, item 1: marks below a kind's drop cut are listed as ``proposed`` (kept);
+    the state's button filters the list to them, and Keep all settles them in one step."""
+    from worker.pipeline.findings import ensure_findings, get_kind
+    from worker.pipeline.storage.rundir import RunDir
+
+    run = RunDir(findings_root / "proposed")
+    if not run.path.exists():
+        shutil.copytree(findings_root / "cifar", run.path)
+    # Outliers from a low score, none dropped: every outlier mark is proposed.
+    tables = ensure_findings(run, {"outlier": 1.5, "outlier_drop": 100.0})
+    proposed = tables["outlier"].issue & ~get_kind("outlier").dropping(tables["outlier"])
+    assert proposed.any()
+    srv, d = page
+    open_review_list(d, f"{srv.url}/curate/proposed")
+    button = wait_for(lambda: next((b for b in d.find_elements(
+        By.CSS_SELECTOR, ".review-state-btn") if b.is_displayed()
+        and b.text.startswith("proposed · ")), None))
+    n = int(shown_text(button).split("·")[1])
+    assert n >= 1
+    button.click()
+    rows = wait_for(lambda: (r := grid_rows(d)) and len(r) == n
+                    and {x["state"] for x in r} == {"proposed"} and r)
+    store = CurationStore(run.path / "curation.sqlite")
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click();",
+                     d.find_element(By.CSS_SELECTOR, "[id*='review-bulk'][id*='keep']"))
+    text = wait_for(lambda: d.find_element(By.ID, "review-confirm-text").text)
+    assert text == f"Keep all changes {n} of the {n} listed samples (one step, undoable)."
+    d.execute_script("arguments[0].click();", d.find_element(By.ID, "review-confirm"))
+    wait_for(lambda: store.overrides() == {r["sample"]: "keep" for r in rows})
+    wait_for(lambda: {r["state"] for r in grid_rows(d)} <= {"kept"})

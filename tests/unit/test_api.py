@@ -277,7 +277,7 @@ def test_findings_and_summary_are_the_cli_read_model(fresh_run):
         assert len(rows) == k["count"]
         assert rows["index"].tolist() == [t["sample"] for t in k["top"]]
         assert rows["why"].tolist() == [t["why"] for t in k["top"]]
-        assert (rows["decision"] == "keep").tolist() == [t["kept"] for t in k["top"]]
+        assert rows["decision"].tolist() == [t["decision"] for t in k["top"]]
     label = run.findings("label")
     assert label.equals(df[df["kind"] == "label"].reset_index(drop=True))
     assert label["suggested_label"].isin([str(c) for c in range(10)]).mean() > 0.9
@@ -300,13 +300,13 @@ def test_one_store_for_the_api_the_cli_and_the_read_model(fresh_run, capsys):
     assert current_decisions(fresh_run)[1].kept[i]
     assert run.drop(pd.Series([j])) == 1 and not current_decisions(fresh_run)[1].kept[j]
     row = run.findings().set_index("index").loc[j]
-    assert (row["kind"], row["decision"], row["reason"]) == ("", "drop", "override_drop")
+    assert (row["kind"], row["decision"], row["reason"]) == ("", "dropped", "override_drop")
     assert main(["undo", str(fresh_run.path)]) == 0 and j not in store.overrides()
     assert run.undo().startswith("keep") and store.overrides() == {}
     # The CLI → the API.
     assert main(["override", str(fresh_run.path), "keep", str(i)]) == 0
     row = run.findings("label").set_index("index").loc[i]
-    assert (row["decision"], row["reason"]) == ("keep", "override_keep")
+    assert (row["decision"], row["reason"]) == ("kept", "override_keep")
     assert run.clear([i]) == 1 and store.overrides() == {}
     # Relabels, and refusals that change nothing.
     assert run.relabel([i], "5") == 1 and store.relabels() == {i: 5}

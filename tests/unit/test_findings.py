@@ -598,7 +598,10 @@ def test_injection_into_features_is_refused(byo_features, tmp_path, flag, value)
     (["--inject-outliers", "-1"], "--inject-outliers: must be a whole number"),
     (["--inject-outliers", "2.5"], "--inject-outliers: must be a whole number"),
     (["--duplicate-strength", "huge"], "--duplicate-strength: invalid choice: 'huge'"),
+    (["--outlier-sources", "moon"], "--outlier-sources: invalid choice: 'moon'"),
     (["--duplicate-threshold", "0"], "--duplicate-threshold: must be a number > 0"),
+    (["--duplicate-drop-threshold", "1.5"], "--duplicate-drop-threshold: must be a number"),
+    (["--outlier-drop-threshold", "x"], "--outlier-drop-threshold: must be a number"),
 ])
 def test_pipeline_injection_flags_bad_input_is_one_line(tmp_path, args, message):
     out = tmp_path / "run"

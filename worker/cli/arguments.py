@@ -17,8 +17,10 @@ from worker.pipeline.names import (
     DECODERS,
     DEFAULT_IMAGE_MODEL,
     DEFAULT_RULE,
+    DUPLICATE_STRENGTHS,
     MODEL_NAMES,
     NOISE_KINDS,
+    OUTLIER_SOURCES,
     PRECISIONS,
     RULES,
 )
@@ -56,14 +58,18 @@ def dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--inject-duplicates", type=cli_type("inject_duplicates"), default=0.0,
                    metavar="RATE", help="add this fraction of near copies of random samples "
                                         "(truth recorded in injected.csv)")
-    g.add_argument("--duplicate-strength", default="mixed",
-                   choices=["exact", "light", "medium", "strong", "mixed"],
+    g.add_argument("--duplicate-strength", default="mixed", choices=DUPLICATE_STRENGTHS,
                    help="how injected copies differ: exact pixels; light (JPEG, resize); "
                         "medium (mirror, shift, brightness); strong (crop, mirror, colour, "
-                        "JPEG); mixed cycles through all four")
+                        "JPEG); mixed cycles through these four, on which the cuts were "
+                        "chosen; held-out cycles through crop, rotate, jitter, blur, jpeg, "
+                        "overlay and aspect, which they were not (docs/method.md)")
     g.add_argument("--inject-outliers", type=cli_type("inject_outliers"), default=0,
-                   metavar="N", help="add N images from other sources (digits, photographs, "
-                                     "noise, blank) with random labels")
+                   metavar="N", help="add N images from other sources with random labels")
+    g.add_argument("--outlier-sources", default="mixed", choices=OUTLIER_SOURCES,
+                   help="the injected outliers' sources: mixed (digits, photographs, noise, "
+                        "blank: the cuts were chosen on these), held-out (grey photographs, "
+                        "line drawings, textures, shapes, noisy colours), or one of them")
 
 
 def model_args(p: argparse.ArgumentParser) -> None:
@@ -127,7 +133,7 @@ def dataset_opts(a: argparse.Namespace):
         open_dataset(spec)
     return DatasetOptions(spec, a.labels, a.label_column, a.true_label_column, a.inject_noise,
                           a.seed, a.noise_kind, a.inject_duplicates, a.inject_outliers,
-                          a.duplicate_strength)
+                          a.duplicate_strength, a.outlier_sources)
 
 
 def feature_opts(a: argparse.Namespace):

@@ -45,3 +45,12 @@ PRECISIONS = ("auto", "fp32", "bf16")
 DECODERS = ("auto", "host", "device")
 # Training subsets (worker/train/data.py says what each holds).
 SUBSETS = ("filtered", "full", "random", "corrected")
+# Injected copies' strengths and outliers' sources (worker/pipeline/sources/inject.py says
+# what each is): the detectors' cuts were chosen on the first group of each, and are
+# reported on the held-out group beside it.
+STRENGTHS = ("exact", "light", "medium", "strong")
+HELD_OUT = ("crop", "rotate", "jitter", "blur", "jpeg", "overlay", "aspect")
+DUPLICATE_STRENGTHS = (*STRENGTHS, *HELD_OUT, "mixed", "held-out")
+CHOSEN_SOURCES = ("digits", "photo", "noise", "blank")
+HELD_OUT_SOURCES = ("grey", "lines", "texture", "shapes", "solid")
+OUTLIER_SOURCES = (*CHOSEN_SOURCES, *HELD_OUT_SOURCES, "mixed", "held-out")

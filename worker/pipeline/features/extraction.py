@@ -262,7 +262,7 @@ def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -
         # their options are part of the key.
         if d.get("inject_duplicates") or d.get("inject_outliers"):
             dataset |= {k: d.get(k) for k in ("inject_duplicates", "inject_outliers",
-                                              "duplicate_strength")}
+                                              "duplicate_strength", "outlier_sources")}
         samples = "\n".join(run.read_samples().paths).encode()
     key = {
         "dataset": dataset, "samples": hashlib.sha256(samples).hexdigest(), "model": opts.model,

@@ -16,6 +16,7 @@ import numpy as np
 from PIL import Image
 
 from worker.pipeline.errors import InputError
+from worker.pipeline.names import DUPLICATE_STRENGTHS, OUTLIER_SOURCES
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.ranges import check
 from worker.pipeline.sources.datasets import (
@@ -26,7 +27,7 @@ from worker.pipeline.sources.datasets import (
     parse_spec,
 )
 from worker.pipeline.sources.decoding import host_cores, ordered_map
-from worker.pipeline.sources.inject import DUPLICATE_STRENGTHS, inject, truth_path, write_truth
+from worker.pipeline.sources.inject import inject, truth_path, write_truth
 from worker.pipeline.sources.labels import (
     apply_labels_csv,
     features_shape,
@@ -60,6 +61,7 @@ class DatasetOptions:
     inject_duplicates: float = 0.0
     inject_outliers: int = 0
     duplicate_strength: str = "mixed"
+    outlier_sources: str = "mixed"
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
@@ -73,6 +75,9 @@ class DatasetOptions:
         if self.duplicate_strength not in DUPLICATE_STRENGTHS:
             raise InputError(f"--duplicate-strength must be one of "
                              f"{', '.join(DUPLICATE_STRENGTHS)}, got {self.duplicate_strength!r}")
+        if self.outlier_sources not in OUTLIER_SOURCES:
+            raise InputError(f"--outlier-sources must be one of "
+                             f"{', '.join(OUTLIER_SOURCES)}, got {self.outlier_sources!r}")
         if (self.inject_duplicates or self.inject_outliers) and self.spec.kind == "features":
             raise InputError("--inject-duplicates and --inject-outliers need images: a "
                              "features: dataset has none")
@@ -90,6 +95,7 @@ class DatasetOptions:
             "inject_duplicates": self.inject_duplicates,
             "inject_outliers": self.inject_outliers,
             "duplicate_strength": self.duplicate_strength,
+            "outlier_sources": self.outlier_sources,
         }
 
     @staticmethod
@@ -105,6 +111,7 @@ class DatasetOptions:
             inject_duplicates=float(d.get("inject_duplicates", 0.0)),
             inject_outliers=int(d.get("inject_outliers", 0)),
             duplicate_strength=d.get("duplicate_strength", "mixed"),
+            outlier_sources=d.get("outlier_sources", "mixed"),
         )
 
 
@@ -144,7 +151,7 @@ def _inject(ds: Dataset, opts: DatasetOptions) -> None:
     made = inject(ds.load_image if not grey else lambda i: Image.fromarray(ds.arrays[i]),
                   s.labels, s.true_labels, len(s.classes), size, grey, opts.spec.kind,
                   opts.inject_duplicates, opts.inject_outliers, opts.duplicate_strength,
-                  opts.seed)
+                  opts.seed, opts.outlier_sources)
     ds.samples = SampleTable(s.paths + made.paths, np.concatenate([s.labels, made.labels]),
                              np.concatenate([s.true_labels, made.true_labels]), s.classes)
     ds.extra = made.images
