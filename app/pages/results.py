@@ -17,6 +17,7 @@ from app.layout import GRAPH_CONFIG as LOCAL_GRAPH_CONFIG
 from app.layout import error_alert
 from worker.pipeline.errors import InputError
 from worker.run_catalog import resolve_run
+from worker.train.convergence import RULE, convergence
 from worker.train.experiment import read_results
 from worker.train.launch import read_metrics
 from worker.train.verdict import compare, mean_without_leaks, verdict
@@ -96,12 +97,19 @@ def trainings_table(items: list[dict]) -> dbc.Table:
     for t in reversed(items):
         c, s = t["config"], t["summary"]
         status = s.get("status") or f"running (epoch {len(t['metrics'])}/{c.get('epochs')})"
+        # A finished training still learning at its end is marked (the plateau rule,
+        # worker/train/convergence.py): comparing it measures speed, not the subset.
+        lag = convergence(t["metrics"]) if s.get("status") == "completed" else None
+        status_cell = html.Td(status) if lag is None or lag.converged else html.Td(
+            [status, " · ", html.Span("not converged", className="text-danger fw-semibold")],
+            title=lag.reason("it") + f"; run with --epochs {2 * len(t['metrics'])}",
+            className="training-not-converged")
         leaked = s.get("test_leaked")
         clean = pct(s.get("final_test_acc_without_leaks")) + (f" ({leaked} left out)"
                                                                 if leaked else "")
         body.append(html.Tr([html.Td(t["name"], className="small"), html.Td(c.get("subset")),
                              html.Td(f"{c.get('subset_size', 0):,}"), html.Td(c.get("batch_size")),
-                             html.Td(c.get("epochs")), html.Td(status),
+                             html.Td(c.get("epochs")), status_cell,
                              html.Td(pct(s.get("final_test_acc"))), html.Td(clean)]))
     return dbc.Table([head, html.Tbody(body)], size="sm", striped=True, class_name="small",
                      id="results-trainings-table")
@@ -115,7 +123,14 @@ def experiment_view(folder: Path) -> html.Div:
     results = compare(rows)
     head = html.Thead(html.Tr([html.Th(h) for h in (
         "batch", "subset", "images", "seeds", "test acc (mean ± sd)", "without leaks",
-        "vs full", "vs random")]))
+        "vs full", "vs random", "converged")]))
+
+    def converged_cell(r) -> html.Td:  # noqa: ANN001 - SubsetResult
+        if r.converged is None:
+            return html.Td("-", title="not recorded (an experiment from before the rule)")
+        if r.converged:
+            return html.Td("yes")
+        return html.Td("no", className="text-danger fw-semibold", title=r.still_learning())
 
     def without_leaks(subset: str, batch: int) -> str:
         acc = mean_without_leaks(rows, subset, batch)
@@ -132,15 +147,16 @@ def experiment_view(folder: Path) -> html.Div:
         html.Td(r.batch_size), html.Td(r.subset), html.Td(f"{r.images:,}"),
         html.Td(len(r.accs)), html.Td(f"{100 * r.mean:.2f}% ± {100 * r.sd:.2f}"),
         html.Td(without_leaks(r.subset, r.batch_size)),
-        diff_cell(r.vs_full), diff_cell(r.vs_random)]) for r in results])
+        diff_cell(r.vs_full), diff_cell(r.vs_random), converged_cell(r)]) for r in results])
     lines = [html.Li(verdict(results, b)) for b in sorted({r.batch_size for r in results})]
     return dbc.Card(dbc.CardBody([
         html.H6(f"Experiment {folder.name}"),
         dbc.Table([head, body], size="sm", striped=True, class_name="small experiment-table"),
         html.Ul(lines, className="small mb-0 experiment-verdict"),
         html.Div("Differences are in percentage points ± their standard error; a difference "
-                 "is called outside the noise when Welch's t-test over seeds gives p < 0.05.",
-                 className="small text-muted mt-1"),
+                 "is called outside the noise when Welch's t-test over seeds gives p < 0.05. "
+                 f"Converged: {RULE}; no winner is named while a training was still "
+                 "learning.", className="small text-muted mt-1"),
     ]), class_name="mb-3")
 
 

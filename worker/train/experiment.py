@@ -27,7 +27,8 @@ from worker.train.verdict import compare, mean_without_leaks, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",
-                 "epochs", "seconds", "images_per_s", "train_dir"]
+                 "epochs", "seconds", "images_per_s", "train_dir", "converged",
+                 "gain_pp", "loss_drop"]
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -47,6 +48,7 @@ def summarise(rows: list[dict]) -> list[dict]:
 
     return [{"subset": r.subset, "batch_size": r.batch_size, "images": r.images,
              "n": len(r.accs), "mean_test_acc": r.mean, "std_test_acc": r.sd,
+             "converged": r.converged,
              "mean_test_acc_without_leaks": mean_without_leaks(rows, r.subset, r.batch_size),
              **cols("full", r.vs_full), **cols("random", r.vs_random)} for r in compare(rows)]
 
@@ -103,7 +105,12 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
                      "train_size": summary["train_size"], "test_source": summary["test_source"],
                      "epochs": cfg.epochs, "seconds": round(summary["seconds"], 2),
                      "images_per_s": round(summary["images_per_s"] or 0, 1),
-                     "train_dir": f"train/{summary['config']['name']}"})
+                     "train_dir": f"train/{summary['config']['name']}",
+                     # The plateau rule (worker/train/convergence.py): a verdict names no
+                     # winner while a compared training was still learning.
+                     "converged": summary["converged"],
+                     "gain_pp": summary["convergence"]["gain_pp"],
+                     "loss_drop": summary["convergence"]["loss_drop"]})
         _write_csv(out / "results.csv", RESULT_FIELDS, rows)
     summary_rows = summarise(rows)
     _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)
@@ -149,12 +156,13 @@ def verdict_report(folder: Path) -> str:
     """The comparison table and one verdict line per batch size, as plain text."""
     results = compare(read_results(folder))
     lines = [f"{'batch':>6}  {'subset':<9}{'images':>8}{'seeds':>6}  {'test acc':<16}"
-             f"{'vs full':<18}vs random"]
+             f"{'vs full':<18}{'vs random':<18}converged"]
     for r in results:
+        done = {True: "yes", False: "no", None: "-"}[r.converged]
         lines.append(f"{r.batch_size:>6}  {r.subset:<9}{r.images:>8}{len(r.accs):>6}  "
                      f"{100 * r.mean:6.2f} ± {100 * r.sd:5.2f}  "
                      f"{r.vs_full.text() if r.vs_full else '-':<18}"
-                     f"{r.vs_random.text() if r.vs_random else '-'}")
+                     f"{r.vs_random.text() if r.vs_random else '-':<18}{done}")
     lines += [verdict(results, b) for b in sorted({r.batch_size for r in results})]
     note = curation_line(folder)
     return "\n".join([*lines, note] if note else lines)

@@ -23,6 +23,7 @@ from worker.pipeline.names import TRAIN_MODELS
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
 from worker.train.config import TrainConfig, check_numbers
+from worker.train.convergence import with_convergence
 from worker.train.data import SUBSETS, correctable, select_subset, subset_indices
 from worker.train.plan import Plan, resolve
 
@@ -198,7 +199,7 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
         if summary["status"] == "completed":
             report(progress, total, total, f"train: {prep.reused}; test acc "
                    f"{summary['final_test_acc']:.3f}")
-            return {**summary, "reused": prep.reused}
+            return {**with_convergence(summary, read_metrics(out)), "reused": prep.reused}
     report(progress, 0, total, f"train: plan: {prep.plan.describe()}")
     for warning in prep.plan.warnings:
         report(progress, 0, total, f"warning: {warning}")

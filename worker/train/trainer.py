@@ -35,6 +35,7 @@ from torch import nn
 
 from worker.pipeline.storage.rundir import RunDir, atomic_path, write_text
 from worker.train.batches import Source, augment, open_source
+from worker.train.convergence import convergence_record
 from worker.train.model import build_model, lr_at, make_optimizer
 from worker.train.plan import scaled_lr
 
@@ -317,6 +318,7 @@ class Trainer:
             "images_per_s": rate,
             "images_per_s_per_process": rate / self.place.world if rate else None,
             "seconds": elapsed, "config": self.cfg.raw,
+            **convergence_record(rows),
         }
         write_text(self.out / "summary.json", json.dumps(summary, indent=2) + "\n")
 

@@ -4,7 +4,9 @@ For each batch size, every subset gets its mean test accuracy and standard devia
 seeds; filtered (and random) get their difference against full and against random, with
 the standard error of that difference, and a Welch t-test (scipy) decides whether the
 difference is outside the seed-to-seed noise (p < 0.05). With one seed per subset there
-is no spread to compare against, and the verdict says so.
+is no spread to compare against, and the verdict says so. While a compared training had
+not converged (worker/train/convergence.py, the plateau rule), the verdict names no
+winner: it says which run was still learning, by how much, and what to run instead.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+
+from worker.train.convergence import MIN_WINDOW, Convergence, window_of
 
 ALPHA = 0.05
 
@@ -45,6 +49,15 @@ class SubsetResult:
     accs: tuple[float, ...]
     vs_full: Difference | None
     vs_random: Difference | None
+    # Whether every seed's training converged (None: not recorded, an experiment from
+    # before the rule), the reading of the seed still learning fastest, and the epochs.
+    converged: bool | None = None
+    lagging: Convergence | None = None
+    epochs: int = 0
+
+    def still_learning(self) -> str:
+        """'filtered still gained 3.1 pp over its last 4 epochs' ('' when converged)."""
+        return self.lagging.reason(self.subset) if self.lagging is not None else ""
 
     @property
     def mean(self) -> float:
@@ -83,8 +96,38 @@ def compare(rows: list[dict]) -> list[SubsetResult]:
 
     return [SubsetResult(subset, batch, round(statistics.mean(int(r["train_size"]) for r in rs)),
                          accs[batch, subset], against(batch, subset, "full"),
-                         against(batch, subset, "random"))
+                         against(batch, subset, "random"), *_convergence(rs))
             for (batch, subset), rs in sorted(groups.items())]
+
+
+def _flag(value: object) -> bool | None:
+    """results.csv's ``converged`` (a bool, or its text) → bool, None when not recorded."""
+    if isinstance(value, bool):
+        return value
+    return {"true": True, "false": False}.get(str(value or "").strip().lower())
+
+
+def _number(value: object) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _convergence(rows: list[dict]) -> tuple[bool | None, Convergence | None, int]:
+    """(every seed converged, the reading of the seed still learning fastest, epochs)."""
+    flags = [_flag(r.get("converged")) for r in rows]
+    epochs = max(int(r.get("epochs") or 0) for r in rows)
+    if any(f is None for f in flags):
+        return None, None, epochs
+    readings = [Convergence(bool(f), window_of(int(r.get("epochs") or 0)),
+                            _number(r.get("gain_pp")), _number(r.get("loss_drop")))
+                for r, f in zip(rows, flags, strict=True)]
+    lagging = [c for c in readings if not c.converged]
+    if not lagging:
+        return True, None, epochs
+    worst = max(lagging, key=lambda c: -math.inf if math.isnan(c.gain_pp) else c.gain_pp)
+    return False, worst, epochs
 
 
 CURATED = ("filtered", "corrected")
@@ -97,6 +140,12 @@ def verdict(results: list[SubsetResult], batch_size: int) -> str:
     curated = [r for r in results if r.batch_size == batch_size and r.subset in CURATED]
     if not curated:
         return f"batch {batch_size}: no filtered or corrected training to judge"
+    lagging = [r for r in results if r.batch_size == batch_size and r.converged is False]
+    if lagging:
+        epochs = max(r.epochs for r in lagging)
+        return (f"batch {batch_size}: not converged: "
+                + "; ".join(r.still_learning() for r in lagging)
+                + f"; no winner named: run with --epochs {max(2 * epochs, MIN_WINDOW + 1)}")
     parts = []
     for r in curated:
         for other, d in (("full", r.vs_full), ("random", r.vs_random)):
@@ -120,10 +169,11 @@ def verdict(results: list[SubsetResult], batch_size: int) -> str:
 def recommend(results: list[SubsetResult], batch_size: int) -> str | None:
     """The subset to ship at ``batch_size``: the curated subset with the best mean accuracy
     when it beats full clearly (Welch p < 0.05), else ``full``; None without a full
-    training and a curated one with two or more seeds to compare."""
+    training and a curated one with two or more seeds to compare, or while a training at
+    ``batch_size`` had not converged."""
     judged = [r for r in results if r.batch_size == batch_size and r.subset in CURATED
               and r.vs_full is not None and r.vs_full.p is not None]
-    if not judged:
+    if not judged or any(r.converged is False for r in results if r.batch_size == batch_size):
         return None
     best = max(judged, key=lambda r: r.mean)
     if best.vs_full.clear and best.vs_full.diff > 0:
