@@ -62,6 +62,38 @@ def cifar_mini_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
     return _unpacked("cifar10-mini", "cifar10-jpeg-mini.tar.gz", dest)
 
 
+def findings_done(run: Path) -> bool:
+    """Whether ``run``'s pipeline got through its findings step."""
+    import json
+
+    try:
+        meta = json.loads((run / "run.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return meta.get("steps", {}).get("findings", {}).get("status") == "done"
+
+
+def curator_pipeline(run: Path, dataset: str, *extra: str) -> None:
+    """``curator pipeline --dataset DATASET --seed 0 EXTRA --out RUN`` as a subprocess
+    (``OPENBLAS_CORETYPE=Haswell``), its output in ``RUN.log`` beside it; a run whose
+    findings step is done is reused."""
+    import subprocess
+
+    if findings_done(run):
+        print(f"  reusing {run}", flush=True)
+        return
+    shutil.rmtree(run, ignore_errors=True)
+    run.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(ROOT / ".venv" / "bin" / "curator"), "pipeline", "--dataset", dataset,
+           "--seed", "0", *extra, "--out", str(run)]
+    print("  $ " + " ".join(cmd), flush=True)
+    log = run.parent / f"{run.name}.log"
+    env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": str(ROOT)}
+    with open(log, "w") as fh:
+        if subprocess.run(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode:
+            raise SystemExit(f"curator pipeline failed for {run}: see {log}")
+
+
 def place(src: Path, dest: Path) -> None:
     """Put ``src`` at ``dest`` as a hard link (a copy across file systems). Not a symbolic
     link: the dataset listing skips links that leave the dataset folder (issue 21)."""

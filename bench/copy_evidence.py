@@ -27,41 +27,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import subprocess
-import tarfile
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import ROOT, SHARED, machine
-
-CURATOR = ROOT / ".venv" / "bin" / "curator"
-ENV = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": str(ROOT)}
-
-
-def _done(run: Path) -> bool:
-    try:
-        meta = json.loads((run / "run.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return meta.get("steps", {}).get("findings", {}).get("status") == "done"
-
-
-def _pipeline(run: Path, dataset: str, *extra: str) -> None:
-    if _done(run):
-        print(f"  reusing {run}", flush=True)
-        return
-    shutil.rmtree(run, ignore_errors=True)
-    run.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [str(CURATOR), "pipeline", "--dataset", dataset, "--seed", "0", *extra, "--out",
-           str(run)]
-    print("  $ " + " ".join(cmd), flush=True)
-    with open(run.parent / f"{run.name}.log", "w") as fh:
-        p = subprocess.run(cmd, cwd=ROOT, env=ENV, stdout=fh, stderr=subprocess.STDOUT)
-    if p.returncode:
-        raise SystemExit(f"pipeline failed for {run}: see {run.parent / (run.name + '.log')}")
+from bench.common import ROOT, SHARED, cifar_mini_folder, curator_pipeline, machine
 
 
 def _digits_jpeg(dest: Path) -> Path:
@@ -77,19 +47,6 @@ def _digits_jpeg(dest: Path) -> Path:
             dest / str(y) / f"{i:04d}.jpg", quality=90)
     (dest / ".done").write_text("")
     return dest
-
-
-def _cifar_mini(dest: Path) -> Path | None:
-    root = dest / "cifar10-mini"
-    if (root / ".unpacked").is_file():
-        return root
-    archive = SHARED / "cifar10-jpeg-mini.tar.gz"
-    if not archive.is_file():
-        return None
-    with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
-    (root / ".unpacked").write_text("")
-    return root
 
 
 def evidence(run_path: Path) -> dict:
@@ -210,7 +167,8 @@ def main() -> None:
     out = a.out
     print(machine(), flush=True)
     sets = {"digits": ("digits",), "digits-jpeg": (f"folder:{_digits_jpeg(out / 'digits-jpeg')}",)}
-    cifar = _cifar_mini(out / "data")
+    cifar = cifar_mini_folder(out / "data") \
+        if (SHARED / "cifar10-jpeg-mini.tar.gz").is_file() else None
     if cifar is not None:
         test_only = out / "data" / "cifar-test"  # the test split as a dataset of its own
         if not test_only.exists():
@@ -221,7 +179,7 @@ def main() -> None:
     results = {}
     for name, args in sets.items():
         print(name, flush=True)
-        _pipeline(out / "runs" / name, *args)
+        curator_pipeline(out / "runs" / name, *args)
         results[name] = evidence(out / "runs" / name)
         print("  " + json.dumps(results[name]), flush=True)
     if "cifar-test" in results:

@@ -25,59 +25,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import subprocess
-import tarfile
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import ROOT, SHARED, machine
+from bench.common import SHARED, cifar_folder, cifar_mini_folder, curator_pipeline, machine
 
-CURATOR = ROOT / ".venv" / "bin" / "curator"
-ENV = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": str(ROOT)}
-SIZES = {"mini": ("cifar10-jpeg-mini.tar.gz", "cifar10-mini", 40),
-         "full": ("cifar10-jpeg.tar.gz", "cifar10", 400)}
+# size → (archive, unpacking, outliers injected)
+SIZES = {"mini": ("cifar10-jpeg-mini.tar.gz", cifar_mini_folder, 40),
+         "full": ("cifar10-jpeg.tar.gz", cifar_folder, 400)}
 ROWS = {"chosen": ["--duplicate-strength", "mixed"],
         "held-out": ["--duplicate-strength", "held-out", "--outlier-sources", "held-out"]}
 
 
-def _data(out: Path, size: str) -> Path | None:
-    archive, folder, _ = SIZES[size]
-    root = out / "data" / folder
-    if (root / ".unpacked").is_file():
-        return root
-    if not (SHARED / archive).is_file():
-        return None
-    with tarfile.open(SHARED / archive) as tar:
-        tar.extractall(out / "data", filter="data")
-    (root / ".unpacked").write_text("")
-    return root
-
-
 def _run(run: Path, data: Path, row: str, outliers: int) -> None:
-    meta = run / "run.json"
-    if meta.is_file() and json.loads(meta.read_text()).get("steps", {}).get(
-            "findings", {}).get("status") == "done":
-        print(f"  reusing {run}", flush=True)
-        return
-    shutil.rmtree(run, ignore_errors=True)
-    run.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [str(CURATOR), "pipeline", "--dataset", f"folder:{data}", "--seed", "0",
-           "--inject-duplicates", "0.05", "--inject-outliers", str(outliers), *ROWS[row],
-           "--out", str(run)]
-    print("  $ " + " ".join(cmd), flush=True)
-    with open(run.parent / f"{row}.log", "w") as fh:
-        if subprocess.run(cmd, cwd=ROOT, env=ENV, stdout=fh, stderr=subprocess.STDOUT).returncode:
-            raise SystemExit(f"pipeline failed: see {run.parent / (row + '.log')}")
-
-
-def _prf(hit: int, marked: int, truth: int) -> dict:
-    p = hit / marked if marked else 0.0
-    r = hit / truth if truth else 0.0
-    return {"precision": round(p, 3), "recall": round(r, 3),
-            "f1": round(2 * p * r / (p + r), 3) if p + r else 0.0}
+    curator_pipeline(run, f"folder:{data}", "--inject-duplicates", "0.05",
+                     "--inject-outliers", str(outliers), *ROWS[row])
 
 
 def score(run_path: Path) -> dict:
@@ -122,10 +85,11 @@ def main() -> None:
     a = ap.parse_args()
     size = "full" if a.full else "mini"
     print(machine(), flush=True)
-    data = _data(a.out, size)
-    if data is None:
-        print(f"no {SIZES[size][0]} in {SHARED}: nothing to measure")
+    archive, unpacked, _ = SIZES[size]
+    if not (SHARED / archive).is_file():
+        print(f"no {archive} in {SHARED}: nothing to measure")
         return
+    data = unpacked(a.out / "data")
     results = {}
     for row in ROWS:
         print(row, flush=True)
