@@ -122,8 +122,8 @@ def experiment_view(folder: Path) -> html.Div:
     rows = read_results(folder)
     results = compare(rows)
     head = html.Thead(html.Tr([html.Th(h) for h in (
-        "batch", "subset", "images", "seeds", "test acc (mean ± sd)", "without leaks",
-        "vs full", "vs random", "converged")]))
+        "batch", "subset", "images", "epochs · steps", "seeds", "test acc (mean ± sd)",
+        "without leaks", "vs full", "vs random", "converged")]))
 
     def converged_cell(r) -> html.Td:  # noqa: ANN001 - SubsetResult
         if r.converged is None:
@@ -145,6 +145,7 @@ def experiment_view(folder: Path) -> html.Div:
 
     body = html.Tbody([html.Tr([
         html.Td(r.batch_size), html.Td(r.subset), html.Td(f"{r.images:,}"),
+        html.Td(f"{r.epochs} · {r.steps:,}" if r.steps else f"{r.epochs or '-'}"),
         html.Td(len(r.accs)), html.Td(f"{100 * r.mean:.2f}% ± {100 * r.sd:.2f}"),
         html.Td(without_leaks(r.subset, r.batch_size)),
         diff_cell(r.vs_full), diff_cell(r.vs_random), converged_cell(r)]) for r in results])

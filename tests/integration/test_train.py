@@ -108,6 +108,14 @@ def test_experiment_table_and_plot(fresh_run):
     assert len(rows) == 6 and {r["subset"] for r in rows} == {"full", "filtered", "random"}
     sizes = {r["subset"]: int(r["train_size"]) for r in rows}
     assert sizes["random"] == sizes["filtered"] < sizes["full"]
+    # The steps budget (the default): the smaller subsets train more epochs, to at least
+    # full's optimizer steps, and the plan said so before training.
+    for batch in ("64", "128"):
+        arm = {r["subset"]: r for r in rows if r["batch_size"] == batch}
+        assert int(arm["filtered"]["steps"]) >= int(arm["full"]["steps"])
+        assert int(arm["filtered"]["epochs"]) > int(arm["full"]["epochs"]) == 1
+        assert {r["budget"] for r in arm.values()} == {"steps"}
+    assert "experiment: plan: batch 64, the same optimizer steps: full 1 epochs" in r.stdout
     assert (out / "accuracy_vs_batch.png").read_bytes()[:4] == b"\x89PNG"
     summary = list(csv.DictReader(open(out / "summary.csv")))
     assert len(summary) == 6

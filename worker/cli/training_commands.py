@@ -10,9 +10,7 @@ from worker.cli.arguments import Add, rundir, train_args, train_config
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
-from worker.pipeline.names import (
-    SUBSETS,
-)
+from worker.pipeline.names import BUDGETS, SUBSETS
 from worker.pipeline.ranges import check, cli_type
 
 
@@ -64,7 +62,8 @@ def cmd_experiment(a: argparse.Namespace) -> None:
     for cfg in configs:  # refused before a job is recorded, as in cmd_retrain
         validate(cfg)
     result = run_here(run, "experiment", ExperimentParams(a.name or "comparison",
-                                                          tuple(configs)), _train_printer())
+                                                          tuple(configs), a.budget),
+                      _train_printer())
     out = run.path / result["experiment"]
     print((out / "results.csv").read_text())
     print(verdict_report(out))
@@ -91,4 +90,8 @@ def register(add: Add) -> None:
                     help="comma-separated global batches; 'auto' chooses from the subset size")
     sp.add_argument("--seeds", type=cli_type("seeds"), default=3,
                     help="seeds per subset and batch size")
+    sp.add_argument("--budget", default="steps", choices=BUDGETS,
+                    help="what every subset gets the same of: optimizer steps (default: a "
+                         "smaller subset trains more epochs, so a comparison is not one of "
+                         "training lengths) or epochs (--epochs applies to every subset)")
     train_args(sp)

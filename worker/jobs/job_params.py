@@ -135,17 +135,22 @@ class TestSplitParams:
 
 @dataclass(frozen=True)
 class ExperimentParams:
-    """``experiment``: its name and one training config per arm and seed."""
+    """``experiment``: its name, one training config per arm and seed, and what it holds
+    equal across subsets (``budget``: steps or epochs, worker/train/experiment.py)."""
 
     name: str
     configs: tuple[TrainConfig, ...]
+    budget: str = "steps"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "configs": [asdict(c) for c in self.configs]}
+        return {"name": self.name, "configs": [asdict(c) for c in self.configs],
+                "budget": self.budget}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ExperimentParams:
-        return cls(d["name"], tuple(train_config(c) for c in d["configs"]))
+        # A job recorded before the budget existed held the epochs equal.
+        return cls(d["name"], tuple(train_config(c) for c in d["configs"]),
+                   d.get("budget", "epochs"))
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ PRECISIONS = ("auto", "fp32", "bf16")
 DECODERS = ("auto", "host", "device")
 # Training subsets (worker/train/data.py says what each holds).
 SUBSETS = ("filtered", "full", "random", "corrected")
+# What an experiment holds equal across its subsets (worker/train/experiment.py): the
+# optimizer steps (a smaller subset trains more epochs) or the epochs.
+BUDGETS = ("steps", "epochs")
 # Injected copies' strengths and outliers' sources (worker/pipeline/sources/inject.py says
 # what each is): the detectors' cuts were chosen on the first group of each, and are
 # reported on the held-out group beside it.

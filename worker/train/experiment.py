@@ -12,23 +12,25 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import check_export_name
-from worker.pipeline.progress import ProgressFn
+from worker.pipeline.names import BUDGETS
+from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.storage.curation import current_snapshot
 from worker.pipeline.storage.rundir import RunDir, atomic_path
 from worker.train.data import select_subset
 from worker.train.launch import TrainConfig, launch, validate
-from worker.train.plan import resolve
+from worker.train.plan import resolve, steps_per_epoch
 from worker.train.verdict import compare, mean_without_leaks, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",
-                 "epochs", "seconds", "images_per_s", "train_dir", "converged",
-                 "gain_pp", "loss_drop"]
+                 "epochs", "steps", "budget", "seconds", "images_per_s", "train_dir",
+                 "converged", "gain_pp", "loss_drop"]
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -77,11 +79,41 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def budgeted(run: RunDir, cfg: TrainConfig, n_full: int, budget: str
+             ) -> tuple[TrainConfig, int]:
+    """``cfg`` (resolved for the full subset's ``n_full`` images) and its optimizer steps;
+    with ``budget`` "steps", its epochs raised so that its subset gets at least the steps
+    full gets at ``cfg.epochs`` (filtered at 93% of full: 10 epochs become 11)."""
+    world = cfg.nproc * cfg.nnodes
+    n = len(select_subset(run, cfg.subset, cfg.seed).indices)
+    per_epoch = max(1, steps_per_epoch(n, cfg.batch_size, world))
+    if budget == "steps":
+        target = steps_per_epoch(n_full, cfg.batch_size, world) * cfg.epochs
+        cfg = replace(cfg, epochs=max(cfg.epochs, math.ceil(target / per_epoch)))
+    return cfg, per_epoch * cfg.epochs
+
+
+def plan_lines(planned: list[tuple[TrainConfig, int]], budget: str) -> list[str]:
+    """'experiment: plan: batch 64, the same optimizer steps: full 10 epochs = 220 steps;
+    filtered 12 epochs = 228 steps; …', one line per batch size."""
+    by_batch: dict[int, dict[str, tuple[int, int]]] = {}
+    for cfg, steps in planned:
+        by_batch.setdefault(cfg.batch_size, {})[cfg.subset] = (cfg.epochs, steps)
+    what = "the same optimizer steps" if budget == "steps" else "the same epochs"
+    return [f"experiment: plan: batch {b}, {what}: " + "; ".join(
+        f"{subset} {e} epochs = {s:,} steps" for subset, (e, s) in arms.items())
+        for b, arms in by_batch.items()]
+
+
 def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
-                   progress: ProgressFn | None = None) -> Path:
+                   progress: ProgressFn | None = None, budget: str = "steps") -> Path:
     """Train every config and write the results. Trainings keep their default names, which
     end with their subset's key, so one identical to an earlier training (any experiment's)
-    is reused and a changed subset is trained anew."""
+    is reused and a changed subset is trained anew. ``budget`` (:data:`BUDGETS`): hold the
+    optimizer steps equal across subsets (a smaller subset trains more epochs: the
+    default) or the epochs."""
+    if budget not in BUDGETS:
+        raise InputError(f"--budget must be one of {', '.join(BUDGETS)}, got {budget!r}")
     check_export_name(run, name)
     if not configs:
         raise InputError("nothing to run: give at least one subset, batch size and seed")
@@ -91,11 +123,15 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     out.mkdir(parents=True, exist_ok=True)
     _write_curation(run, out)
     # Settings left to the rule are chosen once, from the full subset's size, so that every
-    # subset of a comparison trains with the same batch and epochs.
+    # subset of a comparison trains with the same batch; with the steps budget a smaller
+    # subset then trains more epochs, to as many optimizer steps as full's.
     n_full = len(select_subset(run, "full", 0).indices)
+    planned = [budgeted(run, resolve(replace(cfg, name=None), n_full)[0], n_full, budget)
+               for cfg in configs]
+    for line in plan_lines(planned, budget):
+        report(progress, 0, 1, line)
     rows = []
-    for cfg in configs:
-        cfg = resolve(replace(cfg, name=None), n_full)[0]
+    for cfg, steps in planned:
         summary = launch(run, cfg, progress)
         rows.append({"subset": cfg.subset, "batch_size": cfg.batch_size, "seed": cfg.seed,
                      "final_test_acc": summary["final_test_acc"],
@@ -103,7 +139,8 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
                      "final_test_acc_without_leaks": summary.get("final_test_acc_without_leaks"),
                      "test_leaked": summary.get("test_leaked", 0),
                      "train_size": summary["train_size"], "test_source": summary["test_source"],
-                     "epochs": cfg.epochs, "seconds": round(summary["seconds"], 2),
+                     "epochs": cfg.epochs, "steps": summary.get("steps", steps),
+                     "budget": budget, "seconds": round(summary["seconds"], 2),
                      "images_per_s": round(summary["images_per_s"] or 0, 1),
                      "train_dir": f"train/{summary['config']['name']}",
                      # The plateau rule (worker/train/convergence.py): a verdict names no
@@ -155,11 +192,12 @@ def read_results(folder: Path) -> list[dict]:
 def verdict_report(folder: Path) -> str:
     """The comparison table and one verdict line per batch size, as plain text."""
     results = compare(read_results(folder))
-    lines = [f"{'batch':>6}  {'subset':<9}{'images':>8}{'seeds':>6}  {'test acc':<16}"
-             f"{'vs full':<18}{'vs random':<18}converged"]
+    lines = [f"{'batch':>6}  {'subset':<9}{'images':>8}{'epochs':>7}{'steps':>8}{'seeds':>6}  "
+             f"{'test acc':<16}{'vs full':<18}{'vs random':<18}converged"]
     for r in results:
         done = {True: "yes", False: "no", None: "-"}[r.converged]
-        lines.append(f"{r.batch_size:>6}  {r.subset:<9}{r.images:>8}{len(r.accs):>6}  "
+        lines.append(f"{r.batch_size:>6}  {r.subset:<9}{r.images:>8}{r.epochs:>7}"
+                     f"{r.steps or '-':>8}{len(r.accs):>6}  "
                      f"{100 * r.mean:6.2f} ± {100 * r.sd:5.2f}  "
                      f"{r.vs_full.text() if r.vs_full else '-':<18}"
                      f"{r.vs_random.text() if r.vs_random else '-':<18}{done}")

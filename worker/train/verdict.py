@@ -54,6 +54,7 @@ class SubsetResult:
     converged: bool | None = None
     lagging: Convergence | None = None
     epochs: int = 0
+    steps: int = 0  # optimizer steps of one training (0: not recorded)
 
     def still_learning(self) -> str:
         """'filtered still gained 3.1 pp over its last 4 epochs' ('' when converged)."""
@@ -96,7 +97,8 @@ def compare(rows: list[dict]) -> list[SubsetResult]:
 
     return [SubsetResult(subset, batch, round(statistics.mean(int(r["train_size"]) for r in rs)),
                          accs[batch, subset], against(batch, subset, "full"),
-                         against(batch, subset, "random"), *_convergence(rs))
+                         against(batch, subset, "random"), *_convergence(rs),
+                         max(int(_number(r.get("steps")) if r.get("steps") else 0) for r in rs))
             for (batch, subset), rs in sorted(groups.items())]
 
 
