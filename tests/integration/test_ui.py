@@ -444,9 +444,11 @@ def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_roo
     driver.execute_script("arguments[0].click()", tab)
     table = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-summary table"))
     head = shown_text(table[0].find_element(By.TAG_NAME, "thead")).split()
-    # The Table I counts, then one count per finding kind besides label.
+    # The Table I counts, the proposed ones (kept until someone decides), then one count per
+    # finding kind besides label.
     assert head == ["class", "size", "flagged", "overridden", "relabelled", "kept",
-                    "duplicate", "leak", "outlier", "reduction"] and "total" in table[0].text
+                    "proposed", "duplicate", "leak", "outlier", "reduction"] \
+        and "total" in table[0].text
     # Left, the table is taken down (its cells would cost every class switch); back, it
     # is there again.
     for title, shown in (("Review list", False), ("Summary", True)):
