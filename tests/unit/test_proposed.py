@@ -92,7 +92,13 @@ def test_digits_written_as_jpeg_files_hold_no_copies(tmp_path):
         folder.mkdir(parents=True, exist_ok=True)
         Image.fromarray(np.round(img * 255 / 16).astype(np.uint8)).save(
             folder / f"{i:04d}.jpg", quality=90)
-    run = _pipeline(RunDir(tmp_path / "run"), f"folder:{root}")
+    from worker.pipeline.features.feature_options import FeatureOptions
+
+    # Pixel features: each digit's candidates are the digits that look most like it (the
+    # hardest case for the copy test), and no network runs (bench.copy_evidence runs the
+    # default backbone on the same files: no mark either).
+    run = _pipeline(RunDir(tmp_path / "run"), f"folder:{root}",
+                    features=FeatureOptions(model="pixels"))
     _no_copy_marks(run)
 
 
