@@ -6,13 +6,18 @@ epochs and won by 10.5 pp after 60, with filtered still gaining 1–2 pp an epoc
 (issue 47). So every training says whether it converged, and a verdict names no winner
 while a compared run has not.
 
-**The plateau rule.** Over the last ``WINDOW_SHARE`` of its epochs (at least
-``MIN_WINDOW``), a training has converged when the least-squares trend of its test
-accuracy gains at most ``MAX_GAIN_PP`` percentage points across the window, and the trend
-of its training loss falls by at most ``MAX_LOSS_DROP`` of the loss at the window's start.
-A trend, not the first and last epochs' difference, so that one noisy evaluation neither
-hides nor invents a gain. A training with fewer than ``MIN_WINDOW + 1`` epochs is not
-judged converged: there is no window to judge by.
+**The plateau rule.** Over its last ``WINDOW_SHARE`` of epochs (at least ``MIN_WINDOW``),
+a training has converged when its test accuracy's trend gains at most ``MAX_GAIN_PP``
+percentage points across the window. The trend is Theil–Sen's (the median of the slopes
+between every two epochs of the window), so that one lucky or unlucky evaluation neither
+hides nor invents a gain. A training of ``MIN_WINDOW`` epochs or fewer is not judged
+converged: there is no window to judge by.
+
+The training loss's trend over the window is recorded beside it but does not decide:
+cosine decay to zero lowers the training loss over the last epochs of every run (the
+digits demo's default training: −6.5% over its last 3 epochs, while its test accuracy
+moved 0.3 pp), so the loss says where the schedule is, not whether learning has stopped.
+docs/training.md has the measurements the numbers were chosen by.
 """
 
 from __future__ import annotations
@@ -25,10 +30,8 @@ import numpy as np
 WINDOW_SHARE = 0.2
 MIN_WINDOW = 3
 MAX_GAIN_PP = 0.5
-MAX_LOSS_DROP = 0.02
 RULE = (f"plateau: over its last {WINDOW_SHARE:.0%} of epochs (at least {MIN_WINDOW}), "
-        f"test accuracy's trend gains ≤ {MAX_GAIN_PP} pp and training loss's trend falls "
-        f"≤ {MAX_LOSS_DROP:.0%}")
+        f"test accuracy's trend (Theil–Sen) gains ≤ {MAX_GAIN_PP} pp")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Convergence:
     window : epochs judged (the last ones); 0 when there were too few
     gain_pp : the test accuracy's trend across the window, percentage points
     loss_drop : the training loss's trend across the window, as a fraction of its start
+        (recorded, not judged: module docstring)
     """
 
     converged: bool
@@ -54,12 +58,7 @@ class Convergence:
             return ""
         if self.window == 0:
             return f"{who} trained too few epochs to judge (at least {MIN_WINDOW + 1})"
-        parts = []
-        if self.gain_pp > MAX_GAIN_PP:
-            parts.append(f"still gained {self.gain_pp:.1f} pp")
-        if self.loss_drop > MAX_LOSS_DROP:
-            parts.append(f"its loss still fell {100 * self.loss_drop:.0f}%")
-        return f"{who} {' and '.join(parts)} over its last {self.window} epochs"
+        return f"{who} still gained {self.gain_pp:.1f} pp over its last {self.window} epochs"
 
 
 def window_of(epochs: int) -> int:
@@ -69,10 +68,11 @@ def window_of(epochs: int) -> int:
 
 
 def _trend(values: np.ndarray) -> float:
-    """The least-squares line's change from the first to the last point."""
-    x = np.arange(len(values), dtype=np.float64)
-    slope = np.polyfit(x, values.astype(np.float64), 1)[0]
-    return float(slope * (len(values) - 1))
+    """Theil–Sen's line's change from the first to the last point: the median slope
+    between every two points, times the points' span."""
+    i, j = np.triu_indices(len(values), 1)
+    slopes = (values[j] - values[i]) / (j - i)
+    return float(np.median(slopes) * (len(values) - 1))
 
 
 def convergence(rows: list[dict]) -> Convergence:
@@ -81,14 +81,12 @@ def convergence(rows: list[dict]) -> Convergence:
     w = window_of(len(rows))
     if w == 0:
         return Convergence(False, 0, math.nan, math.nan)
-    last = rows[-(w + 1):]  # the window's epochs and the one before: w steps of change
-    acc = np.array([r["test_acc"] for r in last])
-    loss = np.array([r["loss"] for r in last])
+    last = rows[-w:]
+    acc = np.array([r["test_acc"] for r in last], np.float64)
+    loss = np.array([r["loss"] for r in last], np.float64)
     gain = 100.0 * _trend(acc)
-    start = float(loss[0])
-    drop = -_trend(loss) / start if start > 0 else 0.0
-    return Convergence(gain <= MAX_GAIN_PP and drop <= MAX_LOSS_DROP, w, round(gain, 3),
-                       round(drop, 4))
+    drop = -_trend(loss) / loss[0] if loss[0] > 0 else 0.0
+    return Convergence(gain <= MAX_GAIN_PP, w, round(gain, 3), round(float(drop), 4))
 
 
 def convergence_record(rows: list[dict]) -> dict:
@@ -101,9 +99,9 @@ def convergence_record(rows: list[dict]) -> dict:
 
 
 def with_convergence(summary: dict, rows: list[dict]) -> dict:
-    """``summary`` with :func:`convergence_record`'s keys, computed from ``rows`` when a
-    training from before the rule lacks them."""
-    return summary if "converged" in summary else {**summary, **convergence_record(rows)}
+    """``summary`` with :func:`convergence_record`'s keys computed now from ``rows``: a
+    training from before the rule, or from before a change of it, is read by today's."""
+    return {**summary, **convergence_record(rows)}
 
 
 def _number(x: float) -> float | None:

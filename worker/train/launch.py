@@ -240,4 +240,4 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
                            f"{tail[0] if tail else 'see torchrun.log'}")
     summary = json.loads(summary_path.read_text())
     report(progress, total, total, f"train: done, test acc {summary['final_test_acc']:.3f}")
-    return summary
+    return with_convergence(summary, read_metrics(out))
