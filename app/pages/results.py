@@ -99,7 +99,8 @@ def trainings_table(items: list[dict]) -> dbc.Table:
         status = s.get("status") or f"running (epoch {len(t['metrics'])}/{c.get('epochs')})"
         # A finished training still learning at its end is marked (the plateau rule,
         # worker/train/convergence.py): comparing it measures speed, not the subset.
-        lag = convergence(t["metrics"]) if s.get("status") == "completed" else None
+        lag = convergence(t["metrics"], s.get("test_size")) \
+            if s.get("status") == "completed" else None
         status_cell = html.Td(status) if lag is None or lag.converged else html.Td(
             [status, " · ", html.Span("not converged", className="text-danger fw-semibold")],
             title=lag.reason("it") + f"; run with --epochs {2 * len(t['metrics'])}",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -85,3 +86,17 @@ def test_the_verdict_names_no_winner_while_a_run_is_still_learning():
                    for r in _rows(accs, {"full": True, "filtered": True})])
     assert old[0].converged is None and "worse than full" in verdict(old, 64)
     assert MAX_GAIN_PP == 0.5
+
+
+def test_a_gain_smaller_than_the_test_set_can_tell_is_no_gain():
+    """The digits demo's filtered training ended 0.967, 0.958, 0.967, 0.967 on its
+    359-image hold-out: a trend of +0.84 pp, inside one standard error of its accuracy
+    there (0.99 pp), so converged; the same curve on 10,000 test images is not."""
+    rows = [{"test_acc": a, "loss": 0.3} for a in
+            (0.9, 0.93, 0.95, 0.96, 0.96, 0.965, 0.962, 0.965, 0.966, 0.967, 0.966, 0.967,
+             0.958, 0.967, 0.967)]
+    small = convergence(rows, test_size=359)
+    assert small.converged and small.gain_pp == pytest.approx(0.45 * 2, abs=0.1)
+    assert small.cut_pp == pytest.approx(100 * math.sqrt(0.964 * 0.036 / 359), abs=0.02)
+    big = convergence(rows, test_size=10_000)
+    assert not big.converged and big.cut_pp == MAX_GAIN_PP

@@ -318,7 +318,7 @@ class Trainer:
             "images_per_s": rate,
             "images_per_s_per_process": rate / self.place.world if rate else None,
             "seconds": elapsed, "config": self.cfg.raw,
-            **convergence_record(rows),
+            **convergence_record(rows, self.source.test_size),
         }
         write_text(self.out / "summary.json", json.dumps(summary, indent=2) + "\n")
 
