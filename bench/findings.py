@@ -93,6 +93,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import findings_done
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 CURATOR = ROOT / ".venv" / "bin" / "curator"
@@ -154,20 +156,12 @@ def row_args(row: str, size: str) -> list[str]:
     return []
 
 
-def run_done(run: Path) -> bool:
-    try:
-        meta = json.loads((run / "run.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return meta.get("steps", {}).get("findings", {}).get("status") == "done"
-
-
 def make_run(run: Path, data: Path, row: str, size: str, feats: str) -> dict:
     """Our pipeline for one row (reused when done). Returns what was run and its time."""
     cmd = [str(CURATOR), "pipeline", "--dataset", f"folder:{data}", *row_args(row, size),
            "--seed", "0", *FEATURES[feats]["args"], "--out", str(run)]
     info = {"command": " ".join(cmd)}
-    if run_done(run):
+    if findings_done(run):
         log(f"  reusing {run}")
         info["reused"] = True
         prev = run.parent / "pipeline.json"
