@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from app.app_context import settings
 from app.layout import GRAPH_CONFIG as LOCAL_GRAPH_CONFIG
 from app.layout import error_alert
+from app.result_figures import accuracy_vs_batch
 from worker.pipeline.errors import InputError
 from worker.run_catalog import resolve_run
 from worker.train.convergence import RULE, convergence
@@ -151,8 +152,11 @@ def experiment_view(folder: Path) -> html.Div:
         html.Td(without_leaks(r.subset, r.batch_size)),
         diff_cell(r.vs_full), diff_cell(r.vs_random), converged_cell(r)]) for r in results])
     lines = [html.Li(verdict(results, b)) for b in sorted({r.batch_size for r in results})]
+    batches = sorted({r.batch_size for r in results})
+    figure = [dcc.Graph(figure=accuracy_vs_batch(results), config=GRAPH_CONFIG,
+                        className="experiment-figure")] if len(batches) > 1 else []
     return dbc.Card(dbc.CardBody([
-        html.H6(f"Experiment {folder.name}"),
+        html.H6(f"Experiment {folder.name}"), *figure,
         dbc.Table([head, body], size="sm", striped=True, class_name="small experiment-table"),
         html.Ul(lines, className="small mb-0 experiment-verdict"),
         html.Div("Differences are in percentage points ± their standard error; a difference "

@@ -115,7 +115,8 @@ def test_experiment_table_and_plot(fresh_run):
         assert int(arm["filtered"]["steps"]) >= int(arm["full"]["steps"])
         assert int(arm["filtered"]["epochs"]) > int(arm["full"]["epochs"]) == 1
         assert {r["budget"] for r in arm.values()} == {"steps"}
-    assert "experiment: plan: batch 64, the same optimizer steps: full 1 epochs" in r.stdout
+    assert "experiment: plan: batch 64 (SGD), the same optimizer steps: full 1 epochs" \
+        in r.stdout
     assert (out / "accuracy_vs_batch.png").read_bytes()[:4] == b"\x89PNG"
     summary = list(csv.DictReader(open(out / "summary.csv")))
     assert len(summary) == 6

@@ -100,3 +100,25 @@ def test_a_gain_smaller_than_the_test_set_can_tell_is_no_gain():
     assert small.cut_pp == pytest.approx(100 * math.sqrt(0.964 * 0.036 / 359), abs=0.02)
     big = convergence(rows, test_size=10_000)
     assert not big.converged and big.cut_pp == MAX_GAIN_PP
+
+
+def test_the_results_page_draws_accuracy_against_batch_size():
+    """Issue 47, item 3: the paper's Fig. 6–7 on the Results page: a trace per subset over
+    batch sizes with the seeds' spread as error bars, hollow where a run had not
+    converged."""
+    from app.result_figures import accuracy_vs_batch
+
+    rows = []
+    for batch, done in ((1024, True), (8192, False)):
+        for subset, accs in (("full", (0.75, 0.76)), ("filtered", (0.77, 0.79))):
+            rows += [{"subset": subset, "batch_size": batch, "final_test_acc": a,
+                      "train_size": 100, "epochs": 20, "converged": str(done),
+                      "gain_pp": 0.1 if done else 2.0, "loss_drop": 0.0} for a in accs]
+    fig = accuracy_vs_batch(compare(rows))
+    traces = {t.name: t for t in fig.data}
+    assert set(traces) == {"full", "filtered"}
+    assert list(traces["filtered"].x) == [1024, 8192]
+    assert list(traces["filtered"].y) == pytest.approx([78.0, 78.0])
+    assert list(traces["filtered"].error_y.array) == pytest.approx([1.414, 1.414], abs=1e-3)
+    assert list(traces["full"].marker.symbol) == ["circle", "circle-open"]
+    assert fig.layout.xaxis.type == "log"

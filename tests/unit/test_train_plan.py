@@ -173,7 +173,22 @@ def test_the_steps_budget_gives_a_smaller_subset_more_epochs(fresh_run):
     assert {cfg.epochs for cfg, _ in same.values()} == {10}
     assert same["filtered"][1] < full_steps
     [line] = plan_lines(list(steps.values()), "steps")
-    assert line.startswith("experiment: plan: batch 64, the same optimizer steps: full 10 "
+    assert line.startswith("experiment: plan: batch 64 (SGD), the same optimizer steps: full 10 "
                            f"epochs = {full_steps:,} steps; filtered {steps['filtered'][0].epochs}")
     assert plan_lines(list(same.values()), "epochs")[0].startswith(
-        "experiment: plan: batch 64, the same epochs: full 10 epochs")
+        "experiment: plan: batch 64 (SGD), the same epochs: full 10 epochs")
+
+
+def test_optimizer_auto_is_lars_from_a_batch_of_4096():
+    """Issue 47, item 3: ``--optimizer auto`` (the default) trains the paper's large
+    batches with LARS and the others with SGD; a named optimizer is kept at any batch."""
+    from worker.train.config import TrainConfig
+    from worker.train.plan import LARS_FROM, optimizer_for, resolve
+
+    assert optimizer_for("auto", LARS_FROM) == "lars"
+    assert optimizer_for("auto", LARS_FROM - 1) == "sgd"
+    assert optimizer_for("sgd", 8192) == "sgd" and optimizer_for("lars", 64) == "lars"
+    assert TrainConfig().optimizer == "auto"
+    big = resolve(TrainConfig(batch_size=8192, epochs=2), 50_000)[0]
+    small = resolve(TrainConfig(batch_size=1024, epochs=2), 50_000)[0]
+    assert (big.optimizer, small.optimizer) == ("lars", "sgd")

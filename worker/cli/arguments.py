@@ -20,6 +20,7 @@ from worker.pipeline.names import (
     DUPLICATE_STRENGTHS,
     MODEL_NAMES,
     NOISE_KINDS,
+    OPTIMIZERS,
     OUTLIER_SOURCES,
     PRECISIONS,
     RULES,
@@ -189,8 +190,9 @@ def train_args(sp: argparse.ArgumentParser) -> None:
                    help="L2 penalty")
     g.add_argument("--label-smoothing", type=cli_type("label_smoothing"), default=0.0,
                    help="0 to <1")
-    g.add_argument("--optimizer", default="sgd", choices=["sgd", "lars"],
-                   help="lars for global batches of 4k and more")
+    g.add_argument("--optimizer", default="auto", choices=OPTIMIZERS,
+                   help="auto (default): LARS from a global batch of 4,096, SGD with "
+                        "Nesterov momentum below; or either one for every batch")
     g.add_argument("--warmup-epochs", type=cli_type("warmup_epochs"), default=1,
                    help="linear warm-up before the cosine decay")
     g.add_argument("--device", default="auto", help="auto | cpu | cuda")

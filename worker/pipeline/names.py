@@ -45,6 +45,9 @@ PRECISIONS = ("auto", "fp32", "bf16")
 DECODERS = ("auto", "host", "device")
 # Training subsets (worker/train/data.py says what each holds).
 SUBSETS = ("filtered", "full", "random", "corrected")
+# Training optimizers: auto is LARS from a global batch of 4,096 (the paper's large
+# batches), SGD with Nesterov momentum below (worker/train/plan.py ``optimizer_for``).
+OPTIMIZERS = ("auto", "sgd", "lars")
 # What an experiment holds equal across its subsets (worker/train/experiment.py): the
 # optimizer steps (a smaller subset trains more epochs) or the epochs.
 BUDGETS = ("steps", "epochs")

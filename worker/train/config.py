@@ -26,7 +26,7 @@ class TrainConfig:
     lr: float | None = None  # at batch 256; scaled linearly with the global batch
     weight_decay: float = 5e-4
     label_smoothing: float = 0.0
-    optimizer: str = "sgd"
+    optimizer: str = "auto"  # resolved by worker/train/plan.py: lars from batch 4,096
     warmup_epochs: int = 1
     seed: int = 0
     device: str = "auto"

@@ -94,13 +94,15 @@ def budgeted(run: RunDir, cfg: TrainConfig, n_full: int, budget: str
 
 
 def plan_lines(planned: list[tuple[TrainConfig, int]], budget: str) -> list[str]:
-    """'experiment: plan: batch 64, the same optimizer steps: full 10 epochs = 220 steps;
-    filtered 12 epochs = 228 steps; …', one line per batch size."""
+    """'experiment: plan: batch 64 (SGD), the same optimizer steps: full 10 epochs = 220
+    steps; filtered 12 epochs = 228 steps; …', one line per batch size."""
     by_batch: dict[int, dict[str, tuple[int, int]]] = {}
+    optimizer = {}
     for cfg, steps in planned:
         by_batch.setdefault(cfg.batch_size, {})[cfg.subset] = (cfg.epochs, steps)
+        optimizer[cfg.batch_size] = cfg.optimizer.upper()
     what = "the same optimizer steps" if budget == "steps" else "the same epochs"
-    return [f"experiment: plan: batch {b}, {what}: " + "; ".join(
+    return [f"experiment: plan: batch {b} ({optimizer[b]}), {what}: " + "; ".join(
         f"{subset} {e} epochs = {s:,} steps" for subset, (e, s) in arms.items())
         for b, arms in by_batch.items()]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import TRAIN_MODELS
+from worker.pipeline.names import OPTIMIZERS, TRAIN_MODELS
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
 from worker.train.config import TrainConfig, check_numbers
@@ -50,8 +50,8 @@ def validate(cfg: TrainConfig) -> None:
         raise InputError(f"cannot run {cfg.nproc} processes on this host: it has {have} {what}")
     if cfg.device.startswith("cuda") and not torch.cuda.is_available():
         raise InputError("--device cuda requested but CUDA is not available; use cpu")
-    if cfg.optimizer not in ("sgd", "lars"):
-        raise InputError(f"unknown optimizer {cfg.optimizer!r}: use sgd or lars")
+    if cfg.optimizer not in OPTIMIZERS:
+        raise InputError(f"unknown optimizer {cfg.optimizer!r}: use {', '.join(OPTIMIZERS)}")
 
 
 # What may differ between a training's config.json and a repeated request for it.
@@ -200,7 +200,7 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
             report(progress, total, total, f"train: {prep.reused}; test acc "
                    f"{summary['final_test_acc']:.3f}")
             return {**with_convergence(summary, read_metrics(out)), "reused": prep.reused}
-    report(progress, 0, total, f"train: plan: {prep.plan.describe()}")
+    report(progress, 0, total, f"train: plan: {prep.plan.describe()}, {cfg.optimizer.upper()}")
     for warning in prep.plan.warnings:
         report(progress, 0, total, f"warning: {warning}")
     log = open(log_path or out / "torchrun.log", "ab")  # noqa: SIM115

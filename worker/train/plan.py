@@ -54,6 +54,18 @@ def auto_epochs(steps: int) -> int:
     return min(hi, max(lo, math.ceil(TARGET_TOTAL_STEPS / max(1, steps))))
 
 
+LARS_FROM = 4096  # the global batch from which ``--optimizer auto`` takes LARS
+
+
+def optimizer_for(name: str, batch_size: int) -> str:
+    """The optimizer a training runs: ``name``, or for ``auto`` LARS from a global batch
+    of ``LARS_FROM`` (layer-wise rates keep large batches stable: You et al., the paper's
+    setting) and SGD below."""
+    if name != "auto":
+        return name
+    return "lars" if batch_size >= LARS_FROM else "sgd"
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a training will do.
@@ -109,8 +121,9 @@ def make_plan(n: int, batch_size: int | None, epochs: int | None, lr: float | No
 
 def resolve(cfg: TrainConfig, n: int) -> tuple[TrainConfig, Plan]:
     """``cfg`` with its left-out settings filled in for a subset of ``n`` images (a batch
-    given is checked against ``n``)."""
+    given is checked against ``n``), and ``--optimizer auto`` made the one it runs."""
     if cfg.batch_size is not None:
         check("train_batch", cfg.batch_size, high=n, why=" (the subset's size)")
     plan = make_plan(n, cfg.batch_size, cfg.epochs, cfg.lr, cfg.nproc * cfg.nnodes)
-    return replace(cfg, batch_size=plan.batch_size, epochs=plan.epochs, lr=plan.lr), plan
+    return replace(cfg, batch_size=plan.batch_size, epochs=plan.epochs, lr=plan.lr,
+                   optimizer=optimizer_for(cfg.optimizer, plan.batch_size)), plan
