@@ -144,7 +144,9 @@ def verdict(results: list[SubsetResult], batch_size: int) -> str:
         return f"batch {batch_size}: no filtered or corrected training to judge"
     lagging = [r for r in results if r.batch_size == batch_size and r.converged is False]
     if lagging:
-        epochs = max(r.epochs for r in lagging)
+        # --epochs is full's (the largest subset's) under the steps budget, and every
+        # subset's under the epochs budget: the fewest epochs at this batch is what was given.
+        epochs = min(r.epochs for r in results if r.batch_size == batch_size)
         return (f"batch {batch_size}: not converged: "
                 + "; ".join(r.still_learning() for r in lagging)
                 + f"; no winner named: run with --epochs {max(2 * epochs, MIN_WINDOW + 1)}")
