@@ -235,6 +235,32 @@ class Run:
         return manifest_frame(dest), dest
 
     # -- display --------------------------------------------------------------------------
+    def experiment(self, **options: Any) -> tuple[pd.DataFrame, str]:
+        """Compare subsets by retraining (``curator experiment``), as a job of this process
+        that the Jobs page lists; every ``curator experiment`` option as a keyword
+        (``subsets="full,filtered"``, ``seeds=2``, ``epochs=30``, ``batch_sizes="1024,8192"``,
+        ``budget="steps"``, ``optimizer="auto"``, ``model``, ``name``, …).
+
+        Returns
+        -------
+        (DataFrame, str)
+            The experiment's ``summary.csv`` (per subset and batch size: images, seeds, mean
+            and sd of the test accuracy, the differences with their p-values, whether every
+            training converged) and its verdict report, as ``curator experiment`` prints it.
+        """
+        from worker.cli.training_commands import experiment_params
+        from worker.train.experiment import verdict_report
+
+        a = namespace("experiment", options, "experiment", fixed={"run": self.path})
+        params = experiment_params(a)
+        bar = progress_bar()
+        try:
+            result = run_here(self._dir, "experiment", params, bar)
+        finally:
+            bar.close()
+        out = self.path / result["experiment"]
+        return pd.read_csv(out / "summary.csv"), verdict_report(out)
+
     def __repr__(self) -> str:
         return repr_text(self._dir)
 

@@ -422,3 +422,21 @@ def test_progress_bars_go_through_tqdm_auto(monkeypatch):
     bar = progress_bar()
     bar(1, 4, "embed: t-SNE")
     assert len(made) == 1 and made[0].n == 1
+
+
+def test_experiment_is_curator_experiment(fresh_run):
+    """Issue 48: ``run.experiment(...)`` takes ``curator experiment``'s options as keywords,
+    runs its job, and returns its summary as a DataFrame with its verdict (issue 47's
+    steps budget and convergence included); bad values are the CLI's one line."""
+    run = tc.open(fresh_run.path)
+    for bad, err in (({"seeds": 0}, InputError), ({"budget": "time"}, InputError),
+                     ({"sedes": 2}, TypeError)):
+        with pytest.raises(err):
+            run.experiment(**bad)
+    summary, verdict = run.experiment(subsets="full,filtered", seeds=1, epochs=1,
+                                      batch_sizes="64", model="cifar-resnet20", name="nb")
+    assert sorted(summary["subset"]) == ["filtered", "full"]
+    assert {"mean_test_acc", "converged", "diff_vs_full"} <= set(summary.columns)
+    assert not summary["converged"].any()  # one epoch: too few to judge
+    assert "batch 64: not converged" in verdict and "ship" not in verdict
+    assert [j["kind"] for j in JobStore(fresh_run.store).list()] == ["experiment"]

@@ -47,23 +47,29 @@ def cmd_retrain(a: argparse.Namespace) -> None:
           f"{run.path / summary['train_dir']}")
 
 
-def cmd_experiment(a: argparse.Namespace) -> None:
-    from worker.jobs.execution import run_here
+def experiment_params(a: argparse.Namespace):  # noqa: ANN201 - ExperimentParams
+    """``curator experiment``'s job parameters from its parsed options (the CLI's and the
+    API's ``Run.experiment``): one config per subset, batch size and seed, each refused
+    before a job is recorded, as in cmd_retrain."""
     from worker.jobs.job_params import ExperimentParams
-    from worker.train.experiment import verdict_report
     from worker.train.launch import validate
 
-    run = rundir(a.run).require()
     subsets = [s for s in a.subsets.split(",") if s]
     batch_sizes = [None if b.strip() == "auto" else check("train_batch", b)
                    for b in a.batch_sizes.split(",") if b.strip()]
     configs = [train_config(a, subset=s, batch_size=b, seed=seed, name=None)
                for s in subsets for b in batch_sizes for seed in range(a.seeds)]
-    for cfg in configs:  # refused before a job is recorded, as in cmd_retrain
+    for cfg in configs:
         validate(cfg)
-    result = run_here(run, "experiment", ExperimentParams(a.name or "comparison",
-                                                          tuple(configs), a.budget),
-                      _train_printer())
+    return ExperimentParams(a.name or "comparison", tuple(configs), a.budget)
+
+
+def cmd_experiment(a: argparse.Namespace) -> None:
+    from worker.jobs.execution import run_here
+    from worker.train.experiment import verdict_report
+
+    run = rundir(a.run).require()
+    result = run_here(run, "experiment", experiment_params(a), _train_printer())
     out = run.path / result["experiment"]
     print((out / "results.csv").read_text())
     print(verdict_report(out))
