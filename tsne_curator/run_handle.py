@@ -25,11 +25,13 @@ from tsne_curator.display import repr_html, repr_text
 from tsne_curator.map_figure import class_map
 from tsne_curator.options import namespace
 from tsne_curator.tables import findings_frame, manifest_frame, summary_frame
+from worker.cli.training_commands import experiment_params
 from worker.jobs.execution import run_here
 from worker.jobs.job_params import ExportParams
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.curation import class_code, cluster_step, open_store, set_cut
 from worker.pipeline.storage.rundir import RunDir
+from worker.train.experiment import verdict_report
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -248,9 +250,6 @@ class Run:
             and sd of the test accuracy, the differences with their p-values, whether every
             training converged) and its verdict report, as ``curator experiment`` prints it.
         """
-        from worker.cli.training_commands import experiment_params
-        from worker.train.experiment import verdict_report
-
         a = namespace("experiment", options, "experiment", fixed={"run": self.path})
         params = experiment_params(a)
         bar = progress_bar()
