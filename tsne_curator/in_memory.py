@@ -1,8 +1,9 @@
 """``tc.from_arrays``: a run from embeddings in memory, through ``--dataset features:``.
 
 The arrays are checked, written into the run folder (``<run>/input/``: ``features.npy``,
-``labels.csv`` and, with images, ``images/NNNNNNN.png``) in a hidden temporary folder that
-is renamed into place only when complete, and then the run is made exactly as
+``labels.csv`` and, with images, ``images/NNNNNNN.png`` or copies of the files given) in a
+hidden temporary folder that is renamed into place only when complete, and then the run is
+made exactly as
 ``curator pipeline --dataset features:<run>/input/features.npy --labels
 <run>/input/labels.csv`` makes it (:func:`~tsne_curator.pipeline_call.run_in_process`).
 Calling it again with the same arrays resumes the run; other arrays on the same folder are
@@ -29,6 +30,7 @@ from tsne_curator.pipeline_call import SHARDS, run_in_process
 from tsne_curator.run_handle import Run
 from worker.cli.arguments import dataset_opts
 from worker.pipeline.errors import InputError
+from worker.pipeline.sources.datasets import IMAGE_SUFFIXES
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.pipeline.storage.rundir import RunDir
 
@@ -118,38 +120,73 @@ def label_names(labels: Any, n: int, class_names: Sequence[str] | None = None) -
     return names
 
 
-def check_images(images: Any, n: int) -> np.ndarray | None:
-    """``images`` as (N, H, W) or (N, H, W, 3) uint8 pixels, or None.
+def check_images(images: Any, n: int) -> np.ndarray | list[Path] | None:
+    """``images`` as (N, H, W) or (N, H, W, 3) uint8 pixels, as N image files, or None.
 
     Raises
     ------
     InputError
-        Another shape or dtype, or a count other than ``n``.
+        Another shape or dtype, a count other than ``n``, or a path that is not an image
+        file (by its suffix, as image folders are read).
     """
     if images is None:
         return None
+    if isinstance(images, (list, tuple)) and images and \
+            all(isinstance(p, (str, os.PathLike)) for p in images):
+        return _image_files(images, n)
     x = np.asarray(images)
+    if x.dtype.kind in "UO" and x.ndim == 1:
+        return _image_files(x.tolist(), n)
     if x.dtype != np.uint8 or x.ndim not in (3, 4) or (x.ndim == 4 and x.shape[3] != 3) \
             or len(x) != n or 0 in x.shape:
         raise InputError(f"images must be {n} uint8 pictures, shape ({n}, H, W) or "
-                         f"({n}, H, W, 3), got {x.dtype} of shape {x.shape}")
+                         f"({n}, H, W, 3), or {n} image file paths, got {x.dtype} of "
+                         f"shape {x.shape}")
     return x
 
 
-def _labels_csv(names: list[str], with_images: bool) -> str:
+def _image_files(paths: Sequence[Any], n: int) -> list[Path]:
+    if len(paths) != n:
+        raise InputError(f"images must be {n} image file paths (one per features row), "
+                         f"got {len(paths)}")
+    files = [Path(p).expanduser() for p in paths]
+    for k, f in enumerate(files):
+        if f.suffix.lower() not in IMAGE_SUFFIXES:
+            raise InputError(f"images[{k}] {f}: not an image file (use "
+                             f"{', '.join(sorted(IMAGE_SUFFIXES))})")
+        if not f.is_file():
+            raise InputError(f"images[{k}] {f}: no such file")
+    return files
+
+
+def _image_name(i: int, pixels: np.ndarray | list[Path]) -> str:
+    """Sample ``i``'s file in ``<run>/input/images/``: a PNG of given pixels, or a copy
+    of a given file under its own suffix."""
+    suffix = pixels[i].suffix.lower() if isinstance(pixels, list) else ".png"
+    return f"images/{i:07d}{suffix}"
+
+
+def _labels_csv(names: list[str], pixels: np.ndarray | list[Path] | None) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["label", "path"] if with_images else ["label"])
+    w.writerow(["label"] if pixels is None else ["label", "path"])
     for i, name in enumerate(names):
-        w.writerow([name, f"images/{i:07d}.png"] if with_images else [name])
+        w.writerow([name] if pixels is None else [name, _image_name(i, pixels)])
     return buf.getvalue()
 
 
-def _digest(features: np.ndarray, labels_csv: str, images: np.ndarray | None) -> str:
+def _digest(features: np.ndarray, labels_csv: str,
+            images: np.ndarray | list[Path] | None) -> str:
+    """What the arrays are. Image files count by path, size and modification time: a
+    second call on the same files resumes without reading them all again."""
     h = hashlib.sha256(f"{features.dtype}{features.shape}".encode())
     h.update(np.ascontiguousarray(features).data)
     h.update(labels_csv.encode())
-    if images is not None:
+    if isinstance(images, list):
+        for f in images:
+            st = f.stat()
+            h.update(f"{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    elif images is not None:
         h.update(f"{images.shape}".encode())
         h.update(np.ascontiguousarray(images).data)
     return h.hexdigest()
@@ -177,7 +214,7 @@ def _check_folder(run: RunDir, digest: str) -> bool:
 
 
 def _write_inputs(run: RunDir, features: np.ndarray, labels_csv: str,
-                  images: np.ndarray | None, digest: str) -> None:
+                  images: np.ndarray | list[Path] | None, digest: str) -> None:
     """Write ``<run>/input/`` unless it holds these arrays already: built in a hidden
     temporary folder, renamed into place when complete. Runs under the pipeline lock, so
     a temporary folder left by a stopped call is no one's and is removed."""
@@ -194,8 +231,11 @@ def _write_inputs(run: RunDir, features: np.ndarray, labels_csv: str,
         (tmp / "labels.csv").write_text(labels_csv, encoding="utf-8")
         if images is not None:
             (tmp / "images").mkdir()
-            for i, pixels in enumerate(images):
-                Image.fromarray(pixels).save(tmp / "images" / f"{i:07d}.png")
+            for i, picture in enumerate(images):
+                if isinstance(picture, Path):
+                    shutil.copyfile(picture, tmp / _image_name(i, images))
+                else:
+                    Image.fromarray(picture).save(tmp / _image_name(i, images))
         (tmp / DIGEST).write_text(digest + "\n")
         os.rename(tmp, run.path / INPUT)
     finally:
@@ -221,9 +261,10 @@ def from_arrays(features: Any, labels: Any, out: str | os.PathLike,
     class_names : sequence of str, optional
         Names of the label numbers. Classes are listed as every ``features:`` run lists
         them: in numeric order when all names are whole numbers, else alphabetically.
-    images : array-like, shape (N, H, W) or (N, H, W, 3), uint8, optional
-        The pictures, for thumbnails, image-folder exports and retraining; written into
-        the run as PNG files.
+    images : array-like, shape (N, H, W) or (N, H, W, 3), uint8, or N image paths, optional
+        The pictures, for thumbnails, image-folder exports and retraining: pixels are
+        written into the run as PNG files, files are copied into it (so the run stays
+        whole when the originals move).
     **options
         ``curator pipeline``'s options that apply to a features file: ``inject_noise``,
         ``noise_kind``, ``seed``, ``pca_dims``, ``perplexity``, ``n_iter``,
@@ -246,7 +287,7 @@ def from_arrays(features: Any, labels: Any, out: str | os.PathLike,
     x = check_features(features)
     names = label_names(labels, len(x), class_names)
     pixels = check_images(images, len(x))
-    text = _labels_csv(names, pixels is not None)
+    text = _labels_csv(names, pixels)
     digest = _digest(x, text, pixels)
     run = RunDir(a.out)
     if run.path.is_dir():

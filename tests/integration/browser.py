@@ -169,6 +169,41 @@ def point_position(driver, sample: int) -> tuple[float, float] | None:
         "        box.top + L._size.t + L.yaxis.l2p(t.y[k])];", sample)
 
 
+def marker_of(driver, sample: int) -> tuple[str, str]:
+    """The symbol name and hex colour the map draws ``sample`` with."""
+    m = trace_markers(driver)
+    k = m["customdata"].index(sample)
+    return m["symbol"][k], m["color"][k]
+
+
+def click_at(driver, x: float, y: float) -> None:
+    """A real pointer click at window pixel (x, y)."""
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+
+    actions = ActionBuilder(driver)
+    actions.pointer_action.move_to_location(int(x), int(y)).click()
+    actions.perform()
+
+
+def decide(driver, sample: int, key: str) -> None:
+    """Click ``sample``'s point on the map (the review list focuses its row), then press
+    ``key`` (a keep, d drop) on it."""
+    from selenium.webdriver.common.by import By
+
+    click_at(driver, *point_position(driver, sample))
+    wait_for(lambda: focused_sample(driver) == sample)
+    driver.find_element(By.TAG_NAME, "body").send_keys(key)
+
+
+def listed_of_class(driver) -> list[int]:
+    """The review list's samples among the shown class's points, as the map draws them,
+    that only the label rule lists (a near-duplicate lies on its copy's spot of the map, so
+    a click there may hit the copy)."""
+    ids = set(trace_markers(driver)["customdata"])
+    rows = wait_for(lambda: grid_rows(driver))
+    return [r["sample"] for r in rows if r["sample"] in ids and r["finding"] == "label"]
+
+
 def status_text(driver) -> str:
     return driver.find_element("id", "curate-status").text
 

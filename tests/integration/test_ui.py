@@ -24,12 +24,15 @@ from tests.integration.browser import (
     chrome,
     class_cell,
     class_rows,
+    decide,
     focus_row,
     focused_sample,
     grid_rows,
     hex_colours,
     lasso_middle,
     listed_classes,
+    listed_of_class,
+    marker_of,
     pick_class,
     picked_class,
     point_position,
@@ -83,29 +86,6 @@ def _move_to(driver, x: float, y: float) -> None:
     actions = ActionBuilder(driver)
     actions.pointer_action.move_to_location(int(x), int(y))
     actions.perform()
-
-
-def _click_at(driver, x: float, y: float) -> None:
-    actions = ActionBuilder(driver)
-    actions.pointer_action.move_to_location(int(x), int(y)).click()
-    actions.perform()
-
-
-def _decide(driver, sample: int, key: str) -> None:
-    """Click ``sample``'s point on the map (the review list focuses its row), then press
-    ``key`` (a keep, d drop) on it."""
-    _click_at(driver, *point_position(driver, sample))
-    wait_for(lambda: focused_sample(driver) == sample)
-    driver.find_element(By.TAG_NAME, "body").send_keys(key)
-
-
-def _listed_of_class(driver, code: int) -> list[int]:
-    """The review list's samples of class ``code``'s points, as the map draws them, that
-    only the label rule lists (a near-duplicate lies on its copy's spot of the map, so a
-    click there may hit the copy)."""
-    ids = set(trace_markers(driver)["customdata"])
-    rows = wait_for(lambda: grid_rows(driver))
-    return [r["sample"] for r in rows if r["sample"] in ids and r["finding"] == "label"]
 
 
 def test_pages_load_without_console_errors(driver, server):
@@ -195,9 +175,9 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     rows = wait_for(lambda: grid_rows(driver))
     relabel = next(r["sample"] for r in rows if r["suggested"])
     sample = next(r["sample"] for r in rows if r["sample"] != relabel)
-    _decide(driver, sample, "a")
+    decide(driver, sample, "a")
     wait_for(lambda: sample in store.overrides())
-    _decide(driver, relabel, "r")
+    decide(driver, relabel, "r")
     wait_for(lambda: relabel in store.relabels())
     data = run_data(ui_root, "parity")
     state = current_state(data)
@@ -370,34 +350,29 @@ def test_two_tabs_keep_each_others_changes(driver, server, ui_root):
     second = driver.current_window_handle
     _open(driver, server, "tabs")
 
-    def marker_of(sample):
-        m = trace_markers(driver)
-        k = m["customdata"].index(sample)
-        return m["symbol"][k], m["color"][k]
-
     try:
-        listed = _listed_of_class(driver, 0)
+        listed = listed_of_class(driver)
         a, b = listed[0], listed[-1]
         driver.switch_to.window(first)
-        _decide(driver, a, "a")
+        decide(driver, a, "a")
         wait_for(lambda: a in store.overrides())
         decision_a = store.overrides()[a]
         want_a = ("diamond", "#1a9e3a") if decision_a == "keep" else ("x", "#d62728")
         driver.switch_to.window(second)  # still shows the store before A's click
-        assert marker_of(a) != want_a
+        assert marker_of(driver, a) != want_a
         box = driver.find_element(By.ID, "curate-eps-input")
         eps = round(float(box.get_attribute("value")) * 0.8, 4)
         box.send_keys(Keys.CONTROL, "a")
         box.send_keys(str(eps), Keys.ENTER)
         wait_for(lambda: store.class_params()[0][0] == eps)
-        wait_for(lambda: marker_of(a) == want_a)  # the server repainted B
-        _decide(driver, b, "d")
+        wait_for(lambda: marker_of(driver, a) == want_a)  # the server repainted B
+        decide(driver, b, "d")
         wait_for(lambda: b in store.overrides())
         assert set(store.overrides()) == {a, b} and store.class_params()[0][0] == eps
         driver.switch_to.window(first)
         driver.refresh()
         _open(driver, server, "tabs")
-        assert marker_of(a) == want_a and marker_of(b)[0] in ("diamond", "x")
+        assert marker_of(driver, a) == want_a and marker_of(driver, b)[0] in ("diamond", "x")
         assert driver.find_element(By.ID, "curate-eps-input").get_attribute("value") == str(eps)
     finally:
         driver.switch_to.window(second)
@@ -502,24 +477,19 @@ def test_click_override_survives_reload_and_undo_reverts(driver, server, ui_root
     The decision is drawn, survives a reload, and Ctrl+Z / Redo take it back and forth."""
     store = CurationStore(ui_root / "click" / "curation.sqlite")
     _open(driver, server, "click")
-    listed = _listed_of_class(driver, 0)
+    listed = listed_of_class(driver)
     clicked = listed[len(listed) // 2]
-    _decide(driver, clicked, "a")
+    decide(driver, clicked, "a")
     wait_for(lambda: store.overrides() == {clicked: "keep"})
     want, colour = "diamond", "#1a9e3a"
 
-    def marker_of(s):
-        m = trace_markers(driver)
-        k = m["customdata"].index(s)
-        return m["symbol"][k], m["color"][k]
-
-    wait_for(lambda: marker_of(clicked) == (want, colour))
+    wait_for(lambda: marker_of(driver, clicked) == (want, colour))
     driver.refresh()
     _open(driver, server, "click")
-    assert marker_of(clicked) == (want, colour)  # persisted, drawn after a reload
+    assert marker_of(driver, clicked) == (want, colour)  # persisted, drawn after a reload
     ActionChains(driver).key_down(Keys.CONTROL).send_keys("z").key_up(Keys.CONTROL).perform()
     wait_for(lambda: store.overrides() == {})
-    wait_for(lambda: marker_of(clicked) != (want, colour))
+    wait_for(lambda: marker_of(driver, clicked) != (want, colour))
     driver.find_element(By.ID, "curate-redo").click()
     wait_for(lambda: store.overrides() == {clicked: "keep"})
 
@@ -648,8 +618,8 @@ def test_a_class_drawn_ahead_is_the_servers_and_takes_later_changes(driver, serv
     assert len(answers) >= 2 and True not in answers
 
     # A decision on the class drawn ahead: the server's marker patch lands on it.
-    sample = _listed_of_class(driver, 3)[0]
-    _decide(driver, sample, "d")
+    sample = listed_of_class(driver)[0]
+    decide(driver, sample, "d")
     wait_for(lambda: store.revision() > before)
     wait_for(lambda: shows(3))
     assert store.overrides()[sample] == "drop"

@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 import tsne_curator as tc
 from app.curate.figures import SYMBOLS, marker_style
@@ -185,6 +186,35 @@ def test_from_arrays_goes_through_the_features_path(array_run):
     kept = manifest[manifest["kept"]]
     assert len(list((dest / "images").rglob("*.png"))) == len(kept)
     assert manifest["path"].iloc[0] == "images/0000000.png"
+
+
+def test_from_arrays_takes_image_files_and_copies_them_into_the_run(tmp_path):
+    """``images=`` as N file paths (a user's folder, e.g. df["path"]): each file is copied
+    into the run, so the run stays whole when the originals go; the same files again
+    resume; a missing or non-image path is one error before anything is written."""
+    feats, labels, pixels = _digits(200)
+    src = tmp_path / "src"
+    src.mkdir()
+    files = []
+    for i, p in enumerate(pixels):
+        files.append(src / f"d{i}.{'jpg' if i % 2 else 'png'}")
+        Image.fromarray(p).save(files[-1])
+    for bad, word in (([*files[:-1], src / "gone.png"], "images\\[199\\] .*no such file"),
+                      ([*files[:-1], src / "notes.txt"], "not an image file"),
+                      (files[:-1], "images must be 200 image file paths")):
+        with pytest.raises(InputError, match=word):
+            tc.from_arrays(feats, labels, tmp_path / "bad", images=bad)
+        assert not (tmp_path / "bad").exists()
+    run = tc.from_arrays(feats, labels, tmp_path / "emb", images=[str(f) for f in files],
+                         seed=0)
+    again = tc.from_arrays(feats, labels, tmp_path / "emb", images=files, seed=0)
+    assert again.path == run.path
+    copied = sorted((run.path / "input" / "images").iterdir())
+    assert [f.name for f in copied[:2]] == ["0000000.png", "0000001.jpg"]
+    assert all(c.read_bytes() == f.read_bytes() for c, f in zip(copied, files, strict=True))
+    shutil.rmtree(src)
+    manifest, dest = run.export("pictures", format="imagefolder")
+    assert len(list((dest / "images").rglob("*.*"))) == int(manifest["kept"].sum())
 
 
 @pytest.mark.parametrize("change, word", [
@@ -400,12 +430,16 @@ def test_serve_starts_what_curator_serve_starts(tmp_path, monkeypatch, capsys):
 def test_progress_bars_go_through_tqdm_auto(monkeypatch):
     import tqdm.auto
 
-    made = []
+    made, written = [], []
 
     class Bar:
         def __init__(self, total: int, **kw) -> None:
             self.total, self.n = total, 0
             made.append(self)
+
+        @staticmethod
+        def write(text: str, **kw) -> None:
+            written.append(text)
 
         def refresh(self) -> None:
             pass
@@ -422,6 +456,15 @@ def test_progress_bars_go_through_tqdm_auto(monkeypatch):
     bar = progress_bar()
     bar(1, 4, "embed: t-SNE")
     assert len(made) == 1 and made[0].n == 1
+    # A training: a warning is a line above the bars; its end reported twice is one bar.
+    bar(0, 44, "train: plan: 2 epochs")
+    bar(0, 44, "warning: 2 epochs are too few to judge convergence")
+    bar(44, 44, "train: epoch 2/2 | test acc 0.727")
+    bar(44, 44, "train: reused; test acc 0.727")
+    assert len(made) == 2 and made[1].n == 44
+    assert written == ["warning: 2 epochs are too few to judge convergence"]
+    bar(0, 60, "train: plan: 3 epochs")  # the next training: a bar of its own
+    assert len(made) == 3
 
 
 def test_experiment_is_curator_experiment(fresh_run):

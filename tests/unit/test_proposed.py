@@ -214,6 +214,10 @@ def test_an_experiment_says_what_filtered_kept_that_findings_only_propose(copies
     info = json.loads((out / "curation.json").read_text())
     proposed = current_snapshot(copies_run).proposed()
     assert info["proposed"] == proposed and proposed.get("duplicate", 0) >= 1
-    line = curation_line(out)
+    line = curation_line(out, {"full", "filtered"})
+    assert line.startswith("filtered kept") and "corrected" not in line
     assert f"duplicate {proposed['duplicate']}" in line and "propose" in line
-    assert curation_line(Path(tmp_path / "none")) == ""
+    assert curation_line(out, {"full", "filtered", "corrected"}).startswith(
+        "filtered and corrected kept")
+    assert curation_line(out, {"full", "random"}) == ""  # no curated subset trained
+    assert curation_line(Path(tmp_path / "none"), {"filtered"}) == ""

@@ -46,6 +46,7 @@ class TqdmProgress:
     def __init__(self, show: bool | None = None) -> None:
         self._bar = None
         self._label = ""
+        self._finished: tuple[str, int] | None = None  # the last bar that reached its end
         self._show = bars_wanted() if show is None else show
 
     def __call__(self, done: int, total: int, message: str) -> bool:
@@ -53,7 +54,12 @@ class TqdmProgress:
             return False
         from tqdm.auto import tqdm
 
+        if message.startswith("warning:"):  # a note, not a step: printed above the bars
+            tqdm.write(message, file=sys.stderr)
+            return False
         label = message.split(":", 1)[0]
+        if self._bar is None and done >= total and self._finished == (label, total):
+            return False  # a finished step's closing words (a training's test accuracy)
         if self._bar is None or label != self._label or total != self._bar.total:
             self.close()
             self._bar = tqdm(total=total, desc=label, file=sys.stderr, leave=True,
@@ -63,6 +69,7 @@ class TqdmProgress:
         self._bar.refresh()
         if done >= total:
             self.close()
+            self._finished = (label, total)
         return False
 
     def close(self) -> None:

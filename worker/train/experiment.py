@@ -169,18 +169,20 @@ def _write_curation(run: RunDir, out: Path) -> None:
         tmp.write_text(json.dumps(info, indent=2) + "\n")
 
 
-def curation_line(folder: Path) -> str:
-    """'filtered kept 21 samples that findings only propose (duplicate 18, outlier 3) …',
-    or '' when none were (or the experiment predates ``curation.json``)."""
+def curation_line(folder: Path, subsets: set[str]) -> str:
+    """'filtered kept 21 samples that findings only propose (duplicate 18, outlier 3) …'
+    for the curated ones among ``subsets`` (filtered, corrected), or '' when none were
+    trained, none kept such samples, or the experiment predates ``curation.json``."""
     path = folder / "curation.json"
-    if not path.is_file():
+    curated = [s for s in ("filtered", "corrected") if s in subsets]
+    if not curated or not path.is_file():
         return ""
     proposed = json.loads(path.read_text()).get("proposed", {})
     if not proposed:
         return ""
     kinds = ", ".join(f"{k} {n}" for k, n in proposed.items())
-    return (f"filtered and corrected kept {sum(proposed.values())} samples that findings only "
-            f"propose ({kinds}): review them on the Curate page to drop them")
+    return (f"{' and '.join(curated)} kept {sum(proposed.values())} samples that findings "
+            f"only propose ({kinds}): review them on the Curate page to drop them")
 
 
 def read_results(folder: Path) -> list[dict]:
@@ -204,5 +206,5 @@ def verdict_report(folder: Path) -> str:
                      f"{r.vs_full.text() if r.vs_full else '-':<18}"
                      f"{r.vs_random.text() if r.vs_random else '-':<18}{done}")
     lines += [verdict(results, b) for b in sorted({r.batch_size for r in results})]
-    note = curation_line(folder)
+    note = curation_line(folder, {r.subset for r in results})
     return "\n".join([*lines, note] if note else lines)
