@@ -107,11 +107,12 @@ def place(src: Path, dest: Path) -> None:
         shutil.copy2(src, dest)
 
 
-def cifar_subset(root: Path, per_class: int,
-                 test_per_class: int | None = None) -> tuple[Path, Path]:
-    """A stratified CIFAR-10 subset of ``root`` as hard links: the first ``per_class``
-    train images of each class, and the first ``test_per_class`` test images of each class
-    (the whole clean test split when None); plus the CIFAR-10N labels CSV cut to it.
+def cifar_subset(root: Path, per_class: int, test_per_class: int | None = None,
+                 offset: int = 0) -> tuple[Path, Path]:
+    """A stratified CIFAR-10 subset of ``root`` as hard links: ``per_class`` train images
+    of each class after its first ``offset`` (a set disjoint from one at offset 0), and the
+    first ``test_per_class`` test images of each class (the whole clean test split when
+    None); plus the CIFAR-10N labels CSV cut to it.
 
     Returns
     -------
@@ -119,15 +120,17 @@ def cifar_subset(root: Path, per_class: int,
     """
     import csv
 
-    tag = f"{per_class}pc" + (f"-t{test_per_class}" if test_per_class else "")
+    tag = f"{per_class}pc" + (f"-t{test_per_class}" if test_per_class else "") + \
+        (f"-from{offset}" if offset else "")
     dest = root.parent / f"cifar10-{tag}"
     keep = set()
-    for split, n in (("train", per_class), ("test", test_per_class)):
+    for split, start, n in (("train", offset, per_class), ("test", 0, test_per_class)):
         if split == "test" and (dest / "test").is_symlink():
             (dest / "test").unlink()
         for cls in sorted(p.name for p in (root / split).iterdir()):
             (dest / split / cls).mkdir(parents=True, exist_ok=True)
-            for f in sorted((root / split / cls).glob("*.jpg"))[:n]:
+            files = sorted((root / split / cls).glob("*.jpg"))
+            for f in files[start:start + n if n else None]:
                 place(f.resolve(), dest / split / cls / f.name)
                 if split == "train":
                     keep.add(f"train/{cls}/{f.name}")

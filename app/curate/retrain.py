@@ -12,7 +12,7 @@ from app.forms import train_form
 from app.job_view import poll, submit
 from app.layout import error_alert
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import SUBSETS
+from worker.pipeline.names import SHOWN_FRACTIONS, SUBSETS
 from worker.train.launch import plan_for
 
 # The form's fields share one pattern-matching id type, {"type": FIELD, "name": <a train
@@ -33,6 +33,8 @@ def train_field(name: str) -> dict:
     """The id of the Retrain form's field for the train job's param ``name``."""
     return {"type": FIELD, "name": name}
 
+PANEL_PRUNED = tuple(f"{head}@{f}" for f in SHOWN_FRACTIONS for head in ("pruned", "random"))
+
 
 def layout(_page: Page) -> html.Div:
     def field(label: str, component) -> dbc.Col:
@@ -42,7 +44,7 @@ def layout(_page: Page) -> html.Div:
         dbc.Row([
             field("subset", dbc.Select(
                 id=train_field("subset"), value="filtered", size="sm",
-                options=[{"label": s, "value": s} for s in SUBSETS])),
+                options=[{"label": s, "value": s} for s in (*SUBSETS, *PANEL_PRUNED)])),
             field("model", dbc.Select(
                 id=train_field("model"), value="resnet18", size="sm",
                 options=[{"label": m, "value": m}

@@ -10,7 +10,9 @@ from dash.exceptions import PreventUpdate
 
 from app.app_context import settings
 from app.curate import RUN, SHOWN_REV, TABS, Page, logic
-from app.run_data import current_state, run_data
+from app.run_data import RunData, RunState, current_state, run_data
+from worker.pipeline.names import DEFAULT_PRUNING, SHOWN_FRACTIONS
+from worker.train.data import pruned_sizes, training_pool
 
 PART = "summary"
 SLOT = "tab"
@@ -36,7 +38,9 @@ def on_summary(_revision, tab, run_id):
             raise PreventUpdate
         return None
     data = run_data(settings().runs_root, run_id)
-    return table(logic.class_counts(data, current_state(data)))
+    state = current_state(data)
+    rows = logic.class_counts(data, state)
+    return [table(rows), pruning_table(data, state, rows[-1]["kept"])]
 
 
 def table(rows: list[dict]) -> dbc.Table:
@@ -48,3 +52,36 @@ def table(rows: list[dict]) -> dbc.Table:
                                className="fw-semibold" if r["class"] == "total" else None)
                        for r in rows])
     return dbc.Table([head, body], size="sm", striped=True, hover=True, class_name="w-auto")
+
+
+PRUNING = "curate-summary-pruning"
+
+
+def pruning_table(data: RunData, state: RunState, kept: int) -> html.Div:
+    """What ``pruned@F`` would train and leave out at 70/50/30%: F of each class of what
+    the curation keeps (outside any hold-out), ranked by value, and the command that
+    compares each with its random control."""
+    labels = data.samples.labels
+    train_labels = labels.copy()
+    if state.relabels:
+        train_labels[list(state.relabels)] = list(state.relabels.values())
+    sizes = pruned_sizes(data.run, labels, state.decisions.kept, train_labels, SHOWN_FRACTIONS)
+    pool = len(training_pool(data.run, labels))
+    trained = int(state.decisions.kept[training_pool(data.run, labels)].sum())
+    head = html.Thead(html.Tr([html.Th(h) for h in ("subset", "trains", "leaves out",
+                                                     "of the training pool")]))
+    body = html.Tbody([html.Tr([
+        html.Td(f"pruned@{f:g}"), html.Td(f"{n:,}"), html.Td(f"{trained - n:,} more"),
+        html.Td(f"{n / pool:.0%}" if pool else "-")]) for f, n in sizes.items()])
+    cmd = ("curator experiment RUN --subsets full,"
+           + ",".join(f"pruned@{f:g},random@{f:g}" for f in SHOWN_FRACTIONS[1:]))
+    return html.Div([
+        html.H6("Pruning by value", className="mt-3 mb-1"),
+        html.Div(f"After the curation ({kept:,} kept; {trained:,} in the training pool), "
+                 f"pruned@F trains the fraction F of each class, chosen by "
+                 f"{DEFAULT_PRUNING} sampling on the distance to the class's prototype in "
+                 "the run's features (no training needed). Compare it with random@F, the "
+                 "same size at random:", className="small text-muted"),
+        dbc.Table([head, body], size="sm", striped=True, class_name="w-auto small mb-1"),
+        html.Code(cmd, className="small"),
+    ], id=PRUNING)

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from app.app_context import settings
 from app.layout import GRAPH_CONFIG as LOCAL_GRAPH_CONFIG
 from app.layout import error_alert
-from app.result_figures import accuracy_vs_batch
+from app.result_figures import accuracy_vs_batch, accuracy_vs_fraction
 from worker.pipeline.errors import InputError
 from worker.run_catalog import resolve_run
 from worker.train.convergence import RULE, convergence
@@ -125,7 +125,9 @@ def experiment_view(folder: Path) -> html.Div:
     results = compare(rows)
     head = html.Thead(html.Tr([html.Th(h) for h in (
         "batch", "subset", "images", "epochs · steps", "seeds", "test acc (mean ± sd)",
-        "without leaks", "vs full", "vs random", "converged")]))
+        "without leaks", "vs full", html.Span("vs random", title=(
+            "against the random control of the same size and class counts: random for "
+            "filtered and corrected, random@F for pruned@F")), "converged")]))
 
     def converged_cell(r) -> html.Td:  # noqa: ANN001 - SubsetResult
         if r.converged is None:
@@ -155,6 +157,10 @@ def experiment_view(folder: Path) -> html.Div:
     batches = sorted({r.batch_size for r in results})
     figure = [dcc.Graph(figure=accuracy_vs_batch(results), config=GRAPH_CONFIG,
                         className="experiment-figure")] if len(batches) > 1 else []
+    pruning = accuracy_vs_fraction(results, rows)
+    if pruning is not None:
+        figure.append(dcc.Graph(figure=pruning, config=GRAPH_CONFIG,
+                                className="experiment-pruning"))
     return dbc.Card(dbc.CardBody([
         html.H6(f"Experiment {folder.name}"), *figure,
         dbc.Table([head, body], size="sm", striped=True, class_name="small experiment-table"),

@@ -137,6 +137,36 @@ def test_experiment_table_and_plot(fresh_run):
     assert job["done"] == job["total"] > 0 and len(job["params"]["configs"]) == 6
 
 
+def test_pruned_and_random_subsets_train_end_to_end(fresh_run):
+    """Issue 47, item 5: ``--subsets full,pruned@0.5,random@0.5`` through the CLI's job:
+    pruned@F and random@F the same size, about half of filtered, each timed with its
+    subset's choice (the scoring) recorded; the verdict compares pruned@0.5 with its own
+    control, and the Results page draws accuracy against the fraction kept."""
+    from app.result_figures import accuracy_vs_fraction
+    from worker.train.experiment import read_results
+    from worker.train.verdict import compare
+
+    r = subprocess.run([CURATOR, "experiment", str(fresh_run.path), "--subsets",
+                        "full,pruned@.5,random@0.5", "--batch-sizes", "64", "--seeds", "1",
+                        "--epochs", "1", "--model", SMALL, "--name", "prune"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    out = fresh_run.path / "experiments" / "prune"
+    rows = read_results(out)
+    sizes = {row["subset"]: int(row["train_size"]) for row in rows}
+    assert set(sizes) == {"full", "pruned@0.5", "random@0.5"}  # one name per subset
+    assert sizes["pruned@0.5"] == sizes["random@0.5"] < 0.55 * sizes["full"]
+    assert all(0 <= float(row["subset_seconds"]) < float(row["seconds"]) for row in rows)
+    assert "experiment: plan: batch 64 (SGD), the same optimizer steps: full 1 epochs" \
+        in r.stdout and "pruned@0.5 3 epochs = 30 steps" in r.stdout
+    fig = accuracy_vs_fraction(compare(rows), rows)
+    traces = {t.name: t for t in fig.data}
+    assert set(traces) == {"full", "pruned", "random"}
+    assert list(traces["full"].x) == [1.0]
+    assert list(traces["pruned"].x) == [sizes["pruned@0.5"] / sizes["full"]]
+    assert traces["pruned"].customdata[0][2].endswith(" s")
+
+
 def test_streaming_path_for_images_that_are_not_in_memory(cifar_mini, tmp_path):
     """80 px images: thumbnails (64 px) are not the images, so DataLoader workers with a
     DistributedSampler read the files; the dataset's own test split is the test set."""

@@ -44,6 +44,8 @@ from tests.integration.browser import (
 from tests.unit.test_cli import CURATOR
 from worker.pipeline.map.dbscan import dbscan_once, sklearn_dbscan
 from worker.pipeline.storage.curation_store import CurationStore
+from worker.pipeline.storage.rundir import RunDir
+from worker.train.data import select_subset
 
 pytestmark = browser_marks()
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
@@ -424,6 +426,16 @@ def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_roo
     assert head == ["class", "size", "flagged", "overridden", "relabelled", "kept",
                     "proposed", "duplicate", "leak", "outlier", "reduction"] \
         and "total" in table[0].text
+    # Under it, what pruned@F would train at 70/50/30% (issue 47): the sizes the training
+    # job's own subset selection gives.
+    pruning = wait_for(lambda: driver.find_element(By.ID, "curate-summary-pruning").text)
+    for f in (0.7, 0.5, 0.3):
+        n = len(select_subset(RunDir(ui_root / "gallery"), f"pruned@{f}", 0).indices)
+        assert f"pruned@{f} {n:,} " in pruning, pruning
+    assert "--subsets full,pruned@0.5,random@0.5,pruned@0.3,random@0.3" in pruning
+    # The wide table scrolls inside its panel: the page never scrolls sideways.
+    assert driver.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth")
     # Left, the table is taken down (its cells would cost every class switch); back, it
     # is there again.
     for title, shown in (("Review list", False), ("Summary", True)):
@@ -916,8 +928,7 @@ def test_relabel_from_the_review_list_reaches_the_export_and_the_training_subset
     """The r key relabels the focused row to its suggestion (its badge then says so), the
     exported manifest carries it beside the given label, the filtered subset trains with
     it, and Undo takes it back."""
-    from worker.pipeline.storage.rundir import RunDir
-    from worker.train.data import holdout_mask, select_subset
+    from worker.train.data import holdout_mask
 
     store = CurationStore(ui_root / "relabel" / "curation.sqlite")
     samples = RunDir(ui_root / "relabel").read_samples()

@@ -10,8 +10,9 @@ from worker.cli.arguments import Add, rundir, train_args, train_config
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
-from worker.pipeline.names import BUDGETS, SUBSETS
+from worker.pipeline.names import BUDGETS
 from worker.pipeline.ranges import check, cli_type
+from worker.train.subsets import subset_arg, subsets_arg
 
 
 def _train_printer():
@@ -54,7 +55,7 @@ def experiment_params(a: argparse.Namespace):  # noqa: ANN201 - ExperimentParams
     from worker.jobs.job_params import ExperimentParams
     from worker.train.launch import validate
 
-    subsets = [s for s in a.subsets.split(",") if s]
+    subsets = subsets_arg(a.subsets).split(",")
     batch_sizes = [None if b.strip() == "auto" else check("train_batch", b)
                    for b in a.batch_sizes.split(",") if b.strip()]
     configs = [train_config(a, subset=s, batch_size=b, seed=seed, name=None)
@@ -80,10 +81,11 @@ def register(add: Add) -> None:
     """retrain and experiment."""
     sp = add("retrain", cmd_retrain, "train with DDP on a subset of a run (torchrun)")
     sp.add_argument("run", type=Path)
-    sp.add_argument("--subset", default="filtered", choices=SUBSETS,
-                    help="filtered (kept samples), full, random (filtered's size), or "
+    sp.add_argument("--subset", default="filtered", type=subset_arg,
+                    help="filtered (kept samples), full, random (filtered's size), "
                          "corrected (filtered plus the flagged samples whose suggested label "
-                         "is confident, relabelled)")
+                         "is confident, relabelled), pruned@F (the fraction F of filtered, "
+                         "by value) or random@F (its random control)")
     sp.add_argument("--batch-size", type=cli_type("train_batch"),
                     help="global batch (default: a power of two ≤ images/32, 16 to 256)")
     sp.add_argument("--seed", type=cli_type("seed"), default=0, help="training seed")
@@ -91,7 +93,9 @@ def register(add: Add) -> None:
 
     sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
     sp.add_argument("run", type=Path)
-    sp.add_argument("--subsets", default="full,filtered,random", help="comma-separated")
+    sp.add_argument("--subsets", default="full,filtered,random", type=subsets_arg,
+                    help="comma-separated: full, filtered, random, corrected, pruned@F, "
+                         "random@F (e.g. full,pruned@0.5,random@0.5,pruned@0.3,random@0.3)")
     sp.add_argument("--batch-sizes", default="auto",
                     help="comma-separated global batches; 'auto' chooses from the subset size")
     sp.add_argument("--seeds", type=cli_type("seeds"), default=3,

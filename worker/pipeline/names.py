@@ -45,6 +45,13 @@ PRECISIONS = ("auto", "fp32", "bf16")
 DECODERS = ("auto", "host", "device")
 # Training subsets (worker/train/data.py says what each holds).
 SUBSETS = ("filtered", "full", "random", "corrected")
+# How pruned@F ranks what the curation keeps (worker/pipeline/pruning.py says what each
+# is; the default was chosen by measurement, docs/benchmarks.md "Pruning by value").
+PRUNINGS = ("coverage", "easy", "hard")
+DEFAULT_PRUNING = "coverage"
+# The fractions kept that the Summary tab counts and the Retrain panel offers (any F in
+# (0, 1) from the CLI or the API).
+SHOWN_FRACTIONS = (0.7, 0.5, 0.3)
 # Training optimizers: auto is LARS from a global batch of 4,096 (the paper's large
 # batches), SGD with Nesterov momentum below (worker/train/plan.py ``optimizer_for``).
 OPTIMIZERS = ("auto", "sgd", "lars")

@@ -39,7 +39,9 @@ class TrainConfig:
     extra: dict = field(default_factory=dict)
 
     def default_name(self) -> str:
-        return f"{self.subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}"
+        # pruned@0.5 → pruned_0.5: '@' is not in the safe-name rule of run folders
+        subset = self.subset.replace("@", "_")
+        return f"{subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}"
 
 
 # TrainConfig's numbers and their names in worker.pipeline.ranges; the optional ones (None

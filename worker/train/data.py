@@ -11,7 +11,11 @@ Subsets (indices into the run's samples):
 - ``corrected``: ``filtered``, plus the samples the rule flagged whose label the evidence
   confidently disputes (confident learning's label issues, ``label_issue.npy``) with a
   suggested class other than the given one: those train with the suggested label instead
-  of being dropped. The other flagged samples, and any a reviewer dropped, stay out.
+  of being dropped. The other flagged samples, and any a reviewer dropped, stay out;
+- ``pruned@F``: ``filtered``'s fraction F of each class, ranked by value
+  (worker/pipeline/pruning.py), with the reviewers' labels; ``random@F``: a seeded random
+  subset of ``full`` with ``pruned@F``'s class counts, its control
+  (worker/train/subsets.py says how the names are written).
 
 Test set: the dataset's test split when it has one (CIFAR batches, a folder with
 ``train/`` and ``test/``); otherwise a fixed, stratified 20% hold-out of the run's samples
@@ -27,10 +31,11 @@ import numpy as np
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings.files import load_table
 from worker.pipeline.findings.testsplit import read_test_paths, test_spec
-from worker.pipeline.names import SUBSETS
+from worker.pipeline.pruning import DEFAULT_PRUNING, choose, prototype_distance, quota
 from worker.pipeline.sources.datasets import open_dataset
 from worker.pipeline.sources.ingest import open_run_dataset, thumbnail
 from worker.pipeline.storage.rundir import RunDir
+from worker.train.subsets import parse_subset
 
 HOLDOUT_FRACTION = 0.2
 
@@ -167,21 +172,26 @@ def correctable(labels: np.ndarray, dropped_by_rule: np.ndarray,
 
 
 def subset_indices(run: RunDir, labels: np.ndarray, kept: np.ndarray, subset: str,
-                   seed: int, rescued: np.ndarray | None = None) -> np.ndarray:
+                   seed: int, rescued: np.ndarray | None = None,
+                   train_labels: np.ndarray | None = None) -> np.ndarray:
     """Sorted int64 indices of ``subset`` given the given labels and the kept mask (both
     shape (N,)), excluding any hold-out; ``rescued`` (bool (N,), :func:`correctable`)
-    joins ``corrected``. An empty subset is an error."""
-    if subset not in SUBSETS:
-        raise InputError(f"unknown subset {subset!r}: use one of {', '.join(SUBSETS)}")
-    pool = np.arange(len(labels))
-    if not _has_test_split(run):
-        pool = pool[~holdout_mask(labels)]
+    joins ``corrected``; ``train_labels`` (default ``labels``) are the classes the curated
+    subsets train with, by which ``pruned@F`` scores and counts. An empty subset is an
+    error."""
+    name = parse_subset(subset)
+    pool = training_pool(run, labels)
     filtered = pool[kept[pool]]
-    if subset == "full":
+    if name.fraction is not None:
+        y = labels if train_labels is None else train_labels
+        chosen = pruned(run, y, filtered, name.fraction, name.method, seed)
+        if name.kind == "random":
+            chosen = random_like(pool, labels, chosen, seed)
+    elif name.kind == "full":
         chosen = pool
-    elif subset == "filtered":
+    elif name.kind == "filtered":
         chosen = filtered
-    elif subset == "corrected":
+    elif name.kind == "corrected":
         extra = np.zeros(len(labels), dtype=bool) if rescued is None else rescued
         chosen = pool[kept[pool] | extra[pool]]
     else:
@@ -189,6 +199,32 @@ def subset_indices(run: RunDir, labels: np.ndarray, kept: np.ndarray, subset: st
     if len(chosen) == 0:
         raise InputError(f"the {subset} subset is empty: nothing would be trained on")
     return np.sort(np.asarray(chosen, dtype=np.int64))
+
+
+def training_pool(run: RunDir, labels: np.ndarray) -> np.ndarray:
+    """int64 sample indices every subset is drawn from: all, less any hold-out."""
+    pool = np.arange(len(labels))
+    return pool if _has_test_split(run) else pool[~holdout_mask(labels)]
+
+
+def pruned_sizes(run: RunDir, labels: np.ndarray, kept: np.ndarray,
+                 train_labels: np.ndarray, fractions: tuple[float, ...]) -> dict[float, int]:
+    """How many images ``pruned@F`` (and ``random@F``) would train for each F: the
+    :func:`~worker.pipeline.pruning.quota` of each class of what the curation keeps, by
+    ``train_labels``; counted without scoring (which only decides which samples)."""
+    pool = training_pool(run, labels)
+    counts = np.bincount(train_labels[pool[kept[pool]]])
+    return {f: sum(quota(int(c), f) for c in counts) for f in fractions}
+
+
+def pruned(run: RunDir, labels: np.ndarray, filtered: np.ndarray, fraction: float,
+           method: str | None, seed: int) -> np.ndarray:
+    """``pruned@fraction``: the fraction of each class of ``filtered`` (sample indices),
+    ranked by the prototype score on the run's features (worker/pipeline/pruning.py)."""
+    keep = np.zeros(len(labels), dtype=bool)
+    keep[filtered] = True
+    scores = prototype_distance(run.load_features(), labels, keep)
+    return choose(scores, labels, filtered, fraction, method or DEFAULT_PRUNING, seed)
 
 
 def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
@@ -206,10 +242,11 @@ def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
         rescued = correctable(samples.labels, snap.decisions.reason == "noise", evidence)
         if evidence is not None:
             labels = np.where(rescued, evidence["suggested"], labels)
-    chosen = subset_indices(run, samples.labels, snap.decisions.kept, subset, seed, rescued)
+    chosen = subset_indices(run, samples.labels, snap.decisions.kept, subset, seed, rescued,
+                            train_labels=labels)
     # Only the curated subsets train with the reviewers' relabels (and, for corrected, the
     # suggested labels): full and random are the controls, as the data came.
-    y = (labels if subset in ("filtered", "corrected") else samples.labels)[chosen]
+    y = (labels if parse_subset(subset).curated else samples.labels)[chosen]
     return Subset(chosen, y, subset_key(chosen, y), snap.stored.revision)
 
 

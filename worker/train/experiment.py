@@ -25,12 +25,13 @@ from worker.pipeline.storage.rundir import RunDir, atomic_path
 from worker.train.data import select_subset
 from worker.train.launch import TrainConfig, launch, validate
 from worker.train.plan import resolve, steps_per_epoch
-from worker.train.verdict import compare, mean_without_leaks, verdict
+from worker.train.subsets import parse_subset
+from worker.train.verdict import compare, curated, mean_without_leaks, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",
                  "epochs", "steps", "budget", "seconds", "images_per_s", "train_dir",
-                 "converged", "gain_pp", "loss_drop"]
+                 "converged", "gain_pp", "loss_drop", "subset_seconds"]
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -149,7 +150,9 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
                      # winner while a compared training was still learning.
                      "converged": summary["converged"],
                      "gain_pp": summary["convergence"]["gain_pp"],
-                     "loss_drop": summary["convergence"]["loss_drop"]})
+                     "loss_drop": summary["convergence"]["loss_drop"],
+                     # choosing the subset (pruned@F's scoring): part of its wall-clock time
+                     "subset_seconds": summary["config"].get("subset_seconds", 0.0)})
         _write_csv(out / "results.csv", RESULT_FIELDS, rows)
     summary_rows = summarise(rows)
     _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)
@@ -171,17 +174,20 @@ def _write_curation(run: RunDir, out: Path) -> None:
 
 def curation_line(folder: Path, subsets: set[str]) -> str:
     """'filtered kept 21 samples that findings only propose (duplicate 18, outlier 3) …'
-    for the curated ones among ``subsets`` (filtered, corrected), or '' when none were
-    trained, none kept such samples, or the experiment predates ``curation.json``."""
+    for the curated ones among ``subsets`` (filtered, corrected, pruned@F), or '' when
+    none were trained, none kept such samples, or the experiment predates
+    ``curation.json``."""
     path = folder / "curation.json"
-    curated = [s for s in ("filtered", "corrected") if s in subsets]
-    if not curated or not path.is_file():
+    order = ("filtered", "corrected", "pruned")
+    names = sorted((s for s in subsets if curated(s)),
+                   key=lambda s: (order.index(parse_subset(s).kind), s))
+    if not names or not path.is_file():
         return ""
     proposed = json.loads(path.read_text()).get("proposed", {})
     if not proposed:
         return ""
     kinds = ", ".join(f"{k} {n}" for k, n in proposed.items())
-    return (f"{' and '.join(curated)} kept {sum(proposed.values())} samples that findings "
+    return (f"{' and '.join(names)} kept {sum(proposed.values())} samples that findings "
             f"only propose ({kinds}): review them on the Curate page to drop them")
 
 

@@ -24,8 +24,9 @@ from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
 from worker.train.config import TrainConfig, check_numbers
 from worker.train.convergence import with_convergence
-from worker.train.data import SUBSETS, correctable, select_subset, subset_indices
+from worker.train.data import correctable, select_subset, subset_indices
 from worker.train.plan import Plan, resolve
+from worker.train.subsets import parse_subset
 
 
 def validate(cfg: TrainConfig) -> None:
@@ -37,8 +38,7 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.model not in TRAIN_MODELS:
         raise InputError(f"unknown model {cfg.model!r}: choose one of "
                          f"{', '.join(TRAIN_MODELS)}")
-    if cfg.subset not in SUBSETS:
-        raise InputError(f"unknown subset {cfg.subset!r}: use one of {', '.join(SUBSETS)}")
+    parse_subset(cfg.subset)  # an unknown name is refused in one line
     world = cfg.nproc * cfg.nnodes
     if cfg.batch_size is not None and cfg.batch_size < world:
         raise InputError(f"--batch-size {cfg.batch_size} is smaller than the {world} "
@@ -55,7 +55,7 @@ def validate(cfg: TrainConfig) -> None:
 
 
 # What may differ between a training's config.json and a repeated request for it.
-_NOT_IDENTITY = ("extra", "store_revision", "warnings", "total_steps")
+_NOT_IDENTITY = ("extra", "store_revision", "warnings", "total_steps", "subset_seconds")
 
 
 @dataclass
@@ -111,7 +111,11 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
         run.load_array(run.thumbnails, "ingest", mmap=True)
     from worker.pipeline.export import check_export_name
 
+    began = time.perf_counter()
     chosen = select_subset(run, cfg.subset, cfg.seed)
+    # What choosing the subset cost (pruned@F scores every kept sample): the Results page
+    # adds it to the training's time.
+    subset_seconds = round(time.perf_counter() - began, 3)
     cfg, plan = resolve(cfg, len(chosen.indices))
     name = cfg.name or f"{cfg.default_name()}-{chosen.key[:8]}"
     check_export_name(run, name)  # the same safe-name rule as exports
@@ -119,7 +123,7 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
     config = {**asdict(cfg), "name": name, "run": str(run.path.resolve()),
               "subset_key": chosen.key, "subset_size": len(chosen.indices),
               "store_revision": chosen.revision, "total_steps": plan.total_steps,
-              "warnings": list(plan.warnings)}
+              "warnings": list(plan.warnings), "subset_seconds": subset_seconds}
     if (out / "config.json").is_file():
         old = json.loads((out / "config.json").read_text())
         same = {k: v for k, v in old.items() if k not in _NOT_IDENTITY} == \

@@ -1,7 +1,8 @@
 """The paper's comparison, read: filtered against full and random, over seeds.
 
 For each batch size, every subset gets its mean test accuracy and standard deviation over
-seeds; filtered (and random) get their difference against full and against random, with
+seeds; every subset gets its difference against full and against its random control
+(``random`` for filtered and corrected, ``random@F`` for ``pruned@F``), with
 the standard error of that difference, and a Welch t-test (scipy) decides whether the
 difference is outside the seed-to-seed noise (p < 0.05). With one seed per subset there
 is no spread to compare against, and the verdict says so. While a compared training had
@@ -16,6 +17,7 @@ import statistics
 from dataclasses import dataclass
 
 from worker.train.convergence import MIN_WINDOW, Convergence, window_of
+from worker.train.subsets import parse_subset
 
 ALPHA = 0.05
 
@@ -91,15 +93,31 @@ def compare(rows: list[dict]) -> list[SubsetResult]:
         groups.setdefault((int(r["batch_size"]), r["subset"]), []).append(r)
     accs = {key: tuple(float(r["final_test_acc"]) for r in rs) for key, rs in groups.items()}
 
-    def against(batch: int, subset: str, other: str) -> Difference | None:
+    def against(batch: int, subset: str, other: str | None) -> Difference | None:
         ref = accs.get((batch, other))
         return None if ref is None or other == subset else difference(accs[batch, subset], ref)
 
     return [SubsetResult(subset, batch, round(statistics.mean(int(r["train_size"]) for r in rs)),
                          accs[batch, subset], against(batch, subset, "full"),
-                         against(batch, subset, "random"), *_convergence(rs),
+                         against(batch, subset, control_of(subset)), *_convergence(rs),
                          max(int(_number(r.get("steps")) if r.get("steps") else 0) for r in rs))
             for (batch, subset), rs in sorted(groups.items())]
+
+
+def control_of(subset: str) -> str | None:
+    """The random subset ``subset`` is compared with: ``random@F`` for a ``pruned@F``
+    (its size and class counts), ``random`` (filtered's) for the rest; None for a random
+    subset, itself a control."""
+    name = parse_subset(subset)
+    if name.kind == "random":
+        return None
+    return f"random@{name.fraction:g}" if name.kind == "pruned" else "random"
+
+
+def curated(subset: str) -> bool:
+    """A subset the curation chose (filtered, corrected, pruned@F): the verdict judges
+    these against full and their random control."""
+    return parse_subset(subset).curated
 
 
 def _flag(value: object) -> bool | None:
@@ -132,16 +150,14 @@ def _convergence(rows: list[dict]) -> tuple[bool | None, Convergence | None, int
     return False, worst, epochs
 
 
-CURATED = ("filtered", "corrected")
-
-
 def verdict(results: list[SubsetResult], batch_size: int) -> str:
     """One line on what curation did at ``batch_size``: each curated subset (filtered,
-    corrected) against full and against random, whether each difference is inside the
+    corrected, pruned@F) against full and its random control, whether each difference is inside the
     noise, and which subset to ship (:func:`recommend`)."""
-    curated = [r for r in results if r.batch_size == batch_size and r.subset in CURATED]
-    if not curated:
-        return f"batch {batch_size}: no filtered or corrected training to judge"
+    judged = [r for r in results if r.batch_size == batch_size and curated(r.subset)]
+    if not judged:
+        return (f"batch {batch_size}: no curated training (filtered, corrected, pruned@F) "
+                "to judge")
     lagging = [r for r in results if r.batch_size == batch_size and r.converged is False]
     if lagging:
         # --epochs is full's (the largest subset's) under the steps budget, and every
@@ -151,8 +167,8 @@ def verdict(results: list[SubsetResult], batch_size: int) -> str:
                 + "; ".join(r.still_learning() for r in lagging)
                 + f"; no winner named: run with --epochs {max(2 * epochs, MIN_WINDOW + 1)}")
     parts = []
-    for r in curated:
-        for other, d in (("full", r.vs_full), ("random", r.vs_random)):
+    for r in judged:
+        for other, d in (("full", r.vs_full), (control_of(r.subset), r.vs_random)):
             if d is None:
                 continue
             if d.p is None:
@@ -175,7 +191,7 @@ def recommend(results: list[SubsetResult], batch_size: int) -> str | None:
     when it beats full clearly (Welch p < 0.05), else ``full``; None without a full
     training and a curated one with two or more seeds to compare, or while a training at
     ``batch_size`` had not converged."""
-    judged = [r for r in results if r.batch_size == batch_size and r.subset in CURATED
+    judged = [r for r in results if r.batch_size == batch_size and curated(r.subset)
               and r.vs_full is not None and r.vs_full.p is not None]
     if not judged or any(r.converged is False for r in results if r.batch_size == batch_size):
         return None

@@ -1,0 +1,171 @@
+"""Pruning by value (issue 47, item 5): the subset names ``pruned@F`` / ``random@F``, the
+prototype score against a plain computation, CCS's coverage sampling, and the subsets a
+training would take on the digits run."""
+
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.unit.test_cli import CURATOR
+from worker.pipeline import pruning
+from worker.pipeline.errors import InputError
+from worker.pipeline.pruning import choose, coverage_pick, prototype_distance, quota
+from worker.train.data import pruned_sizes, select_subset, training_pool
+from worker.train.subsets import parse_subset, subset_name
+from worker.train.verdict import compare, control_of, verdict
+
+
+# -- names ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, kind, fraction, method, canonical", [
+    ("full", "full", None, None, "full"),
+    (" corrected ", "corrected", None, None, "corrected"),
+    ("pruned@0.5", "pruned", 0.5, "coverage", "pruned@0.5"),
+    ("pruned@.50", "pruned", 0.5, "coverage", "pruned@0.5"),
+    ("pruned-coverage@0.3", "pruned", 0.3, "coverage", "pruned@0.3"),
+    ("pruned-easy@0.25", "pruned", 0.25, "easy", "pruned-easy@0.25"),
+    ("random@0.7", "random", 0.7, None, "random@0.7"),
+])
+def test_subset_names_parse_to_one_canonical_form(text, kind, fraction, method, canonical):
+    name = parse_subset(text)
+    assert (name.kind, name.fraction, name.method, name.text) == (kind, fraction, method,
+                                                                 canonical)
+    assert subset_name(canonical) == canonical
+
+
+@pytest.mark.parametrize("text, word", [
+    ("pruned@1", "between 0 and 1"), ("pruned@0", "between 0 and 1"),
+    ("random@half", "between 0 and 1"), ("pruned-best@0.5", "unknown subset"),
+    ("pruned", "unknown subset"), ("filtered@0.5", "unknown subset"), ("", "unknown subset"),
+])
+def test_a_bad_subset_name_is_one_line_naming_the_forms(text, word):
+    with pytest.raises(InputError, match=word) as err:
+        parse_subset(text)
+    assert "\n" not in str(err.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=20))
+def test_any_text_is_a_subset_or_one_input_error(text):
+    try:
+        name = parse_subset(text)
+    except InputError:
+        return
+    assert parse_subset(name.text) == name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=1e-6, max_value=1 - 1e-6), st.sampled_from(["pruned", "random"]))
+def test_a_fraction_survives_its_canonical_name(f, head):
+    name = parse_subset(f"{head}@{f!r}")
+    assert name.fraction == pytest.approx(f, abs=1e-6)
+    assert parse_subset(name.text).fraction == name.fraction
+
+
+def test_the_cli_refuses_a_bad_subset_in_one_line(fresh_run):
+    for argv in (["retrain", str(fresh_run.path), "--subset", "pruned@2"],
+                 ["experiment", str(fresh_run.path), "--subsets", "full,pruned@x"]):
+        r = subprocess.run([CURATOR, *argv], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "between 0 and 1" in r.stderr
+        assert "Traceback" not in r.stderr
+
+
+# -- the score -----------------------------------------------------------------------------
+def test_prototype_distance_is_the_cosine_distance_to_the_kept_class_mean(monkeypatch):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 12)).astype(np.float32) + 3.0
+    y = rng.integers(0, 4, 300)
+    keep = rng.random(300) > 0.2
+    keep[y == 3] = False  # a class with nothing kept: no prototype
+    monkeypatch.setattr(pruning, "BLOCK", 64)  # several blocks
+    got = prototype_distance(x.astype(np.float16), y, keep)
+    xc = x.astype(np.float16).astype(np.float64)
+    xc -= xc[keep].mean(axis=0)
+    u = xc / np.linalg.norm(xc, axis=1, keepdims=True)
+    for c in range(3):
+        centre = u[keep & (y == c)].mean(axis=0)
+        centre /= np.linalg.norm(centre)
+        np.testing.assert_allclose(got[y == c], 1 - u[y == c] @ centre, atol=1e-4)
+    assert np.isnan(got[y == 3]).all()
+
+
+def test_coverage_spreads_the_budget_over_the_score_range():
+    """Most scores sit in one stratum: coverage still takes from every non-empty one,
+    the easy and hard ends take their ends, and each picks exactly its quota."""
+    rng = np.random.default_rng(1)
+    scores = np.concatenate([rng.normal(0.3, 0.01, 900), np.linspace(0.5, 1.0, 100)])
+    labels = np.zeros(1000, np.int64)
+    pool = np.arange(1000)
+    picked = coverage_pick(scores, 200, rng, strata=10)
+    assert len(picked) == len(set(picked.tolist())) == 200
+    bins = np.minimum(((scores - scores.min()) / np.ptp(scores) * 10).astype(int), 9)
+    assert set(bins[picked].tolist()) == set(bins.tolist())
+    assert (scores[picked] > 0.45).sum() > 60  # the sparse range is not starved
+    easy = choose(scores, labels, pool, 0.2, "easy", 0)
+    hard = choose(scores, labels, pool, 0.2, "hard", 0)
+    assert scores[easy].max() <= np.sort(scores)[199] <= np.sort(scores)[-200] <= \
+        scores[hard].min()
+    assert len(easy) == len(hard) == quota(1000, 0.2) == 200
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=2, max_size=6),
+       st.floats(0.01, 0.99), st.sampled_from(["coverage", "easy", "hard"]),
+       st.integers(0, 3))
+def test_every_method_keeps_each_class_quota_from_the_pool(sizes, f, method, seed):
+    labels = np.repeat(np.arange(len(sizes)), sizes)
+    scores = np.random.default_rng(seed).random(len(labels)).astype(np.float32)
+    pool = np.flatnonzero(np.random.default_rng(seed + 1).random(len(labels)) < 0.8)
+    chosen = choose(scores, labels, pool, f, method, seed)
+    assert set(chosen.tolist()) <= set(pool.tolist()) and np.all(np.diff(chosen) > 0)
+    for c in np.unique(labels[pool]):
+        assert (labels[chosen] == c).sum() == quota(int((labels[pool] == c).sum()), f)
+
+
+# -- the subsets a training takes ------------------------------------------------------------
+def test_pruned_and_random_subsets_on_the_digits_run(fresh_run):
+    filtered = select_subset(fresh_run, "filtered", 0)
+    full = select_subset(fresh_run, "full", 0)
+    samples = fresh_run.read_samples()
+    for f in (0.7, 0.3):
+        pruned = select_subset(fresh_run, f"pruned@{f}", 0)
+        random = select_subset(fresh_run, f"random@{f}", 0)
+        assert set(pruned.indices.tolist()) < set(filtered.indices.tolist())
+        assert set(random.indices.tolist()) <= set(full.indices.tolist())
+        assert np.array_equal(np.bincount(samples.labels[pruned.indices], minlength=10),
+                              np.bincount(samples.labels[random.indices], minlength=10))
+        assert len(pruned.indices) == pytest.approx(f * len(filtered.indices), abs=10)
+        # The Summary tab's count is the training's size, without scoring.
+        kept = np.isin(np.arange(len(samples)), filtered.indices)
+        assert set(training_pool(fresh_run, samples.labels).tolist()) == \
+            set(full.indices.tolist())
+        sizes = pruned_sizes(fresh_run, samples.labels, kept, samples.labels, (f,))
+        assert sizes[f] == len(pruned.indices)
+        # Seeded: the same seed, the same subset (and the same training key).
+        assert select_subset(fresh_run, f"pruned@{f}", 0).key == pruned.key
+        assert select_subset(fresh_run, f"random@{f}", 1).key != random.key
+    easy = select_subset(fresh_run, "pruned-easy@0.3", 0).indices
+    hard = select_subset(fresh_run, "pruned-hard@0.3", 0).indices
+    assert not set(easy.tolist()) & set(hard.tolist())
+
+
+def test_the_verdict_compares_pruned_with_its_own_random_control():
+    assert control_of("pruned@0.5") == "random@0.5" and control_of("filtered") == "random"
+    rows = [{"subset": s, "batch_size": 128, "final_test_acc": a, "train_size": n,
+             "epochs": 30, "converged": "True", "gain_pp": 0.1, "loss_drop": 0.0}
+            for s, n, accs in (("full", 1000, (0.80, 0.81, 0.805)),
+                               ("pruned@0.5", 450, (0.78, 0.785, 0.78)),
+                               ("random@0.5", 450, (0.75, 0.752, 0.749)),
+                               ("random", 900, (0.70, 0.702, 0.699)))
+            for a in accs]
+    results = {r.subset: r for r in compare(rows)}
+    assert results["pruned@0.5"].vs_random.diff == pytest.approx(
+        np.mean([0.78, 0.785, 0.78]) - np.mean([0.75, 0.752, 0.749]))
+    assert results["random@0.5"].vs_random is None  # the control has none
+    line = verdict(list(results.values()), 128)
+    assert "pruned@0.5 is better than random@0.5 by +3.13" in line
+    assert "pruned@0.5 is worse than full" in line
