@@ -42,9 +42,10 @@ def _seconds(rows: list[dict], subset: str, batch: int) -> float | None:
 def accuracy_vs_fraction(results: list[SubsetResult], rows: list[dict]) -> go.Figure | None:
     """Pruning by value: mean test accuracy against the fraction of the full set kept, a
     trace per pruning (``pruned``, ``pruned-easy``, …) and one for ``random@F``, each per
-    batch size, with the seeds' standard deviation as error bars, ``full`` (and
-    ``filtered``) as single points; the hover gives each point's wall-clock time per
-    training, the subset's scoring included. None when no ``@F`` subset was trained."""
+    batch size, with the seeds' standard deviation as error bars, ``full`` and
+    ``filtered`` as single points (plain ``random`` and ``corrected`` are not on it); the
+    hover gives each point's wall-clock time per training, the subset's scoring included.
+    None when no ``@F`` subset was trained."""
     if not any(parse_subset(r.subset).fraction is not None for r in results):
         return None
     full = {r.batch_size: r.images for r in results if r.subset == "full"}
@@ -54,9 +55,10 @@ def accuracy_vs_fraction(results: list[SubsetResult], rows: list[dict]) -> go.Fi
         n_full = full.get(batch) or max(r.images for r in results if r.batch_size == batch)
         groups: dict[str, list[SubsetResult]] = {}
         for r in results:
-            if r.batch_size == batch:
-                head = r.subset.partition("@")[0]
-                groups.setdefault(head, []).append(r)
+            name = parse_subset(r.subset)
+            if r.batch_size == batch and (name.fraction is not None
+                                          or name.kind in ("full", "filtered")):
+                groups.setdefault(r.subset.partition("@")[0], []).append(r)
         for head, mine in sorted(groups.items()):
             mine.sort(key=lambda r: r.images)
             secs = [_seconds(rows, r.subset, batch) for r in mine]

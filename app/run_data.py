@@ -189,6 +189,14 @@ class RunState:
         """Samples a reviewer has acted on (kept, dropped or relabelled)."""
         return set(self.overrides) | set(self.relabels)
 
+    def train_labels(self, given: np.ndarray) -> np.ndarray:
+        """(N,) the classes the curated subsets train with: ``given`` with the reviewers'
+        relabels."""
+        out = given.copy()
+        if self.relabels:
+            out[list(self.relabels)] = list(self.relabels.values())
+        return out
+
 
 # A few recent states (one run's ~50 MB at 1.28M samples), oldest dropped first.
 STATES_KEPT = 4

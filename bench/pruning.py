@@ -10,9 +10,10 @@ same 2,000 clean test images (200 per class):
   (``pruned-coverage@F``, ``pruned-easy@F``, ``pruned-hard@F``) at F = 0.5 and 0.3 beside
   ``random@F``. The method with the largest mean gain over ``random@F`` is the one
   ``pruned@F`` uses (worker/pipeline/names.py ``DEFAULT_PRUNING``);
-- ``report``: 10,000 train images (the first 1,000 of each class), SEEDS seeds: ``full``,
-  ``pruned@0.5``, ``random@0.5``, ``pruned@0.3``, ``random@0.3`` with the method ``choose``
-  found (with ``--part both``; else the default). Target:
+- ``report``: 10,000 train images (the first 1,000 of each class), SEEDS seeds:
+  ``pruned@0.5``, ``random@0.5``, ``pruned@0.3``, ``random@0.3`` (and ``full`` with
+  ``--full``) with the method ``choose`` found (with ``--part both``; else the default).
+  Target:
   pruned ≥ random + 1 pp at p < 0.05 at both fractions.
 
 Every model is a CIFAR ResNet-20 from random initialisation, with the batch and epochs
@@ -20,10 +21,10 @@ the planner chooses from the full set's size, under the steps budget (every subs
 same optimizer steps), as ``curator experiment`` runs it. It also prints what choosing a
 pruned subset cost (scoring every kept sample) against one full training: target ≤ 5%.
 
-    python -m bench.pruning [--part choose|report|both] [--seeds 3] [--json F]
+    python -m bench.pruning [--part choose|report|both] [--seeds 3] [--full] [--json F]
 
-A benchmark, not a test: about 25 minutes for ``choose`` and an hour for ``report`` on 2
-cores.
+A benchmark, not a test: on 2 cores a training takes 4–6 minutes, so about 40 minutes for
+``choose`` and an hour for ``report`` (75 with ``--full``).
 """
 
 from __future__ import annotations
@@ -61,29 +62,32 @@ def _row(name: str, per_class: int, offset: int) -> Row:
                "EfficientNet-Lite0 (ImageNet) features")
 
 
-def subsets_of(part: str, method: str) -> list[str]:
-    """The subsets of ``part``; ``report`` prunes with ``method``."""
+def subsets_of(part: str, method: str, full: bool = False) -> list[str]:
+    """The subsets of ``part``; ``report`` prunes with ``method``, and trains ``full`` too
+    when asked (the CPU target compares pruned with random only)."""
     if part == "choose":
         return [f"{head}@{f:g}" for f in FRACTIONS
                 for head in (*(f"pruned-{m}" for m in PRUNINGS), "random")]
-    return ["full", *(subset_name(f"{head}@{f:g}") for f in FRACTIONS
-                      for head in (f"pruned-{method}", "random"))]
+    return [*(["full"] if full else []), *(subset_name(f"{head}@{f:g}") for f in FRACTIONS
+                                            for head in (f"pruned-{method}", "random"))]
 
 
-def run_part(part: str, runs: Path, seeds: int, method: str = DEFAULT_PRUNING) -> dict:
+def run_part(part: str, runs: Path, seeds: int, method: str = DEFAULT_PRUNING,
+             full: bool = False) -> dict:
     per_class, offset, fixed_seeds = SETS[part]
     row = _row(part, per_class, offset)
     run = RunDir(runs / f"bench-{row.name}")
     pipeline_s, samples, decisions, noisy = run_row(row, run)
     n_seeds = fixed_seeds or seeds
     configs = [TrainConfig(subset=s, model=MODEL, seed=seed, nproc=1)
-               for seed in range(n_seeds) for s in subsets_of(part, method)]  # seed-major
+               for seed in range(n_seeds) for s in subsets_of(part, method, full)]  # seed-major
     t = time.perf_counter()
     out = run_experiment(run, part, configs)
     train_s = time.perf_counter() - t
     rows = read_results(out)
     results = compare(rows)
     pruned = [float(r["subset_seconds"]) for r in rows if r["subset"].startswith("pruned")]
+    # one training of the full set under the steps budget: the same steps as any subset's
     trainings = [float(r["seconds"]) for r in rows]
     return {"part": part, "note": row.note, "n": len(samples), "seeds": n_seeds,
             "noise_pct": round(100 * float(noisy.mean()), 2),
@@ -115,13 +119,14 @@ def main() -> None:
     ap.add_argument("--runs", type=Path, default=Path("runs"))
     ap.add_argument("--part", choices=("choose", "report", "both"), default="both")
     ap.add_argument("--seeds", type=int, default=3, help="seeds of the report part")
+    ap.add_argument("--full", action="store_true", help="train full in the report part too")
     ap.add_argument("--json", type=Path, help="also write the results here")
     a = ap.parse_args()
     print(f"# pruned@F vs random@F, {MODEL} from scratch, {TEST_PER_CLASS}/class clean test "
           f"· {machine()}", flush=True)
     out, method = [], DEFAULT_PRUNING
     for part in (("choose", "report") if a.part == "both" else (a.part,)):
-        r = run_part(part, a.runs, a.seeds, method)
+        r = run_part(part, a.runs, a.seeds, method, a.full)
         print(f"\n## {part}: {r['note']}\n{r['n']} images, {r['noise_pct']}% wrong labels, "
               f"{r['dropped']} dropped by the curation; batch {r['batch_size']}; pipeline "
               f"{r['pipeline_s']} s, trainings {r['train_s']} s\n{r['report']}", flush=True)

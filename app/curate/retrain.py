@@ -100,8 +100,9 @@ def show_plan(_fields, _job, run_id):
         cfg = train_form(ctx.inputs_list[0])
         # The page's cached state: no second clustering of every class for a preview.
         data = run_data(settings().runs_root, run_id)
-        plan = plan_for(data.run, cfg, data.samples.labels,
-                        current_state(data).decisions.kept)
+        state = current_state(data)
+        plan = plan_for(data.run, cfg, data.samples.labels, state.decisions.kept,
+                        state.train_labels(data.samples.labels))
     except InputError as exc:
         return error_alert(str(exc))
     return html.Div([html.Div(f"Will train on {plan.describe()}.", className="small text-muted"),

@@ -62,10 +62,8 @@ def pruning_table(data: RunData, state: RunState, kept: int) -> html.Div:
     the curation keeps (outside any hold-out), ranked by value, and the command that
     compares each with its random control."""
     labels = data.samples.labels
-    train_labels = labels.copy()
-    if state.relabels:
-        train_labels[list(state.relabels)] = list(state.relabels.values())
-    sizes = pruned_sizes(data.run, labels, state.decisions.kept, train_labels, SHOWN_FRACTIONS)
+    sizes = pruned_sizes(data.run, labels, state.decisions.kept, state.train_labels(labels),
+                         SHOWN_FRACTIONS)
     pool = len(training_pool(data.run, labels))
     trained = int(state.decisions.kept[training_pool(data.run, labels)].sum())
     head = html.Thead(html.Tr([html.Th(h) for h in ("subset", "trains", "leaves out",

@@ -35,8 +35,8 @@ def test_the_committed_notebook_has_no_outputs():
 
 
 def test_the_quickstart_notebook_runs_every_cell(tmp_path, monkeypatch):
-    if not (SHARED / "cifar10-jpeg-mini.tar.gz").is_file():
-        pytest.skip(f"{SHARED} lacks cifar10-jpeg-mini.tar.gz (set CURATOR_SHARED_DATA)")
+    """Without the shared data the CIFAR part prints that it is skipped; the rest runs."""
+    cifar = (SHARED / "cifar10-jpeg-mini.tar.gz").is_file()
     # The kernel inherits this environment: runs go to tmp_path, data comes from SHARED.
     monkeypatch.setenv("CURATOR_NOTEBOOK_OUT", str(tmp_path))
     monkeypatch.setenv("CURATOR_SHARED_DATA", str(SHARED))
@@ -61,5 +61,8 @@ def test_the_quickstart_notebook_runs_every_cell(tmp_path, monkeypatch):
     assert "drop 5 sample(s)" in undone and "kept" in undone  # the undo; the relabel stays
     assert "nb-v1" in of("manifest, folder")
     assert "not converged" in of("summary, verdict")
-    assert "application/vnd.plotly.v1+json" in of("if cifar is not None")
-    assert (tmp_path / "nb-cifar" / "findings").is_dir()
+    if cifar:
+        assert "application/vnd.plotly.v1+json" in of("if cifar is not None")
+        assert (tmp_path / "nb-cifar" / "findings").is_dir()
+    else:
+        assert "is missing: this part is skipped" in of("archive = DATA")

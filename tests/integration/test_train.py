@@ -97,13 +97,19 @@ def test_cli_errors_and_empty_subset(fresh_run):
         ("train", "failed", "the filtered subset is empty: nothing would be trained on")]
 
 
-def test_experiment_table_and_plot(fresh_run):
-    r = subprocess.run([CURATOR, "experiment", str(fresh_run.path), "--subsets",
-                        "full,filtered,random", "--batch-sizes", "64,128", "--seeds", "1",
-                        "--epochs", "1", "--model", SMALL, "--name", "tiny"],
+def _tiny_experiment(run, name: str, subsets: str, batch_sizes: str):  # noqa: ANN001, ANN202
+    """``curator experiment`` of one-epoch ResNet-20 trainings, one seed; it must succeed.
+    Returns (the finished process, the experiment's folder)."""
+    r = subprocess.run([CURATOR, "experiment", str(run.path), "--subsets", subsets,
+                        "--batch-sizes", batch_sizes, "--seeds", "1", "--epochs", "1",
+                        "--model", SMALL, "--name", name],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
-    out = fresh_run.path / "experiments" / "tiny"
+    return r, run.path / "experiments" / name
+
+
+def test_experiment_table_and_plot(fresh_run):
+    r, out = _tiny_experiment(fresh_run, "tiny", "full,filtered,random", "64,128")
     rows = list(csv.DictReader(open(out / "results.csv")))
     assert len(rows) == 6 and {r["subset"] for r in rows} == {"full", "filtered", "random"}
     sizes = {r["subset"]: int(r["train_size"]) for r in rows}
@@ -146,12 +152,7 @@ def test_pruned_and_random_subsets_train_end_to_end(fresh_run):
     from worker.train.experiment import read_results
     from worker.train.verdict import compare
 
-    r = subprocess.run([CURATOR, "experiment", str(fresh_run.path), "--subsets",
-                        "full,pruned@.5,random@0.5", "--batch-sizes", "64", "--seeds", "1",
-                        "--epochs", "1", "--model", SMALL, "--name", "prune"],
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr
-    out = fresh_run.path / "experiments" / "prune"
+    r, out = _tiny_experiment(fresh_run, "prune", "full,pruned@.5,random@0.5", "64")
     rows = read_results(out)
     sizes = {row["subset"]: int(row["train_size"]) for row in rows}
     assert set(sizes) == {"full", "pruned@0.5", "random@0.5"}  # one name per subset

@@ -169,3 +169,45 @@ def test_the_verdict_compares_pruned_with_its_own_random_control():
     line = verdict(list(results.values()), 128)
     assert "pruned@0.5 is better than random@0.5 by +3.13" in line
     assert "pruned@0.5 is worse than full" in line
+
+
+def test_a_fraction_that_rounds_to_0_or_1_is_refused_and_jobs_write_one_name():
+    from worker.jobs.job_params import train_config
+
+    for text in ("pruned@0.0000001", "random@0.9999996"):
+        with pytest.raises(InputError, match="between 0 and 1"):
+            parse_subset(text)
+    assert train_config({"subset": " pruned@.50 "}).subset == "pruned@0.5"
+
+
+def test_a_row_that_is_not_finite_is_scored_nan_and_chosen_last():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(40, 5)).astype(np.float32)
+    y = np.repeat([0, 1], 20)
+    clean = prototype_distance(x, y, np.ones(40, bool))
+    x[7, 2] = np.nan
+    scores = prototype_distance(x, y, np.ones(40, bool))
+    assert np.isnan(scores[7]) and np.isfinite(np.delete(scores, 7)).all()
+    assert not np.allclose(np.delete(scores, 7), np.delete(clean, 7))  # 7 left the mean
+    for method in ("coverage", "easy", "hard"):
+        some = choose(scores, y, np.arange(40), 0.5, method, 0)
+        assert 7 not in some and len(some) == 20
+        assert 7 in choose(scores, y, np.arange(40), 1.0, method, 0)  # last, but there
+
+
+def test_the_retrain_preview_counts_pruned_as_the_training_does_after_a_relabel(fresh_run):
+    """A relabel moves a sample to another class: pruned@F's class quotas follow it in
+    the Retrain panel's preview (plan_for with the relabelled labels) as in the job."""
+    from worker.pipeline.storage.curation import current_snapshot, open_store
+    from worker.train.config import TrainConfig
+    from worker.train.launch import plan_for
+
+    snap = current_snapshot(fresh_run)
+    kept = np.flatnonzero(snap.decisions.kept & (snap.samples.labels == 0))
+    open_store(fresh_run).set_relabels(kept[:7].tolist(), 1, "relabel 7 to 1",
+                                       n_samples=len(snap.samples), n_classes=10)
+    snap = current_snapshot(fresh_run)
+    for f in (0.7, 0.3):
+        cfg = TrainConfig(subset=f"pruned@{f}", model="cifar-resnet20", seed=0)
+        plan = plan_for(fresh_run, cfg, snap.samples.labels, snap.decisions.kept, snap.labels)
+        assert plan.train_size == len(select_subset(fresh_run, f"pruned@{f}", 0).indices)

@@ -14,6 +14,7 @@ from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.train.config import TrainConfig
+from worker.train.subsets import subset_name
 
 
 def feature_params(opts: FeatureOptions) -> dict[str, Any]:
@@ -45,6 +46,8 @@ def train_config(d: dict[str, Any]) -> TrainConfig:
     unknown = sorted(set(d) - known)
     if unknown:
         raise InputError(f"unknown training settings: {', '.join(unknown)}")
+    if "subset" in d:  # one name per subset, whoever wrote the job (pruned@.5 → pruned@0.5)
+        d = {**d, "subset": subset_name(d["subset"])}
     return TrainConfig(**d)
 
 

@@ -45,9 +45,13 @@ def prototype_distance(features: np.ndarray, labels: np.ndarray,
     Returns
     -------
     (N,) float32 in [0, 2]: 1 − cos(x − mean, centroid); NaN for a sample whose class has
-    no kept member.
+    no kept member, and for a row that is not finite (it takes no part in the centroids).
     """
     n, n_classes = len(features), int(labels.max()) + 1 if len(labels) else 0
+    finite = np.ones(n, bool)
+    for lo in range(0, n, BLOCK):
+        finite[lo:lo + BLOCK] = np.isfinite(np.asarray(features[lo:lo + BLOCK])).all(axis=1)
+    keep = keep & finite
     mean = np.zeros(features.shape[1], np.float64)
     for lo in range(0, n, BLOCK):
         rows = np.asarray(features[lo:lo + BLOCK], np.float32)[keep[lo:lo + BLOCK]]
@@ -68,13 +72,14 @@ def prototype_distance(features: np.ndarray, labels: np.ndarray,
     for lo in range(0, n, BLOCK):
         y = labels[lo:lo + BLOCK]
         out[lo:lo + BLOCK] = 1.0 - np.einsum("ij,ij->i", unit(lo), centroids[y])
-    out[norms[labels, 0] == 0] = np.nan
+    out[(norms[labels, 0] == 0) | ~finite] = np.nan
     return out
 
 
 def quota(count: int, fraction: float) -> int:
-    """How many of a class's ``count`` kept samples a fraction keeps: at least one."""
-    return min(count, max(1, round(fraction * count))) if count else 0
+    """How many of a class's ``count`` kept samples a fraction keeps: at least one, halves
+    rounded up."""
+    return min(count, max(1, int(fraction * count + 0.5))) if count else 0
 
 
 def coverage_pick(scores: np.ndarray, n: int, rng: np.random.Generator,
@@ -129,10 +134,16 @@ def choose(scores: np.ndarray, labels: np.ndarray, pool: np.ndarray, fraction: f
     for c in np.unique(labels[pool]):
         members = pool[labels[pool] == c]
         want = quota(len(members), fraction)
-        s = np.nan_to_num(scores[members], nan=np.inf)
+        # A sample without a score (a feature row that is not finite) comes last, by any
+        # method: scored ones first, in the method's order.
+        scored = members[np.isfinite(scores[members])]
+        rest = members[~np.isfinite(scores[members])]
+        s = scores[scored]
         if method == "coverage":
-            out.append(members[coverage_pick(s, want, rng)])
+            first = scored[coverage_pick(s, min(want, len(scored)), rng)] if len(scored) \
+                else scored
         else:
             order = np.argsort(s, kind="stable")
-            out.append(members[order[:want] if method == "easy" else order[::-1][:want]])
+            first = scored[order if method == "easy" else order[::-1]][:want]
+        out.append(np.concatenate([first, rest[:want - len(first)]]))
     return np.sort(np.concatenate(out)).astype(np.int64) if out else np.empty(0, np.int64)

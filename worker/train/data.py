@@ -223,7 +223,9 @@ def pruned(run: RunDir, labels: np.ndarray, filtered: np.ndarray, fraction: floa
     ranked by the prototype score on the run's features (worker/pipeline/pruning.py)."""
     keep = np.zeros(len(labels), dtype=bool)
     keep[filtered] = True
-    scores = prototype_distance(run.load_features(), labels, keep)
+    # memory-mapped: prototype_distance reads it in blocks
+    scores = prototype_distance(run.load_array(run.features, "extract", mmap=True), labels,
+                                keep)
     return choose(scores, labels, filtered, fraction, method or DEFAULT_PRUNING, seed)
 
 
@@ -234,8 +236,9 @@ def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
 
     snap = current_snapshot(run)
     samples, labels = snap.samples, snap.labels
+    name = parse_subset(subset)
     rescued = None
-    if subset == "corrected":
+    if name.kind == "corrected":
         from worker.pipeline.storage.curation import load_evidence
 
         evidence = load_evidence(run)
@@ -246,7 +249,7 @@ def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
                             train_labels=labels)
     # Only the curated subsets train with the reviewers' relabels (and, for corrected, the
     # suggested labels): full and random are the controls, as the data came.
-    y = (labels if parse_subset(subset).curated else samples.labels)[chosen]
+    y = (labels if name.curated else samples.labels)[chosen]
     return Subset(chosen, y, subset_key(chosen, y), snap.stored.revision)
 
 

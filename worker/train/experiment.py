@@ -25,8 +25,7 @@ from worker.pipeline.storage.rundir import RunDir, atomic_path
 from worker.train.data import select_subset
 from worker.train.launch import TrainConfig, launch, validate
 from worker.train.plan import resolve, steps_per_epoch
-from worker.train.subsets import parse_subset
-from worker.train.verdict import compare, curated, mean_without_leaks, verdict
+from worker.train.verdict import compare, mean_without_leaks, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",
@@ -174,13 +173,11 @@ def _write_curation(run: RunDir, out: Path) -> None:
 
 def curation_line(folder: Path, subsets: set[str]) -> str:
     """'filtered kept 21 samples that findings only propose (duplicate 18, outlier 3) …'
-    for the curated ones among ``subsets`` (filtered, corrected, pruned@F), or '' when
-    none were trained, none kept such samples, or the experiment predates
-    ``curation.json``."""
+    for filtered and corrected among ``subsets`` (which keep every such sample; a
+    ``pruned@F`` keeps some of them), or '' when neither was trained, none kept such
+    samples, or the experiment predates ``curation.json``."""
     path = folder / "curation.json"
-    order = ("filtered", "corrected", "pruned")
-    names = sorted((s for s in subsets if curated(s)),
-                   key=lambda s: (order.index(parse_subset(s).kind), s))
+    names = [s for s in ("filtered", "corrected") if s in subsets]
     if not names or not path.is_file():
         return ""
     proposed = json.loads(path.read_text()).get("proposed", {})

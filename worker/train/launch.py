@@ -24,7 +24,7 @@ from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
 from worker.train.config import TrainConfig, check_numbers
 from worker.train.convergence import with_convergence
-from worker.train.data import correctable, select_subset, subset_indices
+from worker.train.data import correctable, pruned_sizes, select_subset, subset_indices
 from worker.train.plan import Plan, resolve
 from worker.train.subsets import parse_subset
 
@@ -76,15 +76,23 @@ class Prepared:
     reused: str | None
 
 
-def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray) -> Plan:
+def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray,
+             train_labels: np.ndarray | None = None) -> Plan:
     """What ``cfg`` would do on the subset that ``kept`` (shape (N,), the curation's
-    decisions as the caller already holds them) gives: a preview, nothing written."""
+    decisions as the caller already holds them) gives: a preview, nothing written.
+    ``train_labels`` (default ``labels``): the given labels with the reviewers' relabels,
+    by which ``pruned@F`` counts its classes."""
     validate(cfg)
     run.require_images("retraining")
+    name = parse_subset(cfg.subset)
+    if name.fraction is not None:  # counted as the training counts, without scoring
+        y = labels if train_labels is None else train_labels
+        n = pruned_sizes(run, labels, kept, y, (name.fraction,))[name.fraction]
+        return resolve(cfg, n)[1]
     # The preview counts every rule-dropped sample the evidence can correct; a reviewer's
     # drop is only told apart when the job takes its snapshot (select_subset).
     rescued = None
-    if cfg.subset == "corrected":
+    if name.kind == "corrected":
         from worker.pipeline.storage.curation import load_evidence
 
         rescued = correctable(labels, ~kept, load_evidence(run))

@@ -71,13 +71,13 @@ def parse_subset(text: str) -> SubsetName:
         head[len("pruned-"):] if head.startswith("pruned-") else None
     if at and (head == "random" or method in PRUNINGS):
         try:
-            fraction = float(tail)
-        except ValueError:
+            fraction = round(float(tail), 6)  # written back with at most 6 digits
+        except (ValueError, OverflowError):
             fraction = None
         if fraction is None or not 0 < fraction < 1:
             raise InputError(f"subset {name!r}: F must be a fraction between 0 and 1 "
-                             f"(exclusive), e.g. {head}@0.5")
-        return SubsetName(head if head == "random" else "pruned", round(fraction, 6),
+                             f"(exclusive, 6 digits at most), e.g. {head}@0.5")
+        return SubsetName(head if head == "random" else "pruned", fraction,
                           None if head == "random" else method)
     raise InputError(f"unknown subset {name!r}: use {SUBSET_FORMS}")
 
