@@ -7,16 +7,20 @@ Two ``curator pipeline`` runs on the shared CIFAR-10 JPEG archive (the mini: 2,0
 1,000 test; ``--full``: 50,000 / 10,000), default backbone (EfficientNet-Lite0, ImageNet-
 pretrained: it never saw CIFAR's labels), reused when done:
 
-- ``chosen``:   ``--inject-duplicates 0.05 --duplicate-strength mixed --inject-outliers K``
-  (exact, light, medium, strong copies; digits, photograph, noise and blank outliers): the
-  rows the cuts were chosen on;
+- ``chosen``:   ``--inject-duplicates 0.05 --duplicate-strength mixed --inject-outliers K
+  --inject-leaks L`` (exact, light, medium, strong copies of train and of test images;
+  digits, photograph, noise and blank outliers): the rows the cuts were chosen on;
 - ``held-out``: ``--inject-duplicates 0.05 --duplicate-strength held-out --inject-outliers K
-  --outlier-sources held-out`` (crop, rotate, jitter, blur, jpeg, overlay and aspect copies;
-  grey photographs, line drawings, textures, shapes and noisy colours): made afterwards,
-  never looked at when a cut was chosen.
+  --outlier-sources held-out --inject-leaks L`` (crop, rotate, jitter, blur, jpeg, overlay
+  and aspect copies; grey photographs, line drawings, textures, shapes and noisy colours):
+  made afterwards, never looked at when a cut was chosen.
+
+Leaks (copies of test images in train, 5% of the test split) use the duplicate kind's cuts:
+the leak rows are held out as a whole, since no leak cut was chosen on injected leaks.
 
 For each run and kind: P/R/F1 of what it marks (dropped and proposed) and of what it drops
-by default, recall per strength or source, the outlier score's AUROC; and the gap between
+by default, recall per strength or source, the outlier score's AUROC, the leak review
+queue's recall in its first 2× as many rows; and the gap between
 the rows (a cut is kept only if the held-out F1 stays within 0.05 of the chosen-on F1).
 Prints one JSON object per row and writes ``OUT/results.json``.
 """
@@ -31,16 +35,18 @@ import numpy as np
 
 from bench.common import SHARED, cifar_folder, cifar_mini_folder, curator_pipeline, machine
 
-# size → (archive, unpacking, outliers injected)
-SIZES = {"mini": ("cifar10-jpeg-mini.tar.gz", cifar_mini_folder, 40),
-         "full": ("cifar10-jpeg.tar.gz", cifar_folder, 400)}
+# size → (archive, unpacking, outliers injected, test images copied into train)
+SIZES = {"mini": ("cifar10-jpeg-mini.tar.gz", cifar_mini_folder, 40, 50),
+         "full": ("cifar10-jpeg.tar.gz", cifar_folder, 400, 500)}
+KINDS = ("duplicate", "leak", "outlier")
 ROWS = {"chosen": ["--duplicate-strength", "mixed"],
         "held-out": ["--duplicate-strength", "held-out", "--outlier-sources", "held-out"]}
 
 
-def _run(run: Path, data: Path, row: str, outliers: int) -> None:
+def _run(run: Path, data: Path, row: str, outliers: int, leaks: int) -> None:
     curator_pipeline(run, f"folder:{data}", "--inject-duplicates", "0.05",
-                     "--inject-outliers", str(outliers), *ROWS[row])
+                     "--inject-outliers", str(outliers), "--inject-leaks", str(leaks),
+                     *ROWS[row])
 
 
 def score(run_path: Path) -> dict:
@@ -56,13 +62,15 @@ def score(run_path: Path) -> dict:
     n = len(run.read_samples())
     tables = load_findings(run, n)
     out = {}
-    for kind in ("duplicate", "outlier"):
+    for kind in KINDS:
         s = found[kind]
         row = {"marked": s["marked"], **{k: s[k] for k in ("precision", "recall", "f1")},
                "dropped": {k: s["dropped"][k] for k in ("marked", "precision", "recall",
                                                          "f1")}}
-        if kind == "duplicate":
+        if kind in ("duplicate", "leak"):
             row["recall_by"] = s["recall_by_strength"]
+            if kind == "leak":
+                row["queue_recall_at_2x"] = s["queue_recall_at_2x"]
         else:
             row["auroc"] = s["auroc"]
             truth = [r for r in read_truth(run.path) if r["kind"] == "outlier"]
@@ -85,7 +93,7 @@ def main() -> None:
     a = ap.parse_args()
     size = "full" if a.full else "mini"
     print(machine(), flush=True)
-    archive, unpacked, _ = SIZES[size]
+    archive, unpacked, outliers, leaks = SIZES[size]
     if not (SHARED / archive).is_file():
         print(f"no {archive} in {SHARED}: nothing to measure")
         return
@@ -93,11 +101,11 @@ def main() -> None:
     results = {}
     for row in ROWS:
         print(row, flush=True)
-        _run(a.out / size / row, data, row, SIZES[size][2])
+        _run(a.out / size / row, data, row, outliers, leaks)
         results[row] = score(a.out / size / row)
         print("  " + json.dumps(results[row]), flush=True)
     gap = {k: round(results["held-out"][k]["f1"] - results["chosen"][k]["f1"], 3)
-           for k in ("duplicate", "outlier")}
+           for k in KINDS}
     results["gap_f1"] = gap
     print("held-out F1 − chosen-on F1: " + json.dumps(gap))
     (a.out / f"results-{size}.json").write_text(json.dumps(results, indent=2))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,32 @@ def test_training_reports_accuracy_without_the_leaked_test_images(leak_run):
     last = [json.loads(ln) for ln in (run / "train" / "leaks" / "metrics.jsonl")
             .read_text().splitlines()][-1]
     assert last["test_leaked"] == k and last["test_acc_without_leaks"] == clean
+
+
+def test_injected_leaks_are_scored_with_the_review_queue(leak_run, tmp_path):
+    """``--inject-leaks`` (issue 46, item 5): exact copies of 10 test images put into train
+    are all found, each with its own test image, and the leak review queue holds all of
+    them within its first 20 rows; ``curator evaluate`` scores them."""
+    from worker.pipeline.evaluation.findings_scores import findings_scores
+    from worker.pipeline.sources.inject import read_truth
+    from worker.pipeline.storage.curation import current_snapshot
+    from worker.pipeline.storage.rundir import RunDir
+
+    _, root, _ = leak_run
+    run = tmp_path / "injected"
+    r = curator("pipeline", "--dataset", f"folder:{root}", "--inject-leaks", "10",
+                "--duplicate-strength", "exact", "--model", "cifar-resnet20", "--weights",
+                str(shared_file("weights/resnet20-12fca82f.th")), "--out", str(run))
+    assert r.returncode == 0, r.stderr
+    truth = read_truth(run)
+    assert [t["kind"] for t in truth] == ["leak"] * 10
+    scores = findings_scores(current_snapshot(RunDir(run)), truth)["leak"]
+    assert scores["recall"] == 1.0 and scores["queue_recall_at_2x"] == 1.0, scores
+    assert scores["recall_by_strength"] == {"exact": 1.0}
+    r = curator("evaluate", str(run))
+    assert r.returncode == 0, r.stderr
+    # The fixture's 5 planted test images are leaks too: found, they count against
+    # precision (a lower bound).
+    assert re.search(r"leak: P 0\.\d+ R 1\.000", r.stdout), r.stdout
+    assert "recall by strength exact 1.00" in r.stdout
+    assert "the first 20 of the review queue hold 100% of them" in r.stdout

@@ -356,6 +356,22 @@ def test_results_page_reads_trainings_and_gives_a_verdict(root):
         {"epoch": e, "test_acc": 0.5, "loss": 1.0} for e in range(3)]}], n_classes=10)
     assert tuple(fig.layout.yaxis.range) == (0, 100) and fig.layout.xaxis.tickformat == "d"
     assert fig.layout.legend.orientation == "h" and fig.layout.shapes[0].y0 == 10
+    # Pruning by value (issue 47): pruned@F judged against random@F, and the figure of
+    # accuracy against the fraction kept under the table.
+    pruned = root / "digits" / "experiments" / "p"
+    pruned.mkdir()
+    with open(pruned / "results.csv", "w", newline="") as fh:
+        w = csvmod.DictWriter(fh, ["subset", "batch_size", "seed", "final_test_acc",
+                                   "train_size", "seconds", "subset_seconds"])
+        w.writeheader()
+        for s, n, accs in (("full", 100, (0.9, 0.91, 0.905)),
+                           ("pruned@0.5", 45, (0.88, 0.885, 0.884)),
+                           ("random@0.5", 45, (0.84, 0.845, 0.842))):
+            w.writerows({"subset": s, "batch_size": 32, "seed": k, "final_test_acc": a,
+                         "train_size": n, "seconds": 60, "subset_seconds": 0.2}
+                        for k, a in enumerate(accs))
+    view = str(page.experiment_view(pruned))
+    assert "pruned@0.5 is better than random@0.5" in view and "experiment-pruning" in view
 
 
 def test_messages_name_the_bad_value(root):

@@ -81,3 +81,44 @@ def test_unknown_sources_are_refused():
 
     with pytest.raises(InputError, match="--outlier-sources must be one of"):
         DatasetOptions(parse_spec("digits"), inject_outliers=3, outlier_sources="moon")
+
+
+def test_leaks_are_copies_of_test_images_with_their_labels(photos):
+    """``--inject-leaks``: copies of test images join train with the test image's label,
+    recorded as kind leak with the test index as source; the copies and outliers made
+    beside them are the ones made without leaks (their own generator)."""
+    from worker.pipeline.sources.inject import TestImages
+
+    test = TestImages(lambda j: photos[j], np.arange(12) % 4)
+    plain = inject(lambda i: photos[i], np.arange(12) % 3, np.arange(12) % 3, 4, 32, False,
+                   "folder", 0.25, 3, "held-out", 0)
+    made = inject(lambda i: photos[i], np.arange(12) % 3, np.arange(12) % 3, 4, 32, False,
+                  "folder", 0.25, 3, "held-out", 0, test=test, leaks=5)
+    leaks = [k for k, r in enumerate(made.rows) if r["kind"] == "leak"]
+    assert len(leaks) == 5 and [made.paths[k] for k in leaks][0] == "injected/leak/000000"
+    sources = [made.rows[k]["source"] for k in leaks]
+    assert len(set(sources)) == 5 and all(0 <= s < 12 for s in sources)
+    assert [made.labels[k] for k in leaks] == [s % 4 for s in sources]
+    assert {made.rows[k]["how"] for k in leaks} <= set(HELD_OUT)
+    for k, s in zip(leaks, sources, strict=True):  # each is its test image, changed
+        assert _match(Image.fromarray(made.images[k]), photos[s]) > 0.5
+    # Everything else is what the same call without leaks makes.
+    others = [k for k, r in enumerate(made.rows) if r["kind"] != "leak"]
+    assert np.array_equal(made.images[others], plain.images)
+    assert [made.rows[k] for k in others] == plain.rows
+
+
+def test_leaks_need_a_dataset_with_a_test_split(tmp_path):
+    import subprocess
+
+    from tests.unit.test_cli import CURATOR
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+
+    with pytest.raises(InputError, match="--inject-leaks copies test images into train"):
+        DatasetOptions(parse_spec("digits"), inject_leaks=3)
+    r = subprocess.run([CURATOR, "pipeline", "--dataset", "digits", "--inject-leaks", "3",
+                        "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and "a dataset with a test split" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()

@@ -67,6 +67,9 @@ def dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
                         "overlay and aspect, which they were not (docs/method.md)")
     g.add_argument("--inject-outliers", type=cli_type("inject_outliers"), default=0,
                    metavar="N", help="add N images from other sources with random labels")
+    g.add_argument("--inject-leaks", type=cli_type("inject_leaks"), default=0, metavar="N",
+                   help="add copies of N test images to train, made as --duplicate-strength "
+                        "says (a dataset with a test split; truth in injected.csv)")
     g.add_argument("--outlier-sources", default="mixed", choices=OUTLIER_SOURCES,
                    help="the injected outliers' sources: mixed (digits, photographs, noise, "
                         "blank: the cuts were chosen on these), held-out (grey photographs, "
@@ -134,7 +137,7 @@ def dataset_opts(a: argparse.Namespace):
         open_dataset(spec)
     return DatasetOptions(spec, a.labels, a.label_column, a.true_label_column, a.inject_noise,
                           a.seed, a.noise_kind, a.inject_duplicates, a.inject_outliers,
-                          a.duplicate_strength, a.outlier_sources)
+                          a.duplicate_strength, a.outlier_sources, a.inject_leaks)
 
 
 def feature_opts(a: argparse.Namespace):

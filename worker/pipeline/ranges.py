@@ -80,6 +80,7 @@ PARAMS: dict[str, Param] = {
     "inject_noise": Param("--inject-noise", False, 0.0, 1.0, below=True, default=0.0),
     "inject_duplicates": Param("--inject-duplicates", False, 0.0, 1.0),
     "inject_outliers": Param("--inject-outliers", True, 0, 1_000_000),
+    "inject_leaks": Param("--inject-leaks", True, 0, 1_000_000),
     "seed": Param("--seed", True, 0, 2**32 - 1),
     # Below 32 px the networks' strides leave nothing to see.
     "input_size": Param("--input-size", True, 32, 512),

@@ -209,6 +209,9 @@ def format_findings_scores(scores: dict) -> str:
         by = s.get("recall_by_strength")
         extra += ("; recall by strength " + ", ".join(f"{k} {v:.2f}" for k, v in by.items())
                   ) if by else ""
+        if s.get("queue_recall_at_2x") is not None:
+            extra += (f"; the first {2 * s['truth']} of the review queue hold "
+                      f"{s['queue_recall_at_2x']:.0%} of them")
         lines.append(f"{name}: P {s['precision']:.3f} R {s['recall']:.3f} F1 {s['f1']:.3f} "
                      f"({s['marked']} marked, {s['truth']} injected{extra})")
         d = s.get("dropped")

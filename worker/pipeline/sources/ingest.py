@@ -23,11 +23,13 @@ from worker.pipeline.sources.datasets import (
     Dataset,
     DatasetSpec,
     SampleTable,
+    has_split,
     open_dataset,
     parse_spec,
+    split_spec,
 )
 from worker.pipeline.sources.decoding import host_cores, ordered_map
-from worker.pipeline.sources.inject import inject, truth_path, write_truth
+from worker.pipeline.sources.inject import TestImages, inject, truth_path, write_truth
 from worker.pipeline.sources.labels import (
     apply_labels_csv,
     features_shape,
@@ -62,6 +64,7 @@ class DatasetOptions:
     inject_outliers: int = 0
     duplicate_strength: str = "mixed"
     outlier_sources: str = "mixed"
+    inject_leaks: int = 0  # copies of test images put into train
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
@@ -72,15 +75,21 @@ class DatasetOptions:
                            check("inject_duplicates", self.inject_duplicates))
         object.__setattr__(self, "inject_outliers", check("inject_outliers",
                                                           self.inject_outliers))
+        object.__setattr__(self, "inject_leaks", check("inject_leaks", self.inject_leaks))
         if self.duplicate_strength not in DUPLICATE_STRENGTHS:
             raise InputError(f"--duplicate-strength must be one of "
                              f"{', '.join(DUPLICATE_STRENGTHS)}, got {self.duplicate_strength!r}")
         if self.outlier_sources not in OUTLIER_SOURCES:
             raise InputError(f"--outlier-sources must be one of "
                              f"{', '.join(OUTLIER_SOURCES)}, got {self.outlier_sources!r}")
-        if (self.inject_duplicates or self.inject_outliers) and self.spec.kind == "features":
-            raise InputError("--inject-duplicates and --inject-outliers need images: a "
-                             "features: dataset has none")
+        if (self.inject_duplicates or self.inject_outliers or self.inject_leaks) \
+                and self.spec.kind == "features":
+            raise InputError("--inject-duplicates, --inject-outliers and --inject-leaks need "
+                             "images: a features: dataset has none")
+        if self.inject_leaks and (self.spec.split != "train"
+                                  or not has_split(self.spec, "test")):
+            raise InputError("--inject-leaks copies test images into train: give a dataset "
+                             "with a test split (a folder with train/ and test/, or cifar10:)")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +105,7 @@ class DatasetOptions:
             "inject_outliers": self.inject_outliers,
             "duplicate_strength": self.duplicate_strength,
             "outlier_sources": self.outlier_sources,
+            "inject_leaks": self.inject_leaks,
         }
 
     @staticmethod
@@ -112,6 +122,7 @@ class DatasetOptions:
             inject_outliers=int(d.get("inject_outliers", 0)),
             duplicate_strength=d.get("duplicate_strength", "mixed"),
             outlier_sources=d.get("outlier_sources", "mixed"),
+            inject_leaks=int(d.get("inject_leaks", 0)),
         )
 
 
@@ -131,7 +142,7 @@ def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
             raise InputError("--true-label-column needs --labels CSV")
     if opts.inject_noise != 0 or opts.noise_kind != "symmetric":
         ds.samples = inject_noise(ds.samples, opts.inject_noise, opts.seed, opts.noise_kind)
-    if opts.inject_duplicates or opts.inject_outliers:
+    if opts.inject_duplicates or opts.inject_outliers or opts.inject_leaks:
         _inject(ds, opts)
     return ds
 
@@ -151,11 +162,25 @@ def _inject(ds: Dataset, opts: DatasetOptions) -> None:
     made = inject(ds.load_image if not grey else lambda i: Image.fromarray(ds.arrays[i]),
                   s.labels, s.true_labels, len(s.classes), size, grey, opts.spec.kind,
                   opts.inject_duplicates, opts.inject_outliers, opts.duplicate_strength,
-                  opts.seed, opts.outlier_sources)
+                  opts.seed, opts.outlier_sources,
+                  _test_images(opts.spec, s.classes) if opts.inject_leaks else None,
+                  opts.inject_leaks)
     ds.samples = SampleTable(s.paths + made.paths, np.concatenate([s.labels, made.labels]),
                              np.concatenate([s.true_labels, made.true_labels]), s.classes)
     ds.extra = made.images
     ds.injected = made  # type: ignore[attr-defined]  # written by ingest
+
+
+def _test_images(spec: DatasetSpec, classes: list[str]) -> TestImages:
+    """The test split of ``spec``, to copy leaks from: its loader and its labels as codes
+    of the train split's ``classes`` (a test class train lacks is refused)."""
+    test = open_dataset(split_spec(spec, "test"))
+    missing = sorted(set(test.samples.classes) - set(classes))
+    if missing:
+        raise InputError(f"the test split has classes the train split lacks: "
+                         f"{', '.join(missing[:5])}")
+    codes = np.array([classes.index(c) for c in test.samples.classes], np.int64)
+    return TestImages(test.load_image, codes[test.samples.labels])
 
 
 def thumbnail(img: Image.Image, size: int) -> np.ndarray:

@@ -25,6 +25,10 @@
   sources below); the others were made afterwards to report on data the cuts were not
   chosen on (docs/benchmarks.md, "Held-out rows").
 
+- ``--inject-leaks N``: copies of ``N`` test images chosen at random (seeded) put into
+  train, each made at one strength as ``--duplicate-strength`` says, carrying the test
+  image's label: leaks whose truth is known (``source`` is the test image's index).
+
 - ``--inject-outliers N``: ``N`` images from other sources, with a random label. With
   ``--outlier-sources mixed`` (the default, the chosen-on sources): half scikit-learn's
   digits (another domain; for the digits dataset, crops of scikit-learn's two sample
@@ -55,6 +59,15 @@ from worker.pipeline.names import (
     HELD_OUT_SOURCES,
     STRENGTHS,
 )
+
+
+@dataclass
+class TestImages:
+    """A test split to copy leaks from: ``load(j)`` reads test image j, ``labels`` (M,)
+    are their classes as the train split's codes."""
+
+    load: Callable[[int], Image.Image]
+    labels: np.ndarray
 
 
 @dataclass
@@ -286,35 +299,50 @@ def outlier_images(n: int, size: int, dataset_kind: str, grey: bool,
     return out, kinds
 
 
+def _copies(load: Callable[[int], Image.Image], chosen: np.ndarray, kind: str, size: int,
+            grey: bool, strength: str, rng: np.random.Generator,
+            images: list, rows: list, paths: list) -> None:
+    """Append a copy of each of ``chosen`` (read by ``load``), at the strengths
+    ``strength`` cycles through in a shuffled order, as injected ``kind`` samples."""
+    cycle = {"mixed": STRENGTHS, "held-out": HELD_OUT}.get(strength, (strength,))
+    strengths = [cycle[k % len(cycle)] for k in range(len(chosen))]
+    rng.shuffle(strengths)
+    for k, (s, how) in enumerate(zip(chosen.tolist(), strengths, strict=True)):
+        copy = augment(load(s).convert("L" if grey else "RGB"), how, rng)
+        if copy.size != (size, size):
+            copy = copy.resize((size, size), Image.Resampling.BILINEAR)
+        images.append(np.asarray(copy.convert("RGB")))
+        paths.append(f"injected/{kind}/{k:06d}")
+        rows.append({"kind": kind, "source": s, "how": how})
+
+
 def inject(load: Callable[[int], Image.Image], labels: np.ndarray, true_labels: np.ndarray,
            n_classes: int, size: int, grey: bool, dataset_kind: str, duplicates: float,
-           outliers: int, strength: str, seed: int, sources: str = "mixed") -> Injected:
+           outliers: int, strength: str, seed: int, sources: str = "mixed",
+           test: TestImages | None = None, leaks: int = 0) -> Injected:
     """Make the injected samples for a dataset of ``len(labels)`` samples whose images
     ``load(i)`` reads; all come out ``size``×``size`` RGB (same values in every channel
-    when ``grey``).
+    when ``grey``). ``leaks`` copies of ``test``'s images join train.
 
     Returns
     -------
-    Injected, in order: the copies, then the outliers.
+    Injected, in order: the copies, the leaks, then the outliers.
     """
     rng = np.random.default_rng([seed, 7])
     n = len(labels)
     n_dup = int(round(duplicates * n))
     chosen = np.sort(rng.choice(n, size=min(n_dup, n), replace=False)) if n_dup else \
         np.empty(0, np.int64)
-    cycle = {"mixed": STRENGTHS, "held-out": HELD_OUT}.get(strength, (strength,))
-    strengths = [cycle[k % len(cycle)] for k in range(len(chosen))]
-    rng.shuffle(strengths)
     images, rows, paths = [], [], []
-    for k, (s, how) in enumerate(zip(chosen.tolist(), strengths, strict=True)):
-        src = load(s)
-        mode = "L" if grey else "RGB"
-        copy = augment(src.convert(mode), how, rng)
-        if copy.size != (size, size):
-            copy = copy.resize((size, size), Image.Resampling.BILINEAR)
-        images.append(np.asarray(copy.convert("RGB")))
-        paths.append(f"injected/duplicate/{k:06d}")
-        rows.append({"kind": "duplicate", "source": s, "how": how})
+    _copies(load, chosen, "duplicate", size, grey, strength, rng, images, rows, paths)
+    leaked = np.empty(0, np.int64)
+    if leaks and test is not None:
+        # Its own generator: the copies and outliers stay what they were without leaks.
+        leak_rng = np.random.default_rng([seed, 11])
+        m = len(test.labels)
+        leaked = np.sort(leak_rng.choice(m, size=min(leaks, m), replace=False))
+        _copies(test.load, leaked, "leak", size, grey, strength, leak_rng, images, rows,
+                paths)
     out_imgs, out_kinds = outlier_images(outliers, size, dataset_kind, grey, rng, sources) \
         if outliers else (np.zeros((0, size, size, 3), np.uint8), [])
     for k, how in enumerate(out_kinds):
@@ -322,10 +350,13 @@ def inject(load: Callable[[int], Image.Image], labels: np.ndarray, true_labels: 
         rows.append({"kind": "outlier", "source": -1, "how": how})
     stacked = np.concatenate([np.stack(images) if images else
                               np.zeros((0, size, size, 3), np.uint8), out_imgs])
-    labels_new = np.concatenate([labels[chosen],
+    leak_labels = test.labels[leaked] if test is not None else np.empty(0, np.int64)
+    labels_new = np.concatenate([labels[chosen], leak_labels,
                                  rng.integers(0, n_classes, len(out_kinds))]).astype(np.int64)
-    # A copy's true label is its source's (unknown stays unknown); an outlier has none.
-    true_new = np.concatenate([true_labels[chosen],
+    # A copy's true label is its source's (unknown stays unknown), a leak's its test
+    # image's where the train split's are known; an outlier has none.
+    leak_true = leak_labels if (true_labels >= 0).any() else np.full(len(leak_labels), -1)
+    true_new = np.concatenate([true_labels[chosen], leak_true,
                                np.full(len(out_kinds), -1)]).astype(np.int64)
     return Injected(stacked, labels_new, true_new, paths, rows)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from worker.pipeline.evaluation.metrics import prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.copies import (
@@ -44,6 +45,26 @@ class LeakKind(FindingKind):
     advice = ("the train copy is dropped unless kept, so the test set stays comparable "
               "with published numbers; results also report accuracy without the leaked "
               "test images")
+
+    def score_truth(self, table: FindingTable, marked: np.ndarray, truth: list[dict]) -> dict:
+        """P/R/F1 against injected leaks (``--inject-leaks``): a marked train sample is
+        right when it is an injected copy and its test image is the one it was made from;
+        leaks the dataset already held count against precision (a lower bound). Recall per
+        strength, and the review queue's: the share of injected leaks among the first 2×
+        as many train samples by leak score (issue 46: ≥ 0.95)."""
+        leaks = [r for r in truth if r["kind"] == "leak"]
+        if not leaks:
+            return {}
+        idx = np.array([r["index"] for r in leaks], np.int64)
+        found = marked[idx] & (table.related[idx] == np.array([r["source"] for r in leaks]))
+        out = prf(int(found.sum()), int(marked.sum()), len(leaks))
+        out["recall_by_strength"] = {
+            how: round(float(found[[r["how"] == how for r in leaks]].mean()), 4)
+            for how in sorted({r["how"] for r in leaks})}
+        score = np.nan_to_num(np.asarray(table.score, np.float64), nan=-np.inf)
+        queue = np.argsort(-score, kind="stable")[:2 * len(leaks)]
+        out["queue_recall_at_2x"] = round(float(np.isin(idx, queue).mean()), 4)
+        return out
 
     def key(self, ctx: FindingContext) -> str:
         test = ctx.test
