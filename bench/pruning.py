@@ -9,7 +9,8 @@ same 2,000 clean test images (200 per class):
 - ``choose``: 5,000 train images (images 1,000–1,499 of each class), one seed: each method
   (``pruned-coverage@F``, ``pruned-easy@F``, ``pruned-hard@F``) at F = 0.5 and 0.3 beside
   ``random@F``. The method with the largest mean gain over ``random@F`` is the one
-  ``pruned@F`` uses (worker/pipeline/names.py ``DEFAULT_PRUNING``);
+  ``pruned@F`` should use (worker/pipeline/names.py ``DEFAULT_PRUNING``; the bench says
+  when it differs);
 - ``report``: 10,000 train images (the first 1,000 of each class), SEEDS seeds:
   ``pruned@0.5``, ``random@0.5``, ``pruned@0.3``, ``random@0.3`` (and ``full`` with
   ``--full``) with the method ``choose`` found (with ``--part both``; else the default).

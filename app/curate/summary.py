@@ -64,13 +64,13 @@ def pruning_table(data: RunData, state: RunState, kept: int) -> html.Div:
     labels = data.samples.labels
     sizes = pruned_sizes(data.run, labels, state.decisions.kept, state.train_labels(labels),
                          SHOWN_FRACTIONS)
-    pool = len(training_pool(data.run, labels))
-    trained = int(state.decisions.kept[training_pool(data.run, labels)].sum())
+    pool = training_pool(data.run, labels)
+    trained = int(state.decisions.kept[pool].sum())
     head = html.Thead(html.Tr([html.Th(h) for h in ("subset", "trains", "leaves out",
                                                      "of the training pool")]))
     body = html.Tbody([html.Tr([
         html.Td(f"pruned@{f:g}"), html.Td(f"{n:,}"), html.Td(f"{trained - n:,} more"),
-        html.Td(f"{n / pool:.0%}" if pool else "-")]) for f, n in sizes.items()])
+        html.Td(f"{n / len(pool):.0%}" if len(pool) else "-")]) for f, n in sizes.items()])
     cmd = ("curator experiment RUN --subsets full,"
            + ",".join(f"pruned@{f:g},random@{f:g}" for f in SHOWN_FRACTIONS[1:]))
     return html.Div([

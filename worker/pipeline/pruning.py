@@ -17,8 +17,10 @@ curation keeps stay as they are):
 - ``easy``: the closest to the prototype (Sorscher: best when data is scarce);
 - ``hard``: the farthest (best when data is plentiful).
 
-Which one ``pruned@F`` uses was chosen by measurement (docs/benchmarks.md, "Pruning by
-value"); the others stay selectable as ``pruned-easy@F`` and so on.
+``pruned@F`` uses ``coverage``, chosen a priori (CCS holds across pruning rates in its
+paper), not yet by measurement: ``python -m bench.pruning --part choose`` measures the
+three against each other on other images than the rows reported (docs/benchmarks.md,
+"Pruning by value"). The others stay selectable as ``pruned-easy@F`` and so on.
 """
 
 from __future__ import annotations
