@@ -582,13 +582,13 @@ def byo_features(tmp_path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("flag, value", [("--inject-duplicates", "0.1"),
-                                         ("--inject-outliers", "3")])
+                                         ("--inject-outliers", "3"), ("--inject-leaks", "3")])
 def test_injection_into_features_is_refused(byo_features, tmp_path, flag, value):
     feats, labels = byo_features
     out = tmp_path / "run"
     r = _cli("pipeline", "--dataset", f"features:{feats}", "--labels", str(labels),
              flag, value, "--out", str(out))
-    _one_error_line(r, "--inject-duplicates and --inject-outliers need images")
+    _one_error_line(r, "--inject-duplicates, --inject-outliers and --inject-leaks need images")
     assert not out.exists()
 
 
