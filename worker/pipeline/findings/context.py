@@ -8,10 +8,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from worker.pipeline.findings.copies import NearMatches, near_matches
+from worker.pipeline.findings.copies import REFERENCE_RANK, NearMatches, near_matches
 from worker.pipeline.findings.index import FeatureSpace, fit_space
 from worker.pipeline.findings.pixels import grey_views
 from worker.pipeline.findings.testsplit import TestSplit, load_test_split, test_thumbnails
+from worker.pipeline.findings.warps import (
+    K_FEATURE,
+    K_KEY,
+    CopyViews,
+    WarpEvidence,
+    candidates,
+    copy_views,
+    key_neighbours,
+    warp_evidence,
+)
 from worker.pipeline.map.embedding import run_pca
 from worker.pipeline.progress import ProgressFn
 from worker.pipeline.sources.datasets import SampleTable
@@ -88,6 +98,39 @@ class FindingContext:
         if self.near is None:
             return None
         return max(threshold, self.near.tail_cut(spreads))
+
+    @functools.cached_property
+    def views(self) -> CopyViews | None:
+        """The warp match's views of every sample (findings/warps.py), or None for a run
+        without images."""
+        if self.grey is None:
+            return None
+        return copy_views(self.run.load_array(self.run.thumbnails, "ingest", mmap=True))
+
+    @functools.cached_property
+    def warp(self) -> WarpEvidence | None:
+        """Each sample's warp matches with its candidates (its ``K_FEATURE`` nearest in
+        feature space and its ``K_KEY`` nearest copy-robust keys: findings/warps.py), or
+        None without images."""
+        if self.views is None:
+            return None
+        a, b = candidates(self.space.neighbours[:, :K_FEATURE],
+                          key_neighbours(self.views.key, None, K_KEY))
+        return warp_evidence(self.views, self.views, a, b, len(self.samples), REFERENCE_RANK,
+                             same=True)
+
+    def warp_cut(self, threshold: float, spreads: float) -> np.ndarray | None:
+        """The warp match a copy needs in this run, per variant (findings/warps.py):
+        ``threshold``, raised to ``spreads`` robust spreads above what the samples' best
+        candidates reach (copies.py, test 1); None without images."""
+        return None if self.warp is None else self.warp.cuts(threshold, spreads)
+
+    @functools.cached_property
+    def test_views(self) -> CopyViews | None:
+        """The test split's warp-match views, or None without a test split's images."""
+        if self.test is None or not test_thumbnails(self.run).is_file():
+            return None
+        return copy_views(self.run.load_array(test_thumbnails(self.run), "cluster", mmap=True))
 
     @functools.cached_property
     def test_grey(self) -> np.ndarray | None:

@@ -61,12 +61,23 @@ class NearMatches:
     best: np.ndarray
     distinct: np.ndarray
 
+    def _centre(self) -> tuple[float, float]:
+        """The centre and robust spread of :attr:`best` on Fisher's z."""
+        z = np.arctanh(np.clip(self.best, -0.9999, 0.9999))
+        q1, mid, q3 = np.quantile(z, [0.25, 0.5, 0.75])
+        return float(mid), max(float(q3 - q1) / 1.349, 1e-6)
+
     def tail_cut(self, spreads: float) -> float:
         """The match ``spreads`` robust spreads above the centre of :attr:`best` on Fisher's
         z (module docstring, test 1)."""
-        z = np.arctanh(np.clip(self.best, -0.9999, 0.9999))
-        q1, mid, q3 = np.quantile(z, [0.25, 0.5, 0.75])
-        return float(np.tanh(mid + spreads * (q3 - q1) / 1.349))
+        mid, spread = self._centre()
+        return float(np.tanh(mid + spreads * spread))
+
+    def spreads(self, match: np.ndarray) -> np.ndarray:
+        """How many robust spreads ``match`` (any shape) lies above the centre of
+        :attr:`best` on Fisher's z: the inverse of :meth:`tail_cut`, float32."""
+        mid, spread = self._centre()
+        return ((np.arctanh(np.clip(match, -0.9999, 0.9999)) - mid) / spread).astype(np.float32)
 
 
 def near_matches(views: np.ndarray, neighbours: np.ndarray) -> NearMatches:

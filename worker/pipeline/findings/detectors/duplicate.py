@@ -14,6 +14,11 @@
   alone cannot tell a re-encoded copy from a close but different picture (a JPEG-and-
   resize copy of a CIFAR image lies at 0.86× the typical distance, and 1% of different
   pictures lie closer than 0.48×: docs/benchmarks.md); pixels can.
+- Copies that a crop, a stretch, a rotation or a blur moved out of that reach are found by
+  a second test (findings/warps.py): candidates also from a copy-robust index of small
+  mirror-invariant grey keys, matched over warped views (zooms, stretches, shifts,
+  rotations, refined past the grid) with its own tail and ratio tests. A copy only this
+  test finds is proposed: its pixel match to the kept copy stays below the drop cut.
 - Groups are stars, not chains: the sample with the most near copies (ties: the lowest
   index) takes every copy not yet grouped, then the next; every member is a copy of its
   group's centre, so A≈B≈C never joins A and C when they are not alike (single-linkage
@@ -43,6 +48,7 @@ from worker.pipeline.findings.copies import (
 )
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.findings.pixels import match_pairs
+from worker.pipeline.findings.warps import RATIO_WARP, TAIL_WARP, listed, warp_match
 
 
 def exact_units(hashes: np.ndarray | None, n: int) -> np.ndarray:
@@ -129,8 +135,8 @@ def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[d
 class DuplicateKind(FindingKind):
     name = "duplicate"
     # 1: feature distance; 2: pixel match among feature candidates; 3: the ratio test,
-    # proposed or dropped
-    version = "3"
+    # proposed or dropped; 4: the warp match (findings/warps.py)
+    version = "4"
     title = "near-duplicate"
     decision = DROP
     order = 10
@@ -153,6 +159,11 @@ class DuplicateKind(FindingKind):
         near = ctx.near
         pairs, best = copy_pairs(sp.neighbours, sp.distances / scale, ctx.grey, ctx.grey, cut,
                                  near and near.distinct)
+        warp, warp_cut = ctx.warp, ctx.warp_cut(t, TAIL_WARP)
+        if warp is not None:  # copies that move: a second test (findings/warps.py)
+            ok = warp.passing(warp_cut, RATIO_WARP)
+            pairs = np.unique(np.concatenate([pairs, np.stack([warp.a[ok], warp.b[ok]], 1)]),
+                              axis=0)
         group = star_groups(units, pairs, n)
         # The kept member: best-supported label, then the lowest index.
         support = ctx.label_score if ctx.label_score is not None else np.zeros(n, np.float32)
@@ -168,8 +179,10 @@ class DuplicateKind(FindingKind):
         ratio = np.zeros(n, np.float32)
         ratio[members] = np.sqrt((diff * diff).sum(1)) / scale
         match = np.zeros(n, np.float32)
+        warped = np.zeros(n, np.float32)
         if ctx.grey is not None and len(members):
             match[members] = match_pairs(ctx.grey, members, ctx.grey, rep[members])
+            warped[members] = warp_match(ctx.views, members, ctx.views, rep[members]).max(1)
         exact = np.zeros(n, bool)
         exact[members] = units[members] == units[rep[members]]
         size = np.zeros(n, np.int64)
@@ -189,15 +202,20 @@ class DuplicateKind(FindingKind):
             drop_cut = ctx.copy_cut(max(float(self.drop_cut(ctx)), cut), TAIL_DROP)
             strong = (match >= drop_cut) & stands_out(match, near.distinct, RATIO_DROP)
             drop &= exact | strong
-        score = best.copy()
-        score[np.bincount(units, minlength=n)[units] > 1] = 1.0  # an exact copy exists
+        # The score ranks copies by how far their evidence lies above what different
+        # pictures here reach (robust spreads, the larger of the two tests'); without
+        # images, by feature distance. An exact copy ranks first.
+        score = best.copy() if near is None else \
+            np.maximum(near.spreads(best), warp.spreads(warp.best))
+        exact_any = np.bincount(units, minlength=n)[units] > 1
+        score[exact_any] = 1.0 if near is None else float(score.max(initial=0.0)) + 1.0
         return FindingTable(
             issue, score, np.where(issue, rep, -1),
             {"group": group, "representative": rep, "ratio": ratio, "match": match,
-             "exact": exact, "group_size": size, "label_conflict": conflict,
+             "warped": warped, "exact": exact, "group_size": size, "label_conflict": conflict,
              "support": support.astype(np.float32)},
             {"threshold": t, "pixel_cut": cut if near is not None else None,
-             "drop_cut": drop_cut, "scale": scale,
+             "warp_cut": listed(warp_cut), "drop_cut": drop_cut, "scale": scale,
              "groups": int(group.max() + 1) if len(members) else 0,
              "exact_copies": int((issue & exact).sum())}, drop)
 
@@ -223,6 +241,8 @@ class DuplicateKind(FindingKind):
         how = "identical pixels to" if f["exact"][i] else "near-duplicate of"
         pixels = f", pixel match {float(f['match'][i]):.2f}" \
             if table.info.get("pixel_cut") is not None else ""
+        if "warped" in f and f["warped"][i] > f["match"][i]:
+            pixels += f", warped match {float(f['warped'][i]):.2f}"
         dist = "" if f["exact"][i] else \
             f"{pixels}, feature distance {float(f['ratio'][i]):.2f}× the typical"
         return f"{how} #{rep} (kept: {kept_why} of {size}){dist}, {label_text}"

@@ -5,12 +5,18 @@ When the dataset has a test split (``folder:`` with ``train/`` and ``test/``, or
 and are projected into the train samples' PCA space; each train image's nearest test
 images are candidates, and one that is a copy by the duplicate kind's rule
 (copies.copy_pairs: the same candidate gate, pixel match ≥ ``threshold``) marks the
-train image, with the best-matching test image as the related sample. The default drops
-the train copy where the evidence is strong (the duplicate kind's drop rule), so the test
-set stays comparable with published numbers; the other leaks are proposed.
+train image, with the best-matching test image as the related sample. The duplicate
+kind's second test (findings/warps.py: copies that a crop, a stretch, a rotation or a blur
+moved) runs across the split too, its candidates each train image's nearest test images
+in feature space and by copy-robust key, judged against the train set's own reference.
+The default drops the train copy where the evidence is strong (the duplicate kind's drop
+rule), so the test set stays comparable with published numbers; the other leaks are
+proposed.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,6 +26,7 @@ from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.copies import (
     K_CANDIDATES,
     RATIO_DROP,
+    REFERENCE_RANK,
     TAIL_DROP,
     TAIL_PROPOSE,
     copy_pairs,
@@ -28,12 +35,25 @@ from worker.pipeline.findings.copies import (
 from worker.pipeline.findings.index import knn_query
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.findings.pixels import match_pairs
+from worker.pipeline.findings.warps import (
+    K_FEATURE,
+    K_KEY,
+    RATIO_WARP,
+    TAIL_WARP,
+    candidates,
+    key_neighbours,
+    listed,
+    warp_evidence,
+    warp_match,
+)
 
 
 @register
 class LeakKind(FindingKind):
     name = "leak"
-    version = "3"  # 1: feature distance; 2: the duplicate rule across the split; 3: ratio test
+    # 1: feature distance; 2: the duplicate rule across the split; 3: ratio test; 4: the
+    # warp match (findings/warps.py)
+    version = "4"
     title = "leak into the test split"
     decision = DROP
     order = 20
@@ -79,23 +99,47 @@ class LeakKind(FindingKind):
             return table
         sp, t = ctx.space, float(self.cut(ctx))
         scale = sp.scale
-        nearest, dist = knn_query(sp.project(test.features), sp.x, K_CANDIDATES)
+        test_x = sp.project(test.features)
+        nearest, dist = knn_query(test_x, sp.x, max(K_CANDIDATES, K_FEATURE))
         ratio = dist / scale
         pixels = ctx.grey is not None and ctx.test_grey is not None
         # The train set's tail and distinctness, as for duplicates.
         cut = ctx.copy_cut(t, TAIL_PROPOSE) if pixels else None
         distinct = ctx.near.distinct if pixels else None
-        pairs, best = copy_pairs(nearest, ratio, ctx.grey, ctx.test_grey, cut or t, distinct)
+        pairs, best = copy_pairs(nearest[:, :K_CANDIDATES], ratio[:, :K_CANDIDATES], ctx.grey,
+                                 ctx.test_grey, cut or t, distinct)
+        warp_cut, score = None, best
+        if pixels and ctx.test_views is not None:  # copies that move (findings/warps.py)
+            warp_cut = ctx.warp_cut(t, TAIL_WARP)
+            a, b = candidates(nearest[:, :K_FEATURE],
+                              key_neighbours(ctx.test_views.key, ctx.views.key, K_KEY),
+                              same=False)
+            cross = warp_evidence(ctx.views, ctx.test_views, a, b, n, REFERENCE_RANK,
+                                  same=False)
+            # judged against the train set's own reference, as the pixel match is
+            ok = replace(cross, best=ctx.warp.best, distinct=ctx.warp.distinct).passing(
+                warp_cut, RATIO_WARP)
+            # ranked (the review queue) by robust spreads above what different pictures
+            # reach, the larger of the two tests'
+            score = np.maximum(ctx.near.spreads(best), ctx.warp.spreads(cross.best))
+            pairs = np.unique(np.concatenate([pairs, np.stack([a[ok], b[ok]], 1)]), axis=0)
         related = np.full(n, -1, np.int64)
         match = np.zeros(n, np.float32)
+        warped = np.zeros(n, np.float32)
         if len(pairs):  # the best-matching test copy of each train image
-            m = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1]) if pixels else \
-                -np.linalg.norm(sp.x[pairs[:, 0]] - sp.project(test.features)[pairs[:, 1]],
-                                axis=1)
+            if pixels:
+                w = warp_match(ctx.views, pairs[:, 0], ctx.test_views, pairs[:, 1]).max(1) \
+                    if ctx.test_views is not None else np.zeros(len(pairs), np.float32)
+                p = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1])
+                m = np.maximum(w, p)
+            else:
+                m = -np.linalg.norm(sp.x[pairs[:, 0]] - test_x[pairs[:, 1]], axis=1)
             order = np.lexsort((-m, pairs[:, 0]))
             first = order[np.r_[True, pairs[order, 0][1:] != pairs[order, 0][:-1]]]
             related[pairs[first, 0]] = pairs[first, 1]
-            match[pairs[first, 0]] = m[first]
+            if pixels:
+                match[pairs[first, 0]] = p[first]
+                warped[pairs[first, 0]] = w[first]
         issue = related >= 0
         # Dropped by default as a copy is (duplicate.py): the match to its test copy reaches
         # the drop cut and passes the stricter ratio test; the other leaks are proposed.
@@ -105,12 +149,13 @@ class LeakKind(FindingKind):
             drop_cut = ctx.copy_cut(max(float(self.drop_cut(ctx)), cut or t), TAIL_DROP)
             drop &= (match >= drop_cut) & stands_out(match, distinct, RATIO_DROP)
         j = np.where(issue, related, nearest[:, 0])
-        r_rel = np.linalg.norm(sp.x - sp.project(test.features)[j], axis=1) / scale
+        r_rel = np.linalg.norm(sp.x - test_x[j], axis=1) / scale
         same = np.asarray(test.labels)[j] == ctx.samples.labels
-        return FindingTable(issue, best, related,
-                            {"ratio": r_rel.astype(np.float32), "match": best,
-                             "same_label": same},
-                            {"threshold": t, "pixel_cut": cut, "drop_cut": drop_cut,
+        return FindingTable(issue, score, related,
+                            {"ratio": r_rel.astype(np.float32), "match": np.where(
+                                issue, match, best), "warped": warped, "same_label": same},
+                            {"threshold": t, "pixel_cut": cut, "warp_cut": listed(warp_cut),
+                             "drop_cut": drop_cut,
                              "scale": scale, "test_images": len(test.paths),
                              "leaked_test_images": int(len(np.unique(related[issue])))}, drop)
 
@@ -120,8 +165,11 @@ class LeakKind(FindingKind):
     def why(self, table: FindingTable, i: int, view: View) -> str:
         j = int(table.related[i])
         same = "same label" if table.facts["same_label"][i] else "another label"
-        pixels = f"pixel match {float(table.facts['match'][i]):.2f}, " \
+        f = table.facts
+        pixels = f"pixel match {float(f['match'][i]):.2f}, " \
             if table.info.get("pixel_cut") is not None else ""
+        if "warped" in f and f["warped"][i] > f["match"][i]:
+            pixels += f"warped match {float(f['warped'][i]):.2f}, "
         return (f"nearly identical to test image {view.test_paths[j]} "
                 f"({pixels}feature distance {float(table.facts['ratio'][i]):.2f}× the typical, "
                 f"{same})")

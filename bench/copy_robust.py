@@ -1,0 +1,139 @@
+"""Copies that move: the warp match and the copy-robust index (findings/warps.py) beside
+the pixel match alone, on finished runs (issue 46, item 3).
+
+    PYTHONPATH=. .venv/bin/python -m bench.copy_robust RUN [RUN ...] [--sweep]
+
+RUNs are finished ``curator pipeline`` runs (``bench.held_out``'s rows, ``bench.copy_evidence``'s
+no-copy sets). Per run: how often an injected copy's source is among its candidates (the
+pixel match's gated feature neighbours, the warp match's feature neighbours, the key
+index, both), the pairs each test marks (and how many join different families: CIFAR's
+own near-copies count there too), recall overall and by strength, and the time of the
+views, the key index and the matches. ``--sweep`` prints the same for a grid of the warp
+test's two numbers (run it on rows a cut may be chosen on, never on held-out rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _family(run, n: int) -> tuple[np.ndarray, list[dict]]:
+    from worker.pipeline.sources.inject import read_truth
+
+    truth = [t for t in read_truth(run.path) if t["kind"] == "duplicate"]
+    family = np.arange(n)
+    for t in truth:
+        family[t["index"]] = t["source"]
+    return family, truth
+
+
+def _scores(pairs: set, family: np.ndarray, truth: list[dict]) -> dict:
+    hit = {int(family[x]) for x, y in pairs if family[x] == family[y]}
+    by = {}
+    for how in sorted({t["how"] for t in truth}):
+        fams = [t["source"] for t in truth if t["how"] == how]
+        by[how] = round(sum(f in hit for f in fams) / len(fams), 2)
+    return {"pairs": len(pairs),
+            "other_family": sum(int(family[x] != family[y]) for x, y in pairs),
+            "recall": round(len(hit) / len(truth), 3) if truth else None, "recall_by": by}
+
+
+def _reach(a: np.ndarray, b: np.ndarray, truth: list[dict]) -> dict:
+    have = set(zip(a.tolist(), b.tolist(), strict=True))
+    by = {}
+    for how in sorted({t["how"] for t in truth}):
+        rows = [t for t in truth if t["how"] == how]
+        by[how] = round(sum((t["index"], t["source"]) in have or (t["source"], t["index"])
+                            in have for t in rows) / len(rows), 2)
+    return by
+
+
+def measure(run_path: Path, sweep: bool) -> dict:
+    from worker.pipeline.findings.context import FindingContext
+    from worker.pipeline.findings.copies import (
+        CANDIDATE_RATIO,
+        K_CANDIDATES,
+        REFERENCE_RANK,
+        TAIL_PROPOSE,
+        copy_pairs,
+    )
+    from worker.pipeline.findings.warps import (
+        K_FEATURE,
+        K_KEY,
+        RATIO_WARP,
+        TAIL_WARP,
+        VARIANTS,
+        candidates,
+        copy_views,
+        key_neighbours,
+        listed,
+        warp_evidence,
+    )
+    from worker.pipeline.storage.rundir import RunDir
+
+    run = RunDir(run_path)
+    samples = run.read_samples()
+    ctx = FindingContext(run, samples)
+    sp, n = ctx.space, len(samples)
+    family, truth = _family(run, n)
+    thumbs = run.load_array(run.thumbnails, "ingest", mmap=True)
+    t0 = time.perf_counter()
+    views = copy_views(thumbs)
+    t_views = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    keys = key_neighbours(views.key, None, K_KEY)
+    t_key = time.perf_counter() - t0
+    a, b = candidates(sp.neighbours[:, :K_FEATURE], keys)
+    t0 = time.perf_counter()
+    ev = warp_evidence(views, views, a, b, n, REFERENCE_RANK, same=True)
+    t_match = time.perf_counter() - t0
+    kk = min(K_CANDIDATES, sp.neighbours.shape[1])
+    rows, cols = np.nonzero(sp.distances[:, :kk] / sp.scale <= CANDIDATE_RATIO)
+    reach = {"pixel (gated)": _reach(rows, sp.neighbours[rows, cols], truth),
+             "features": _reach(*candidates(sp.neighbours[:, :K_FEATURE]), truth),
+             "keys": _reach(*candidates(keys), truth), "both": _reach(a, b, truth)}
+    today, _ = copy_pairs(sp.neighbours, sp.distances / sp.scale, ctx.grey, ctx.grey,
+                          ctx.copy_cut(0.9, TAIL_PROPOSE), ctx.near.distinct)
+    today = {(int(x), int(y)) for x, y in today}
+
+    def tested(tail: float, ratio: float) -> dict:
+        cuts = ev.cuts(0.9, tail)
+        ok = ev.passing(cuts, ratio)
+        warp = {(int(x), int(y)) for x, y in zip(ev.a[ok], ev.b[ok], strict=True)}
+        by_variant = {name: _scores({(int(x), int(y)) for x, y in zip(
+            ev.a[p], ev.b[p], strict=True)}, family, truth)["recall"]
+            for name, p in zip(VARIANTS, ((ev.match >= cuts) & (
+                1 - ev.match <= ratio * ev.distinct[ev.a])).T, strict=True)}
+        return {"cuts": listed(cuts), "warp": _scores(warp, family, truth),
+                "recall_by_variant": by_variant,
+                "union": _scores(today | warp, family, truth)}
+
+    out = {"samples": n, "candidates": len(a), "views_s": round(t_views, 2),
+           "key_s": round(t_key, 2), "match_s": round(t_match, 2), "reach": reach,
+           "today": _scores(today, family, truth), "chosen": tested(TAIL_WARP, RATIO_WARP)}
+    if sweep:
+        out["sweep"] = {f"{tail}/{ratio}": tested(tail, ratio)["union"]
+                        for tail in (3.5, 4.5, 5.5) for ratio in (0.05, 0.07, 0.1, 0.15)}
+    return out
+
+
+def main() -> None:
+    from bench.common import machine
+    from worker.pipeline.findings.warps import WARPS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--sweep", action="store_true")
+    a = ap.parse_args()
+    print(machine(), f"· {len(WARPS)} warps", flush=True)
+    for run in a.runs:
+        print(run, json.dumps(measure(run, a.sweep)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,463 @@
+"""A copy match that follows crops, stretches, rotations and blur: warped views, and a
+second neighbour index to find the candidates (issue 46, item 3).
+
+Today's pixel match (findings/pixels.py) compares 16-px grey views over mirroring and
+one-pixel shifts, and only among a sample's nearest samples in feature space: a crop, a
+stretch or a rotation moves a copy out of its reach, and a blur moves it out of the
+feature neighbours. This module adds:
+
+- **Warped views.** Each image's grey thumbnail, area-reduced to ``2·SIDE`` px, sampled
+  through ``len(WARPS)`` affine warps (zooms to 90/80/70% at nine centres, stretches along
+  either side, rotations of ±5° and ±10°, two-pixel shifts) into ``SIDE``×``SIDE`` views,
+  each normalised (zero mean, unit norm). A pair's warp match is the best correlation of
+  one image's full view, or its mirror, with any of the other's warped views, both ways
+  (:func:`warp_match`): a crop of one is a zoom of the other.
+- **A copy-robust index** (:func:`copy_candidates`): each image's full view pooled to
+  ``KEY_SIDE`` px and made mirror-invariant (the mirror-symmetric half and the magnitude
+  of the antisymmetric half), searched by the neighbour library the map uses
+  (map/embedding.py: exact up to ``EXACT_KNN_MAX``, Annoy above). Blur, JPEG, colour and
+  a mirror barely move a copy there, so a copy the features lost is among its source's
+  ``K_KEY`` nearest keys.
+
+A pair's warp match then has to pass the same two tests as the pixel match
+(findings/copies.py: beyond what different pictures of this dataset reach, and standing
+out from the sample's own near pictures), with the warp's own reference: each sample's
+warp matches with its candidates. More warps lift what different pictures reach too, so
+the tests and their numbers (``TAIL_WARP``, ``RATIO_WARP``) are the warp match's own;
+docs/benchmarks.md ("Copies that move") says what they were chosen on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from worker.pipeline.findings.copies import NearMatches
+from worker.pipeline.findings.index import knn_query
+from worker.pipeline.map.embedding import EXACT_KNN_MAX, annoy_neighbours, exact_neighbours
+
+SIDE = 16
+KEY_SIDE = 8
+K_KEY = 5
+# How many feature neighbours are candidates for the warp match (the stored index's
+# nearest, with no distance gate: a crop can move a copy past the pixel match's gate).
+K_FEATURE = 10
+# The warp test's numbers (module docstring).
+TAIL_WARP, RATIO_WARP = 4.5, 0.07
+# The refinement past the grid (:func:`_refined`): its steps, their size in the warp's
+# units, and how far it may go.
+REFINE_STEPS, REFINE_LR = 10, 0.02
+MIN_SCALE, MAX_TURN = 0.6, math.radians(15)
+# The variants a refined pair is matched by, each with its own reference and tests: the
+# sharp views; both blurred by SMOOTH px (a blurred copy); the sharp views less the worst
+# quadrant (a caption or a logo over a corner).
+VARIANTS = ("sharp", "blurred", "occluded")
+SMOOTH = 1.0
+REFINE_TOP = 2  # the candidates refined per sample: its best on the grid
+BLOCK = 256  # queries per matrix product (memory ~ BLOCK × 48 × 256 × 4 B per side)
+
+
+def _warps() -> list[tuple[float, float, float, float, float]]:
+    """(scale x, scale y, shift x, shift y, degrees), shifts in the input's [-1, 1] units;
+    the identity first."""
+    out = [(1.0, 1.0, 0.0, 0.0, 0.0)]
+    for s in (0.9, 0.8, 0.7):
+        m = 1 - s
+        out += [(s, s, tx, ty, 0.0) for tx in (-m, 0, m) for ty in (-m, 0, m)]
+    for sx, sy in ((0.8, 1.0), (1.0, 0.8), (0.7, 1.0), (1.0, 0.7)):
+        m = 1 - min(sx, sy)
+        out += [(sx, sy, t if sx < 1 else 0.0, t if sy < 1 else 0.0, 0.0) for t in (-m, 0, m)]
+    out += [(0.9, 0.9, 0.0, 0.0, a) for a in (-10, -5, 5, 10)]
+    steps = (-0.125, -0.0625, 0.0, 0.0625, 0.125)  # shifts of up to two pixels at 32 px
+    out += [(1.0, 1.0, dx, dy, 0.0) for dx in steps for dy in steps if dx or dy]
+    return out
+
+
+WARPS = _warps()
+
+
+def _thetas():
+    import torch
+
+    th = []
+    for sx, sy, tx, ty, a in WARPS:
+        r = math.radians(a)
+        c, s = math.cos(r), math.sin(r)
+        th.append([[sx * c, -sy * s, tx], [sx * s, sy * c, ty]])
+    return torch.tensor(th, dtype=torch.float32)
+
+
+def _grey(thumbs: np.ndarray, smooth: float = 0.0):
+    """Grey images (n, 1, ≤2·SIDE, ≤2·SIDE), torch float32, of thumbnails (n, S, S, 3),
+    blurred by a Gaussian of ``smooth`` px (0: not)."""
+    import torch
+    import torch.nn.functional as F
+
+    x = torch.from_numpy(np.asarray(thumbs, dtype=np.float32))  # a copy: writable
+    g = (x[..., 0] * 0.299 + x[..., 1] * 0.587 + x[..., 2] * 0.114)[:, None]
+    if g.shape[-1] > 2 * SIDE:  # area first: the warps then sample without aliasing
+        g = F.adaptive_avg_pool2d(g, (2 * SIDE, 2 * SIDE))
+    if smooth:
+        r = torch.arange(-2, 3, dtype=torch.float32)
+        k = torch.exp(-r ** 2 / (2 * smooth ** 2))
+        k = (k[:, None] * k[None, :]) / k.sum() ** 2
+        g = F.conv2d(F.pad(g, (2, 2, 2, 2), mode="replicate"), k[None, None])
+    return g
+
+
+def _normalise(v):
+    v = v - v.mean(-1, keepdim=True)
+    return v / v.norm(dim=-1, keepdim=True).clamp_min(1e-3)
+
+
+def warped(thumbs: np.ndarray, warps: slice = slice(None), smooth: float = 0.0):
+    """Normalised warped views of thumbnails (n, S, S, 3): torch float32 (n, T, SIDE²)."""
+    import torch.nn.functional as F
+
+    theta = _thetas()[warps]
+    g = _grey(thumbs, smooth)
+    n, t = len(g), len(theta)
+    grid = F.affine_grid(theta, (t, 1, SIDE, SIDE), align_corners=False)  # (T, S, S, 2)
+    grid = grid.reshape(1, t * SIDE, SIDE, 2).expand(n, -1, -1, -1)
+    w = F.grid_sample(g, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    return _normalise(w.reshape(n, t, SIDE * SIDE))
+
+
+@dataclass
+class CopyViews:
+    """What the warp match needs of one set of images.
+
+    Attributes
+    ----------
+    thumbs : uint8 (N, S, S, 3), possibly memory-mapped: warped again per block of queries
+    full : torch float32 (N, SIDE²), the normalised unwarped view
+    mirror : torch float32 (N, SIDE²), the same, mirrored
+    key : float32 (N, KEY_SIDE²), the mirror-invariant key the copy-robust index searches
+    smooth, smooth_mirror : torch float32 (N, SIDE²), the full view and its mirror blurred
+        (``SMOOTH`` px) before sampling: the blurred match compares these
+    """
+
+    thumbs: np.ndarray
+    full: object
+    mirror: object
+    key: np.ndarray
+    smooth: object
+    smooth_mirror: object
+
+
+def copy_views(thumbs: np.ndarray, block: int = 4096) -> CopyViews:
+    """:class:`CopyViews` of thumbnails (N, S, S, 3)."""
+    import torch
+    import torch.nn.functional as F
+
+    def unwarped(smooth: float):
+        views = [warped(thumbs[s:s + block], slice(0, 1), smooth)[:, 0]
+                 for s in range(0, len(thumbs), block)]
+        full = torch.cat(views) if views else torch.empty(0, SIDE * SIDE)
+        return full, _mirrored(full)
+
+    full, mirror = unwarped(0.0)
+    smooth, smooth_mirror = unwarped(SMOOTH)
+    img = full.reshape(-1, 1, SIDE, SIDE)
+    small = F.adaptive_avg_pool2d(img, (KEY_SIDE, KEY_SIDE))[:, 0]
+    flipped = torch.flip(small, dims=[-1])
+    half = KEY_SIDE // 2
+    sym = (small + flipped)[..., :half].reshape(len(full), -1)
+    anti = (small - flipped)[..., :half].abs().reshape(len(full), -1)
+    key = torch.cat([sym, anti], 1)
+    key = key / key.norm(dim=1, keepdim=True).clamp_min(1e-3)
+    return CopyViews(thumbs, full, mirror, key.numpy().astype(np.float32), smooth,
+                     smooth_mirror)
+
+
+def _mirrored(views):
+    """Views (N, SIDE²) mirrored left to right."""
+    import torch
+
+    return torch.flip(views.reshape(-1, SIDE, SIDE), dims=[-1]).reshape(len(views), -1)
+
+
+def _directed(src: CopyViews, a: np.ndarray, dst: CopyViews, b: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair p, the best correlation of any warp of ``src[a[p]]`` with ``dst[b[p]]``'s
+    full view or its mirror. Pairs are grouped by query, queries of similar degree blocked
+    together, and each block is one batched matrix product.
+
+    Returns
+    -------
+    match : float32 (P,); warp : int64 (P,), the best warp's index in ``WARPS``;
+    mirrored : bool (P,), whether it matched the mirror
+    """
+    import torch
+
+    out = np.full(len(a), -1.0, np.float32)
+    which = np.zeros(len(a), np.int64)
+    mirrored = np.zeros(len(a), bool)
+    if not len(a):
+        return out, which, mirrored
+    order = np.argsort(a, kind="stable")
+    queries, starts, degree = np.unique(a[order], return_index=True, return_counts=True)
+    by_degree = np.argsort(degree, kind="stable")
+    for s in range(0, len(queries), BLOCK):
+        sel = by_degree[s:s + BLOCK]
+        q, d = queries[sel], int(degree[sel].max())
+        slot = np.arange(d)[None, :]
+        valid = slot < degree[sel, None]
+        pos = np.where(valid, starts[sel, None] + np.minimum(slot, degree[sel, None] - 1), 0)
+        pair = order[pos]  # (q, d) pair indices, padded with the query's last pair
+        others = torch.from_numpy(b[pair])
+        cand = torch.cat([dst.full[others], dst.mirror[others]], 1)  # (q, 2d, D)
+        w = warped(src.thumbs[np.sort(q)])[np.argsort(np.argsort(q))]  # rows in q's order
+        m, arg = torch.bmm(w, cand.transpose(1, 2)).max(1)  # (q, 2d): best over warps
+        flip = m[:, d:] > m[:, :d]
+        out[pair[valid]] = torch.where(flip, m[:, d:], m[:, :d]).numpy()[valid]
+        which[pair[valid]] = torch.where(flip, arg[:, d:], arg[:, :d]).numpy()[valid]
+        mirrored[pair[valid]] = flip.numpy()[valid]
+    return out, which, mirrored
+
+
+def _quadrant_masks():
+    import torch
+
+    m = torch.ones(4, SIDE, SIDE, dtype=torch.bool)
+    h = SIDE // 2
+    for k, (y, x) in enumerate(((0, 0), (0, h), (h, 0), (h, h))):
+        m[k, y:y + h, x:x + h] = False
+    return m.reshape(4, -1)
+
+
+def _sampled(p, g):
+    """Grey images ``g`` (P, 1, H, W) warped by parameters ``p`` (P, 5: zoom x, zoom y,
+    shift x, shift y, radians) into raw views (P, SIDE²)."""
+    import torch
+    import torch.nn.functional as F
+
+    sx, sy, tx, ty, r = p.unbind(1)
+    c, sn = torch.cos(r), torch.sin(r)
+    theta = torch.stack([torch.stack([sx * c, -sy * sn, tx], 1),
+                         torch.stack([sx * sn, sy * c, ty], 1)], 1)
+    grid = F.affine_grid(theta, (len(p), 1, SIDE, SIDE), align_corners=False)
+    w = F.grid_sample(g, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    return w.reshape(len(p), -1)
+
+
+def _corr(p, g, target):
+    """The correlation of ``g`` warped by ``p`` with normalised views ``target`` (P, D)."""
+    return (_normalise(_sampled(p, g)) * target).sum(1)
+
+
+def _occluded(w, target):
+    """The best correlation of raw views ``w`` with ``target`` (both (P, SIDE²)) over the
+    four views that leave one quadrant out: a caption or a logo over a corner."""
+    import torch
+
+    h = SIDE // 2
+    out = None
+    for y, x in ((0, 0), (0, h), (h, 0), (h, h)):
+        keep = torch.ones(SIDE, SIDE, dtype=torch.bool)
+        keep[y:y + h, x:x + h] = False
+        keep = keep.reshape(-1)
+        c = (_normalise(w[:, keep]) * _normalise(target[:, keep])).sum(1)
+        out = c if out is None else torch.maximum(out, c)
+    return out
+
+
+def _refined(src: CopyViews, a: np.ndarray, dst: CopyViews, b: np.ndarray, warp: np.ndarray,
+             mirrored: np.ndarray, block: int = 8192) -> np.ndarray:
+    """Per pair, the correlation of ``src[a]`` with ``dst[b]`` (its mirror where
+    ``mirrored``) after ``REFINE_STEPS`` steps of gradient ascent on the warp's zoom along
+    either side, shift and rotation, from the best of ``WARPS``: a crop or a stretch
+    between the grid's steps is matched as well as one on them. Then, at the alignment
+    found, each variant's match (``VARIANTS``): float32 (P, V)."""
+    import torch
+
+    out = np.empty((len(a), len(VARIANTS)), np.float32)
+    start = torch.tensor(WARPS, dtype=torch.float32)
+    start[:, 4] = torch.deg2rad(start[:, 4])
+    for s in range(0, len(a), block):
+        sl = slice(s, s + block)
+        g = _grey(src.thumbs[a[sl]])
+        flip, other = torch.from_numpy(mirrored[sl])[:, None], torch.from_numpy(b[sl])
+        target = torch.where(flip, dst.mirror[other], dst.full[other])
+        p = start[torch.from_numpy(warp[sl])].clone().requires_grad_(True)
+        best = _corr(p, g, target).detach()
+        m1, m2 = torch.zeros_like(p), torch.zeros_like(p)
+        for step in range(1, REFINE_STEPS + 1):
+            # Adam's ascent, written out: torch.optim costs seconds to import (dynamo)
+            (grad,) = torch.autograd.grad(_corr(p, g, target).sum(), p)
+            with torch.no_grad():
+                m1.mul_(0.9).add_(grad, alpha=0.1)
+                m2.mul_(0.999).addcmul_(grad, grad, value=0.001)
+                p += REFINE_LR * (m1 / (1 - 0.9 ** step)) / (
+                    (m2 / (1 - 0.999 ** step)).sqrt() + 1e-8)
+                # a zoom to 60% a side at most, a tilt of 15°
+                p[:, :2].clamp_(MIN_SCALE, 1.0)
+                p[:, 4].clamp_(-MAX_TURN, MAX_TURN)
+                reach = 1.0 - p[:, :2] + 0.125
+                p[:, 2:4] = torch.maximum(torch.minimum(p[:, 2:4], reach), -reach)
+        with torch.no_grad():  # the variants at the alignment found
+            w = _sampled(p, g)
+            sharp = torch.maximum(best, (_normalise(w) * target).sum(1))
+            soft = _corr(p, _grey(src.thumbs[a[sl]], SMOOTH),
+                         torch.where(flip, dst.smooth_mirror[other], dst.smooth[other]))
+            out[sl] = torch.stack([sharp, soft, torch.maximum(sharp, _occluded(w, target))],
+                                  1).numpy()
+    return out
+
+
+def _grid(va: CopyViews, a: np.ndarray, vb: CopyViews, b: np.ndarray):
+    """The grid's match of each pair both ways (float32 (P,)), and each way's best warp
+    and mirror flag (:func:`_directed`). Within one set, both ways are one call, so each
+    image's warps are sampled once."""
+    if va is vb:
+        m, w, f = _directed(va, np.concatenate([a, b]), va, np.concatenate([b, a]))
+        p = len(a)
+        return np.maximum(m[:p], m[p:]), (w[:p], f[:p]), (w[p:], f[p:])
+    m1, w1, f1 = _directed(va, a, vb, b)
+    m2, w2, f2 = _directed(vb, b, va, a)
+    return np.maximum(m1, m2), (w1, f1), (w2, f2)
+
+
+def _refine_pairs(va: CopyViews, a: np.ndarray, vb: CopyViews, b: np.ndarray, grid: tuple
+                  ) -> np.ndarray:
+    """Each pair's variants (P, V) refined both ways from the grid's best (``grid``: the
+    match and each way's warp and flag, :func:`_grid`), at least the grid's match."""
+    match, (w1, f1), (w2, f2) = grid
+    return np.maximum.reduce([np.repeat(match[:, None], len(VARIANTS), 1),
+                              _refined(va, a, vb, b, w1, f1), _refined(vb, b, va, a, w2, f2)])
+
+
+def _subset(grid: tuple, at: np.ndarray) -> tuple:
+    match, (w1, f1), (w2, f2) = grid
+    return match[at], (w1[at], f1[at]), (w2[at], f2[at])
+
+
+def warp_match(va: CopyViews, a: np.ndarray, vb: CopyViews, b: np.ndarray,
+               refine: np.ndarray | None = None) -> np.ndarray:
+    """The warp match of each pair (``va[a[p]]``, ``vb[b[p]]``), both ways, one column per
+    variant (``VARIANTS``): float32 (P, V) in [-1, 1] (module docstring). The pairs where
+    ``refine`` (bool (P,); None: all) are refined past the grid of ``WARPS``; the others
+    hold the grid's match in every column."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    grid = _grid(va, a, vb, b)
+    out = np.repeat(grid[0][:, None], len(VARIANTS), 1)
+    at = np.flatnonzero(np.ones(len(a), bool) if refine is None else refine)
+    if len(at):
+        out[at] = _refine_pairs(va, a[at], vb, b[at], _subset(grid, at))
+    return out
+
+
+def key_neighbours(base: np.ndarray, queries: np.ndarray | None, k: int, seed: int = 0
+                   ) -> np.ndarray:
+    """The ``k`` nearest keys of ``base`` (N, d) to each query (M, d), or to each base
+    row other than itself when ``queries`` is None: int64 (M or N, k)."""
+    k = min(k, len(base) - (queries is None))
+    if k <= 0:
+        return np.empty((len(base) if queries is None else len(queries), 0), np.int64)
+    if queries is not None:
+        return knn_query(base, queries, k)[0]
+    if len(base) <= EXACT_KNN_MAX:
+        return exact_neighbours(base, k)[0]
+    return annoy_neighbours(base, k, seed)[0]
+
+
+def candidates(*lists: np.ndarray, same: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The directed candidate pairs (row, other) of neighbour lists (N, k_i) of the same
+    rows, without repeats, and without self pairs when the others are the rows' own set
+    (``same``): int64 (P,), (P,), sorted by row."""
+    n = len(lists[0])
+    a = np.concatenate([np.repeat(np.arange(n, dtype=np.int64), x.shape[1]) for x in lists])
+    b = np.concatenate([np.asarray(x, np.int64).ravel() for x in lists])
+    ab = np.unique(np.stack([a, b], 1), axis=0)
+    if same:
+        ab = ab[ab[:, 0] != ab[:, 1]]
+    return ab[:, 0], ab[:, 1]
+
+
+@dataclass(frozen=True)
+class WarpEvidence:
+    """Each candidate pair's warp match and each row's reference among its candidates,
+    one column per variant (``VARIANTS``).
+
+    Attributes
+    ----------
+    a, b : int64 (P,), the directed candidate pairs (row, other)
+    match : float32 (P, V), their warp match
+    best : float32 (N, V), each row's best warp match among its candidates
+    distinct : float32 (N, V), ``1 −`` its ``REFERENCE_RANK + 1``-th best
+        (findings/copies.py), at least 1e-3
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    match: np.ndarray
+    best: np.ndarray
+    distinct: np.ndarray
+
+    def _references(self) -> list[NearMatches]:
+        return [NearMatches(self.best[:, v], self.distinct[:, v])
+                for v in range(self.best.shape[1])]
+
+    def cuts(self, threshold: float, spreads: float) -> np.ndarray:
+        """Each variant's cut: ``threshold``, raised to ``spreads`` robust spreads above
+        what the rows' best candidates reach (copies.py, test 1): float (V,)."""
+        return np.array([max(threshold, r.tail_cut(spreads)) for r in self._references()])
+
+    def spreads(self, best: np.ndarray) -> np.ndarray:
+        """The most robust spreads any variant of ``best`` (N, V: rows' best matches,
+        these or another set's) lies above this reference: float32 (N,)."""
+        return np.max([r.spreads(best[:, v]) for v, r in enumerate(self._references())], 0)
+
+    def passing(self, cuts: np.ndarray, ratio: float) -> np.ndarray:
+        """The pairs that pass both tests (copies.py) in some variant, at its cut in
+        ``cuts`` (V,) and ``ratio``: bool (P,)."""
+        return ((self.match >= cuts) & (1.0 - self.match <= ratio * self.distinct[self.a])
+                ).any(1)
+
+
+def _row_ranks(a: np.ndarray, match: np.ndarray, n: int) -> np.ndarray:
+    """Each directed pair's rank within its row by ``match`` (P,), best first: int64 (P,)."""
+    order = np.lexsort((-match, a))
+    starts = np.searchsorted(a[order], np.arange(n))
+    rank = np.empty(len(a), np.int64)
+    rank[order] = np.arange(len(a)) - starts[a[order]]
+    return rank
+
+
+def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n: int,
+                  rank: int, same: bool, refine_top: int | None = None) -> WarpEvidence:
+    """:class:`WarpEvidence` of the directed pairs ``a`` (rows of ``va``, N = ``n``) ×
+    ``b`` (rows of ``vb``): the grid's match for every pair, refined (:func:`_refined`)
+    for each row's ``refine_top`` best (``REFINE_TOP``); ``same``: both are one set, so a
+    pair and its reverse are matched once."""
+    top = REFINE_TOP if refine_top is None else refine_top
+    if same and len(a):
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        uniq, inverse = np.unique(np.stack([lo, hi], 1), axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+    else:
+        uniq, inverse = np.stack([a, b], 1).reshape(-1, 2), np.arange(len(a))
+    grid = _grid(va, uniq[:, 0], vb, uniq[:, 1])
+    found = np.repeat(grid[0][:, None], len(VARIANTS), 1)
+    wanted = np.zeros(len(uniq), bool)
+    wanted[inverse[_row_ranks(a, grid[0][inverse], n) < top]] = True
+    at = np.flatnonzero(wanted)
+    if len(at):
+        found[at] = _refine_pairs(va, uniq[at, 0], vb, uniq[at, 1], _subset(grid, at))
+    match = found[inverse].astype(np.float32)
+    v = match.shape[1]
+    best = np.full((n, v), -1.0, np.float32)
+    ref = np.ones((n, v), np.float32)
+    counts = np.bincount(a, minlength=n)
+    for c in range(v):  # the (rank + 1)-th best per row, per variant
+        np.maximum.at(best[:, c], a, match[:, c])
+        at = _row_ranks(a, match[:, c], n) == np.minimum(rank, counts[a] - 1)
+        ref[a[at], c] = match[at, c]
+    return WarpEvidence(a, b, match, best, np.maximum(1.0 - ref, 1e-3).astype(np.float32))
+
+
+def listed(cuts: np.ndarray | None) -> list[float] | None:
+    """Per-variant cuts as a run's record stores them (JSON), or None."""
+    return None if cuts is None else [round(float(c), 4) for c in cuts]
