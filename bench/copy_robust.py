@@ -2,6 +2,7 @@
 the pixel match alone, on finished runs (issue 46, item 3).
 
     PYTHONPATH=. .venv/bin/python -m bench.copy_robust RUN [RUN ...] [--sweep]
+    PYTHONPATH=. .venv/bin/python -m bench.copy_robust --scale 50000
 
 RUNs are finished ``curator pipeline`` runs (``bench.held_out``'s rows, ``bench.copy_evidence``'s
 no-copy sets). Per run: how often an injected copy's source is among its candidates (the
@@ -10,6 +11,14 @@ index, both), the pairs each test marks (and how many join different families: C
 own near-copies count there too), recall overall and by strength, and the time of the
 views, the key index and the matches. ``--sweep`` prints the same for a grid of the warp
 test's two numbers (run it on rows a cut may be chosen on, never on held-out rows).
+
+``--scale N`` times the second test alone on the first N of CIFAR-10's 50,000 train
+photographs (the shared archive): its views, the key index, the grid's match over every
+candidate pair and the refinement of each sample's best, with the key index's next
+``K_FEATURE`` neighbours standing in for the feature neighbours a run would have (the same
+number of candidates). It prints the time beside the pixel test's on the same pairs and
+beside fastdup's time at 50,000 (docs/benchmarks.md, "Findings beside the peers": 45.9 s
+at its fastest, measured on this host type, not in this run).
 """
 
 from __future__ import annotations
@@ -122,17 +131,62 @@ def measure(run_path: Path, sweep: bool) -> dict:
     return out
 
 
+FASTDUP_50K_S = 45.9
+
+
+def scale(n: int) -> dict:
+    """The second test's time on ``n`` CIFAR-10 photographs (module docstring)."""
+    from PIL import Image
+
+    from bench.common import cifar_folder
+    from worker.pipeline.findings.copies import REFERENCE_RANK, near_matches
+    from worker.pipeline.findings.pixels import grey_views
+    from worker.pipeline.findings.warps import (
+        K_FEATURE,
+        K_KEY,
+        candidates,
+        copy_views,
+        key_neighbours,
+        warp_evidence,
+    )
+
+    files = sorted((cifar_folder() / "train").rglob("*.jpg"))[:n]
+    thumbs = np.stack([np.asarray(Image.open(f).convert("RGB")) for f in files])
+    t = {}
+    t0 = time.perf_counter()
+    views = copy_views(thumbs)
+    t["views"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    near = key_neighbours(views.key, None, K_KEY + K_FEATURE)
+    t["key index"] = time.perf_counter() - t0
+    a, b = candidates(near[:, K_KEY:], near[:, :K_KEY])
+    t0 = time.perf_counter()
+    warp_evidence(views, views, a, b, len(thumbs), REFERENCE_RANK, same=True)
+    t["grid and refinement"] = time.perf_counter() - t0
+    t0 = time.perf_counter()  # the pixel test's own work on its 10 neighbours, for scale
+    near_matches(grey_views(thumbs), near[:, :K_FEATURE])
+    pixel_s = time.perf_counter() - t0
+    total = sum(t.values())
+    return {"n": len(thumbs), "candidates": len(a), **{k: round(v, 1) for k, v in t.items()},
+            "second_test_s": round(total, 1), "pixel_test_s": round(pixel_s, 1),
+            "ratio_to_pixel_test": round(total / pixel_s, 2),
+            "ratio_to_fastdup_50k": round(total / FASTDUP_50K_S, 2)}
+
+
 def main() -> None:
     from bench.common import machine
     from worker.pipeline.findings.warps import WARPS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("runs", nargs="*", type=Path)
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--scale", type=int, help="time the second test on N CIFAR photographs")
     a = ap.parse_args()
     print(machine(), f"· {len(WARPS)} warps", flush=True)
     for run in a.runs:
         print(run, json.dumps(measure(run, a.sweep)), flush=True)
+    if a.scale:
+        print("scale", json.dumps(scale(a.scale)), flush=True)
 
 
 if __name__ == "__main__":

@@ -120,13 +120,17 @@ def test_candidates_and_the_reference():
     photos = rng.integers(0, 255, (12, 32, 32, 3), dtype=np.uint8)
     v = copy_views(photos)
     a, b = candidates(np.stack([rng.permutation(12)[:6] for _ in range(12)]))
-    ev = warp_evidence(v, v, a, b, 12, 2, same=True, refine_top=12)
+    ev = warp_evidence(v, v, a, b, 12, 2, same=True, promise=-1.0)  # refine every pair
     np.testing.assert_allclose(ev.match, warp_match(v, a, v, b), atol=1e-6)
+    grid = warp_match(v, a, v, b, refine=np.zeros(len(a), bool))[:, 0]
     for i in range(12):
-        for v in range(len(VARIANTS)):
-            m = np.sort(ev.match[a == i, v])[::-1]
-            assert ev.best[i, v] == pytest.approx(m[0])
-            assert ev.distinct[i, v] == pytest.approx(max(1 - m[min(2, len(m) - 1)], 1e-3))
+        for c in range(len(VARIANTS)):
+            assert ev.best[i, c] == pytest.approx(ev.match[a == i, c].max())
+        m = np.sort(grid[a == i])[::-1]  # distinctness: read on the grid
+        assert ev.distinct[i] == pytest.approx(max(1 - m[min(2, len(m) - 1)], 1e-3))
+    # its own reference: the best candidate of rows drawn at random is refined
+    ev = warp_evidence(v, v, a, b, 12, 2, same=True)
+    assert len(ev.reference) == 12 and ev.promise > -1.0
 
 
 @pytest.fixture(scope="module")

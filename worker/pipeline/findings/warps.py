@@ -55,13 +55,18 @@ MIN_SCALE, MAX_TURN = 0.6, math.radians(15)
 # quadrant (a caption or a logo over a corner).
 VARIANTS = ("sharp", "blurred", "occluded")
 SMOOTH = 1.0
-REFINE_TOP = 2  # the candidates refined per sample: its best on the grid
+# Which pairs are refined (warp_evidence): those whose grid match lies PROMISE robust
+# spreads above what the rows' best candidates reach on the grid, and the best candidate
+# of REFERENCE_ROWS rows drawn at random (the tail test's reference).
+PROMISE, REFERENCE_ROWS = 1.0, 2000
 BLOCK = 256  # queries per matrix product (memory ~ BLOCK × 48 × 256 × 4 B per side)
 
 
 def _warps() -> list[tuple[float, float, float, float, float]]:
     """(scale x, scale y, shift x, shift y, degrees), shifts in the input's [-1, 1] units;
-    the identity first."""
+    the identity first. The refinement (:func:`_refined`) goes the rest of the way from
+    the best of them; a coarser grid (37 warps) lost medium and strong copies on the
+    chosen-on row, as fewer of them reached the refinement (docs/benchmarks.md)."""
     out = [(1.0, 1.0, 0.0, 0.0, 0.0)]
     for s in (0.9, 0.8, 0.7):
         m = 1 - s
@@ -384,10 +389,13 @@ class WarpEvidence:
     Attributes
     ----------
     a, b : int64 (P,), the directed candidate pairs (row, other)
-    match : float32 (P, V), their warp match
+    match : float32 (P, V), their warp match (refined where promising: :func:`warp_evidence`)
     best : float32 (N, V), each row's best warp match among its candidates
-    distinct : float32 (N, V), ``1 −`` its ``REFERENCE_RANK + 1``-th best
+    distinct : float32 (N, V), ``1 −`` its ``REFERENCE_RANK + 1``-th best on the grid
         (findings/copies.py), at least 1e-3
+    reference : int64 (R,), the rows whose best candidate was refined whatever its match:
+        what different pictures reach is read off these (the tail test's centre and spread)
+    promise : the grid match from which a pair is refined
     """
 
     a: np.ndarray
@@ -395,14 +403,16 @@ class WarpEvidence:
     match: np.ndarray
     best: np.ndarray
     distinct: np.ndarray
+    reference: np.ndarray
+    promise: float
 
     def _references(self) -> list[NearMatches]:
-        return [NearMatches(self.best[:, v], self.distinct[:, v])
+        return [NearMatches(self.best[self.reference, v], self.distinct[self.reference, v])
                 for v in range(self.best.shape[1])]
 
     def cuts(self, threshold: float, spreads: float) -> np.ndarray:
         """Each variant's cut: ``threshold``, raised to ``spreads`` robust spreads above
-        what the rows' best candidates reach (copies.py, test 1): float (V,)."""
+        what the reference rows' best candidates reach (copies.py, test 1): float (V,)."""
         return np.array([max(threshold, r.tail_cut(spreads)) for r in self._references()])
 
     def spreads(self, best: np.ndarray) -> np.ndarray:
@@ -426,13 +436,35 @@ def _row_ranks(a: np.ndarray, match: np.ndarray, n: int) -> np.ndarray:
     return rank
 
 
+def _per_row(a: np.ndarray, match: np.ndarray, n: int, rank: int) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+    """Each row's best ``match`` (P, V) and its ``rank + 1``-th best: float32 (N, V) each
+    (-1 and 1 for a row without pairs)."""
+    v = match.shape[1]
+    best = np.full((n, v), -1.0, np.float32)
+    ref = np.ones((n, v), np.float32)
+    counts = np.bincount(a, minlength=n)
+    for c in range(v):
+        np.maximum.at(best[:, c], a, match[:, c])
+        at = _row_ranks(a, match[:, c], n) == np.minimum(rank, counts[a] - 1)
+        ref[a[at], c] = match[at, c]
+    return best, ref
+
+
 def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n: int,
-                  rank: int, same: bool, refine_top: int | None = None) -> WarpEvidence:
+                  rank: int, same: bool, promise: float | None = None, seed: int = 0
+                  ) -> WarpEvidence:
     """:class:`WarpEvidence` of the directed pairs ``a`` (rows of ``va``, N = ``n``) ×
-    ``b`` (rows of ``vb``): the grid's match for every pair, refined (:func:`_refined`)
-    for each row's ``refine_top`` best (``REFINE_TOP``); ``same``: both are one set, so a
-    pair and its reverse are matched once."""
-    top = REFINE_TOP if refine_top is None else refine_top
+    ``b`` (rows of ``vb``); ``same``: both are one set, so a pair and its reverse are
+    matched once.
+
+    Every pair gets the grid's match. Refinement (:func:`_refined`) costs most, so it goes
+    where it can matter: to each pair whose grid match reaches ``promise`` (default:
+    ``PROMISE`` robust spreads above what the rows' best candidates reach on the grid), and
+    to the best candidate of ``REFERENCE_ROWS`` rows drawn at random (``seed``), whatever
+    its match, so that the tail test reads what different pictures reach once refined. A
+    ``promise`` given (a set judged against another's reference: leaks) draws none.
+    """
     if same and len(a):
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         uniq, inverse = np.unique(np.stack([lo, hi], 1), axis=0, return_inverse=True)
@@ -440,23 +472,27 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
     else:
         uniq, inverse = np.stack([a, b], 1).reshape(-1, 2), np.arange(len(a))
     grid = _grid(va, uniq[:, 0], vb, uniq[:, 1])
-    found = np.repeat(grid[0][:, None], len(VARIANTS), 1)
+    on_grid = grid[0][inverse]
+    grid_best, grid_ref = _per_row(a, on_grid[:, None], n, rank)
+    reference = np.empty(0, np.int64)
+    if promise is None:  # its own reference (another set's evidence gives the promise)
+        promise = NearMatches(grid_best[:, 0], grid_best[:, 0]).tail_cut(PROMISE)
+        reference = np.sort(np.random.default_rng(seed).choice(n, min(n, REFERENCE_ROWS),
+                                                                replace=False))
     wanted = np.zeros(len(uniq), bool)
-    wanted[inverse[_row_ranks(a, grid[0][inverse], n) < top]] = True
+    wanted[inverse[on_grid >= promise]] = True
+    in_reference = np.zeros(n, bool)
+    in_reference[reference] = True
+    wanted[inverse[in_reference[a] & (_row_ranks(a, on_grid, n) == 0)]] = True
+    found = np.repeat(grid[0][:, None], len(VARIANTS), 1)
     at = np.flatnonzero(wanted)
     if len(at):
         found[at] = _refine_pairs(va, uniq[at, 0], vb, uniq[at, 1], _subset(grid, at))
     match = found[inverse].astype(np.float32)
-    v = match.shape[1]
-    best = np.full((n, v), -1.0, np.float32)
-    ref = np.ones((n, v), np.float32)
-    counts = np.bincount(a, minlength=n)
-    for c in range(v):  # the (rank + 1)-th best per row, per variant
-        np.maximum.at(best[:, c], a, match[:, c])
-        at = _row_ranks(a, match[:, c], n) == np.minimum(rank, counts[a] - 1)
-        ref[a[at], c] = match[at, c]
-    return WarpEvidence(a, b, match, best, np.maximum(1.0 - ref, 1e-3).astype(np.float32))
-
+    best, _ = _per_row(a, match, n, rank)
+    distinct = np.repeat(np.maximum(1.0 - grid_ref, 1e-3), len(VARIANTS), 1)
+    return WarpEvidence(a, b, match, best, distinct.astype(np.float32), reference,
+                        float(promise))
 
 def listed(cuts: np.ndarray | None) -> list[float] | None:
     """Per-variant cuts as a run's record stores them (JSON), or None."""

@@ -115,10 +115,10 @@ class LeakKind(FindingKind):
                               key_neighbours(ctx.test_views.key, ctx.views.key, K_KEY),
                               same=False)
             cross = warp_evidence(ctx.views, ctx.test_views, a, b, n, REFERENCE_RANK,
-                                  same=False)
+                                  same=False, promise=ctx.warp.promise)
             # judged against the train set's own reference, as the pixel match is
-            ok = replace(cross, best=ctx.warp.best, distinct=ctx.warp.distinct).passing(
-                warp_cut, RATIO_WARP)
+            ok = replace(cross, best=ctx.warp.best, distinct=ctx.warp.distinct,
+                         reference=ctx.warp.reference).passing(warp_cut, RATIO_WARP)
             # ranked (the review queue) by robust spreads above what different pictures
             # reach, the larger of the two tests'
             score = np.maximum(ctx.near.spreads(best), ctx.warp.spreads(cross.best))
