@@ -26,7 +26,8 @@ For each run and kind: P/R/F1 of what it marks (dropped and proposed) and of wha
 by default, recall per strength or source, the outlier score's AUROC, the leak review
 queue's recall in its first 2× as many rows; and the gap between
 the rows (a cut is kept only if the held-out F1 stays within 0.05 of the chosen-on F1).
-Prints one JSON object per row and writes ``OUT/results.json``.
+Prints one JSON object per row and writes ``OUT/results.json``; ``--sheet PNG`` draws the
+fresh row's duplicate and leak marks that join no injected family, for a person to judge.
 """
 
 from __future__ import annotations
@@ -108,11 +109,68 @@ def score(run_path: Path) -> dict:
     return out
 
 
+def unmatched_sheet(run_path: Path, dest: Path) -> int:
+    """A contact sheet of every duplicate and leak mark that does not join its injected
+    family (the scores count these as wrong: CIFAR-10's own near-copies among them), for
+    a person to judge. Returns how many."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    from worker.pipeline.findings.files import load_findings
+    from worker.pipeline.sources.inject import read_truth
+    from worker.pipeline.storage.rundir import RunDir
+
+    run = RunDir(run_path)
+    n = len(run.read_samples())
+    tables = load_findings(run, n)
+    truth = read_truth(run.path)
+    family = np.arange(n)
+    for r in truth:
+        if r["kind"] == "duplicate":
+            family[r["index"]] = r["source"]
+    thumbs = np.load(run.thumbnails, mmap_mode="r")
+    test = np.load(run.path / "test_thumbnails.npy", mmap_mode="r")
+    dup = tables["duplicate"]
+    group = dup.facts["group"]
+    cells = []
+    for i in np.flatnonzero(dup.issue).tolist():
+        mates = np.flatnonzero((group == group[i]) & (np.arange(n) != i))
+        if not (family[mates] == family[i]).any():
+            cells.append((thumbs[i], thumbs[dup.related[i]], f"duplicate #{i} | #{dup.related[i]}",
+                          dup.facts["match"][i], dup.facts["warped"][i]))
+    leak = tables["leak"]
+    source = {r["index"]: r["source"] for r in truth if r["kind"] == "leak"}
+    for i in np.flatnonzero(leak.issue).tolist():
+        if source.get(i) != leak.related[i]:
+            cells.append((thumbs[i], test[leak.related[i]], f"leak #{i} | test #{leak.related[i]}",
+                          leak.facts["match"][i], leak.facts["warped"][i]))
+    side, cols, head = 96, 3, 40
+    cell_w, cell_h = 2 * side + 34, side + 40
+    img = Image.new("RGB", (cols * cell_w + 10, head + max(1, -(-len(cells) // cols)) * cell_h),
+                    "white")
+    draw = ImageDraw.Draw(img)
+    font = ImageFont.load_default()
+    draw.text((10, 6), f"{run.run_id}: the {len(cells)} duplicate and leak marks that join no "
+                       "injected family (scored as wrong). Judge by eye.", fill="black", font=font)
+    for k, (a, b, what, match, warped) in enumerate(cells):
+        x0, y0 = 10 + (k % cols) * cell_w, head + (k // cols) * cell_h
+        for q, im in enumerate((a, b)):
+            img.paste(Image.fromarray(np.asarray(im)).resize((side, side),
+                                                             Image.Resampling.NEAREST),
+                      (x0 + q * (side + 4), y0))
+        draw.text((x0, y0 + side + 3), what, fill="#555", font=font)
+        draw.text((x0, y0 + side + 17), f"pixel {match:.3f}, warped {warped:.3f}", fill="#b00",
+                  font=font)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    img.save(dest)
+    return len(cells)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("/tmp/held_out"))
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--rows", default=",".join(ROWS), help="of " + ", ".join(ROWS))
+    ap.add_argument("--sheet", type=Path, help="the fresh row's unmatched marks, as a PNG")
     a = ap.parse_args()
     size = "full" if a.full else "mini"
     print(machine(), flush=True)
@@ -133,6 +191,9 @@ def main() -> None:
             results[f"gap_f1_{row}"] = gap
             print(f"{row} F1 − chosen-on F1: " + json.dumps(gap))
     (a.out / f"results-{size}.json").write_text(json.dumps(results, indent=2))
+    if a.sheet and "fresh" in results:
+        k = unmatched_sheet(a.out / size / "fresh", a.sheet)
+        print(f"contact sheet: {a.sheet} ({k} marks that join no injected family)")
 
 
 if __name__ == "__main__":

@@ -1,30 +1,37 @@
-"""A copy match that follows crops, stretches, rotations and blur: warped views, and a
-second neighbour index to find the candidates (issue 46, item 3).
+"""A copy test that follows crops, stretches, rotations, blur and overlays: warped views,
+refined alignments, and a second neighbour index to find the candidates (issue 46,
+item 3).
 
-Today's pixel match (findings/pixels.py) compares 16-px grey views over mirroring and
+The pixel match (findings/pixels.py) compares 16-px grey views over mirroring and
 one-pixel shifts, and only among a sample's nearest samples in feature space: a crop, a
 stretch or a rotation moves a copy out of its reach, and a blur moves it out of the
 feature neighbours. This module adds:
 
-- **Warped views.** Each image's grey thumbnail, area-reduced to ``2·SIDE`` px, sampled
-  through ``len(WARPS)`` affine warps (zooms to 90/80/70% at nine centres, stretches along
-  either side, rotations of ±5° and ±10°, two-pixel shifts) into ``SIDE``×``SIDE`` views,
-  each normalised (zero mean, unit norm). A pair's warp match is the best correlation of
-  one image's full view, or its mirror, with any of the other's warped views, both ways
-  (:func:`warp_match`): a crop of one is a zoom of the other.
-- **A copy-robust index** (:func:`copy_candidates`): each image's full view pooled to
-  ``KEY_SIDE`` px and made mirror-invariant (the mirror-symmetric half and the magnitude
-  of the antisymmetric half), searched by the neighbour library the map uses
-  (map/embedding.py: exact up to ``EXACT_KNN_MAX``, Annoy above). Blur, JPEG, colour and
-  a mirror barely move a copy there, so a copy the features lost is among its source's
-  ``K_KEY`` nearest keys.
+- **Candidates from a copy-robust index** (:func:`key_neighbours`): each image's grey
+  view pooled to ``KEY_SIDE`` px and made mirror-invariant (the mirror-symmetric half and
+  the magnitude of the antisymmetric half), searched by the neighbour library the map
+  uses (map/embedding.py: exact up to ``EXACT_KNN_MAX``, Annoy above). Blur, JPEG, colour
+  and a mirror barely move a copy there. With the ``K_FEATURE`` nearest in feature space,
+  ungated, these are a sample's candidates (:func:`candidates`).
+- **The grid** (:func:`_directed`): each image's grey thumbnail, area-reduced to
+  ``2·SIDE`` px, sampled through ``len(WARPS)`` affine warps into ``SIDE``×``SIDE`` views,
+  normalised; a pair's grid match is the best correlation of one image's full view, or
+  its mirror, with any of the other's warped views, both ways: a crop of one is a zoom of
+  the other.
+- **The refinement** (:func:`_refined`): from the grid's best warp, ``REFINE_STEPS`` steps
+  of gradient ascent on the zoom along either side, the shift and the rotation, so that a
+  crop between the grid's steps matches as well as one on them; then, at the alignment
+  found, three variants (``VARIANTS``): sharp, both blurred (a blurred copy), and the best
+  over the views less one quadrant (a caption or a logo over a corner). It runs on the
+  pairs whose grid match is promising and on a random sample's best candidates
+  (:func:`warp_evidence`).
 
-A pair's warp match then has to pass the same two tests as the pixel match
-(findings/copies.py: beyond what different pictures of this dataset reach, and standing
-out from the sample's own near pictures), with the warp's own reference: each sample's
-warp matches with its candidates. More warps lift what different pictures reach too, so
-the tests and their numbers (``TAIL_WARP``, ``RATIO_WARP``) are the warp match's own;
-docs/benchmarks.md ("Copies that move") says what they were chosen on.
+Each variant then has to pass the same two tests as the pixel match (findings/copies.py:
+beyond what different pictures of this dataset reach, and standing out from the
+sample's own near pictures), against its own reference: more tolerance lifts what
+different pictures reach too, so the numbers (``TAIL_WARP``, ``RATIO_WARP``) are the warp
+test's own. docs/benchmarks.md ("Copies that move") says what they were chosen on and
+what each piece adds.
 """
 
 from __future__ import annotations
@@ -59,7 +66,7 @@ SMOOTH = 1.0
 # spreads above what the rows' best candidates reach on the grid, and the best candidate
 # of REFERENCE_ROWS rows drawn at random (the tail test's reference).
 PROMISE, REFERENCE_ROWS = 1.0, 2000
-BLOCK = 256  # queries per matrix product (memory ~ BLOCK × 48 × 256 × 4 B per side)
+BLOCK = 256  # queries per matrix product (memory ~ BLOCK × 68 × 256 × 4 B per side)
 
 
 def _warps() -> list[tuple[float, float, float, float, float]]:
