@@ -14,7 +14,8 @@ test's two numbers (run it on rows a cut may be chosen on, never on held-out row
 
 ``--scale N`` times the second test alone on the first N of CIFAR-10's 50,000 train
 photographs (the shared archive): its views, the key index, the grid's match over every
-candidate pair and the refinement of each sample's best, with the key index's next
+candidate pair and the refinement of the promising pairs and of the reference sample's
+best (findings/warps.py ``warp_evidence``), with the key index's next
 ``K_FEATURE`` neighbours standing in for the feature neighbours a run would have (the same
 number of candidates). It prints the time beside the pixel test's on the same pairs and
 beside fastdup's time at 50,000 (docs/benchmarks.md, "Findings beside the peers": 45.9 s

@@ -16,8 +16,10 @@ pretrained: it never saw CIFAR's labels), reused when done:
   made afterwards, never looked at when a cut was chosen;
 - ``fresh``: the held-out transformations and sources again, with another seed, on 2,000
   other CIFAR-10 train images (200 a class, from the 3,001st of each class in the full
-  archive) and 1,000 test images: written after the warp test's numbers were fixed
-  (findings/warps.py), so that no number of any detector was chosen looking at it.
+  archive, unpacked under /tmp/curator-bench) and 1,000 test images (the first 100 of
+  each class: perhaps the mini's, copied as leaks with another seed): written after the
+  warp test's numbers were fixed (findings/warps.py), so that no number of any detector
+  was chosen looking at it. Needs the full archive.
 
 Leaks (copies of test images in train, 5% of the test split) use the duplicate kind's cuts:
 the leak rows are held out as a whole, since no leak cut was chosen on injected leaks.
@@ -26,8 +28,9 @@ For each run and kind: P/R/F1 of what it marks (dropped and proposed) and of wha
 by default, recall per strength or source, the outlier score's AUROC, the leak review
 queue's recall in its first 2× as many rows; and the gap between
 the rows (a cut is kept only if the held-out F1 stays within 0.05 of the chosen-on F1).
-Prints one JSON object per row and writes ``OUT/results.json``; ``--sheet PNG`` draws the
-fresh row's duplicate and leak marks that join no injected family, for a person to judge.
+Prints one JSON object per row and writes ``OUT/results-mini.json`` (``-full``);
+``--sheet PNG`` draws the fresh row's duplicate and leak marks that join no injected
+family, for a person to judge.
 """
 
 from __future__ import annotations
@@ -116,6 +119,7 @@ def unmatched_sheet(run_path: Path, dest: Path) -> int:
     from PIL import Image, ImageDraw, ImageFont
 
     from worker.pipeline.findings.files import load_findings
+    from worker.pipeline.findings.testsplit import test_thumbnails
     from worker.pipeline.sources.inject import read_truth
     from worker.pipeline.storage.rundir import RunDir
 
@@ -128,7 +132,7 @@ def unmatched_sheet(run_path: Path, dest: Path) -> int:
         if r["kind"] == "duplicate":
             family[r["index"]] = r["source"]
     thumbs = np.load(run.thumbnails, mmap_mode="r")
-    test = np.load(run.path / "test_thumbnails.npy", mmap_mode="r")
+    test = np.load(test_thumbnails(run), mmap_mode="r")
     dup = tables["duplicate"]
     group = dup.facts["group"]
     cells = []
@@ -180,6 +184,9 @@ def main() -> None:
         return
     results = {}
     for row in a.rows.split(","):
+        if row == "fresh" and not (SHARED / SIZES["full"][0]).is_file():
+            print(f"no {SIZES['full'][0]} in {SHARED}: no fresh row")
+            continue
         print(row, flush=True)
         _run(a.out / size / row, _data(row, size, a.out), row, outliers, leaks)
         results[row] = score(a.out / size / row)

@@ -58,21 +58,31 @@ def _plain(va, i: int, vb, j: int) -> float:
     return best
 
 
-def test_the_grid_match_is_the_plain_loop(photos):
+@pytest.mark.parametrize("block, slots", [(256, 256 * 64), (4, 12)])
+def test_the_grid_match_is_the_plain_loop(photos, monkeypatch, block, slots):
     """Pairs grouped by query and padded per block give each pair the value a loop over
-    its warps gives, whatever the queries' degrees (1 to 9 here)."""
+    its warps gives, whatever the queries' degrees (1 to 9, and a hub of 30), across
+    blocks (``BLOCK`` 4, ``BLOCK_SLOTS`` 12: a block per few queries, the hub alone), for
+    two sets and within one (both ways in one pass)."""
+    import worker.pipeline.findings.warps as warps
+
+    monkeypatch.setattr(warps, "BLOCK", block)
+    monkeypatch.setattr(warps, "BLOCK_SLOTS", slots)
     rng = np.random.default_rng(0)
     v = copy_views(photos[:60])
     w = copy_views(photos[60:100])
-    a = np.repeat(np.arange(30), rng.integers(1, 10, 30))
+    a = np.r_[np.repeat(np.arange(30), rng.integers(1, 10, 30)), np.full(30, 7)]
     b = rng.integers(0, 40, len(a))
-    got = warp_match(v, a, w, b, refine=np.zeros(len(a), bool))
-    want = np.array([_plain(v, i, w, j) for i, j in zip(a, b, strict=True)])
-    assert got.shape == (len(a), len(VARIANTS))
-    np.testing.assert_allclose(got, np.repeat(want[:, None], len(VARIANTS), 1), atol=1e-5)
+    for other, bb in ((w, b), (v, b + 20)):
+        got = warp_match(v, a, other, bb, refine=np.zeros(len(a), bool))
+        want = np.array([_plain(v, i, other, j) for i, j in zip(a, bb, strict=True)])
+        assert got.shape == (len(a), len(VARIANTS))
+        np.testing.assert_allclose(got, np.repeat(want[:, None], len(VARIANTS), 1),
+                                   atol=1e-5)
     assert len(WARPS) > 40 and WARPS[0] == (1.0, 1.0, 0.0, 0.0, 0.0)
     # the refinement starts from the grid's best and keeps it when it finds nothing better
-    assert (warp_match(v, a, w, b) >= got - 1e-6).all()
+    assert (warp_match(v, a, w, b) >= warp_match(v, a, w, b, refine=np.zeros(len(a), bool))
+            - 1e-6).all()
 
 
 @pytest.mark.parametrize("how", ["crop", "aspect", "rotate", "blur"])
@@ -157,9 +167,8 @@ def moved_run(cifar_mini, tmp_path_factory):
 
 def test_copies_that_moved_are_marked_by_the_warp_match(moved_run):
     """Through the whole pipeline: crops, stretches and rotations are found (the pixel match
-    alone found none of the crops and stretches: docs/benchmarks.md), every mark is right,
-    a copy the warp match found says so in its why-line, and the warp match proposes: it
-    never drops on its own."""
+    alone found 0.07 of the crops and stretches: docs/benchmarks.md), every mark is right,
+    a copy only the warp test could find says so in its why-line, and is proposed."""
     from worker.pipeline.findings.base import View
     from worker.pipeline.sources.inject import read_truth
 
@@ -171,11 +180,11 @@ def test_copies_that_moved_are_marked_by_the_warp_match(moved_run):
     assert scores["recall"] >= 0.8, scores
     assert min(scores["recall_by_strength"][h] for h in ("crop", "aspect", "rotate")) >= 0.5
     f = table.facts
-    moved = np.flatnonzero(table.issue & (f["warped"] > f["match"] + 0.02)
-                           & ~f["exact"])
-    assert len(moved), "no mark rests on the warp match"
+    # marks whose pixel match to the kept copy is below the pixel test's cut: the pixel
+    # test could not have made them
+    moved = np.flatnonzero(table.issue & (f["match"] < table.info["pixel_cut"]))
+    assert len(moved) >= 3, "no mark rests on the warp test"
     samples = moved_run.read_samples()
     view = View(samples.paths, [str(c) for c in range(10)], samples.labels)
     assert "warped match" in kind.why(table, int(moved[0]), view)
-    weak = table.issue & (f["match"] < table.info["drop_cut"])
-    assert not (kind.dropping(table) & weak & ~f["exact"]).any()
+    assert not kind.dropping(table)[moved].any()  # proposed: kept until a person decides

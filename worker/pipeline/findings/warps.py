@@ -61,12 +61,14 @@ MIN_SCALE, MAX_TURN = 0.6, math.radians(15)
 # sharp views; both blurred by SMOOTH px (a blurred copy); the sharp views less the worst
 # quadrant (a caption or a logo over a corner).
 VARIANTS = ("sharp", "blurred", "occluded")
-SMOOTH = 1.0
+SMOOTH = 1.0  # the blur's σ, in px of the 32-px working image (its kernel spans ±2 px)
 # Which pairs are refined (warp_evidence): those whose grid match lies PROMISE robust
 # spreads above what the rows' best candidates reach on the grid, and the best candidate
 # of REFERENCE_ROWS rows drawn at random (the tail test's reference).
 PROMISE, REFERENCE_ROWS = 1.0, 2000
-BLOCK = 256  # queries per matrix product (memory ~ BLOCK × 68 × 256 × 4 B per side)
+# Queries per matrix product, and padded pairs: memory ~ BLOCK × len(WARPS) × SIDE² × 4 B
+# for the warps, BLOCK_SLOTS × 2 × SIDE² × 4 B for the candidates.
+BLOCK, BLOCK_SLOTS = 256, 256 * 64
 
 
 def _warps() -> list[tuple[float, float, float, float, float]]:
@@ -90,15 +92,24 @@ def _warps() -> list[tuple[float, float, float, float, float]]:
 WARPS = _warps()
 
 
-def _thetas():
+def _theta(p):
+    """Affine matrices (T, 2, 3) of warp parameters ``p`` (T, 5: zoom x, zoom y, shift x,
+    shift y, radians), torch."""
     import torch
 
-    th = []
-    for sx, sy, tx, ty, a in WARPS:
-        r = math.radians(a)
-        c, s = math.cos(r), math.sin(r)
-        th.append([[sx * c, -sy * s, tx], [sx * s, sy * c, ty]])
-    return torch.tensor(th, dtype=torch.float32)
+    sx, sy, tx, ty, r = p.unbind(1)
+    c, sn = torch.cos(r), torch.sin(r)
+    return torch.stack([torch.stack([sx * c, -sy * sn, tx], 1),
+                        torch.stack([sx * sn, sy * c, ty], 1)], 1)
+
+
+def _parameters():
+    """``WARPS`` as parameters (T, 5) with the angle in radians, torch float32."""
+    import torch
+
+    p = torch.tensor(WARPS, dtype=torch.float32)
+    p[:, 4] = torch.deg2rad(p[:, 4])
+    return p
 
 
 def _grey(thumbs: np.ndarray, smooth: float = 0.0):
@@ -128,7 +139,7 @@ def warped(thumbs: np.ndarray, warps: slice = slice(None), smooth: float = 0.0):
     """Normalised warped views of thumbnails (n, S, S, 3): torch float32 (n, T, SIDE²)."""
     import torch.nn.functional as F
 
-    theta = _thetas()[warps]
+    theta = _theta(_parameters()[warps])
     g = _grey(thumbs, smooth)
     n, t = len(g), len(theta)
     grid = F.affine_grid(theta, (t, 1, SIDE, SIDE), align_corners=False)  # (T, S, S, 2)
@@ -191,15 +202,31 @@ def _mirrored(views):
     return torch.flip(views.reshape(-1, SIDE, SIDE), dims=[-1]).reshape(len(views), -1)
 
 
+def _blocks(degree: np.ndarray) -> list[np.ndarray]:
+    """Queries (indices into ``degree`` (Q,)) in blocks of similar degree, each block at
+    most ``BLOCK`` queries and ``BLOCK_SLOTS`` padded pairs: a hub (a sample many others
+    list, a kept copy of a large group) gets a block of its own, not a padded one."""
+    out, start = [], 0
+    order = np.argsort(degree, kind="stable")
+    for end in range(1, len(order) + 1):
+        if end - start > BLOCK or (end - start) * int(degree[order[end - 1]]) > BLOCK_SLOTS:
+            out.append(order[start:end - 1])
+            start = end - 1
+    if start < len(order):
+        out.append(order[start:])
+    return out
+
+
 def _directed(src: CopyViews, a: np.ndarray, dst: CopyViews, b: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per pair p, the best correlation of any warp of ``src[a[p]]`` with ``dst[b[p]]``'s
     full view or its mirror. Pairs are grouped by query, queries of similar degree blocked
-    together, and each block is one batched matrix product.
+    together (:func:`_blocks`), and each block is one batched matrix product.
 
     Returns
     -------
-    match : float32 (P,); warp : int64 (P,), the best warp's index in ``WARPS``;
+    match : float32 (P,)
+    warp : int64 (P,), the best warp's index in ``WARPS``
     mirrored : bool (P,), whether it matched the mirror
     """
     import torch
@@ -211,14 +238,12 @@ def _directed(src: CopyViews, a: np.ndarray, dst: CopyViews, b: np.ndarray
         return out, which, mirrored
     order = np.argsort(a, kind="stable")
     queries, starts, degree = np.unique(a[order], return_index=True, return_counts=True)
-    by_degree = np.argsort(degree, kind="stable")
-    for s in range(0, len(queries), BLOCK):
-        sel = by_degree[s:s + BLOCK]
+    for sel in _blocks(degree):
         q, d = queries[sel], int(degree[sel].max())
         slot = np.arange(d)[None, :]
         valid = slot < degree[sel, None]
-        pos = np.where(valid, starts[sel, None] + np.minimum(slot, degree[sel, None] - 1), 0)
-        pair = order[pos]  # (q, d) pair indices, padded with the query's last pair
+        # (q, d) pair indices; a query of lower degree repeats its last pair (masked)
+        pair = order[starts[sel, None] + np.minimum(slot, degree[sel, None] - 1)]
         others = torch.from_numpy(b[pair])
         cand = torch.cat([dst.full[others], dst.mirror[others]], 1)  # (q, 2d, D)
         w = warped(src.thumbs[np.sort(q)])[np.argsort(np.argsort(q))]  # rows in q's order
@@ -230,27 +255,12 @@ def _directed(src: CopyViews, a: np.ndarray, dst: CopyViews, b: np.ndarray
     return out, which, mirrored
 
 
-def _quadrant_masks():
-    import torch
-
-    m = torch.ones(4, SIDE, SIDE, dtype=torch.bool)
-    h = SIDE // 2
-    for k, (y, x) in enumerate(((0, 0), (0, h), (h, 0), (h, h))):
-        m[k, y:y + h, x:x + h] = False
-    return m.reshape(4, -1)
-
-
 def _sampled(p, g):
     """Grey images ``g`` (P, 1, H, W) warped by parameters ``p`` (P, 5: zoom x, zoom y,
     shift x, shift y, radians) into raw views (P, SIDE²)."""
-    import torch
     import torch.nn.functional as F
 
-    sx, sy, tx, ty, r = p.unbind(1)
-    c, sn = torch.cos(r), torch.sin(r)
-    theta = torch.stack([torch.stack([sx * c, -sy * sn, tx], 1),
-                         torch.stack([sx * sn, sy * c, ty], 1)], 1)
-    grid = F.affine_grid(theta, (len(p), 1, SIDE, SIDE), align_corners=False)
+    grid = F.affine_grid(_theta(p), (len(p), 1, SIDE, SIDE), align_corners=False)
     w = F.grid_sample(g, grid, mode="bilinear", padding_mode="border", align_corners=False)
     return w.reshape(len(p), -1)
 
@@ -286,8 +296,7 @@ def _refined(src: CopyViews, a: np.ndarray, dst: CopyViews, b: np.ndarray, warp:
     import torch
 
     out = np.empty((len(a), len(VARIANTS)), np.float32)
-    start = torch.tensor(WARPS, dtype=torch.float32)
-    start[:, 4] = torch.deg2rad(start[:, 4])
+    start = _parameters()
     for s in range(0, len(a), block):
         sl = slice(s, s + block)
         g = _grey(src.thumbs[a[sl]])
@@ -401,8 +410,9 @@ class WarpEvidence:
     distinct : float32 (N, V), ``1 −`` its ``REFERENCE_RANK + 1``-th best on the grid
         (findings/copies.py), at least 1e-3
     reference : int64 (R,), the rows whose best candidate was refined whatever its match:
-        what different pictures reach is read off these (the tail test's centre and spread)
-    promise : the grid match from which a pair is refined
+        what different pictures reach is read off these (the tail test's centre and spread);
+        empty for a set judged against another's (leaks: the train set's)
+    promise : float, the grid match from which a pair is refined
     """
 
     a: np.ndarray
@@ -414,6 +424,8 @@ class WarpEvidence:
     promise: float
 
     def _references(self) -> list[NearMatches]:
+        if not len(self.reference):  # a cross-split evidence is judged by its set's
+            raise ValueError("this warp evidence has no reference rows of its own")
         return [NearMatches(self.best[self.reference, v], self.distinct[self.reference, v])
                 for v in range(self.best.shape[1])]
 
@@ -427,11 +439,19 @@ class WarpEvidence:
         these or another set's) lies above this reference: float32 (N,)."""
         return np.max([r.spreads(best[:, v]) for v, r in enumerate(self._references())], 0)
 
-    def passing(self, cuts: np.ndarray, ratio: float) -> np.ndarray:
-        """The pairs that pass both tests (copies.py) in some variant, at its cut in
-        ``cuts`` (V,) and ``ratio``: bool (P,)."""
-        return ((self.match >= cuts) & (1.0 - self.match <= ratio * self.distinct[self.a])
-                ).any(1)
+    def passing_by_variant(self, cuts: np.ndarray, ratio: float,
+                           distinct: np.ndarray | None = None) -> np.ndarray:
+        """Whether each pair passes both tests (copies.py) in each variant, at its cut in
+        ``cuts`` (V,) and ``ratio``, with the rows' ``distinct`` (N, V; default this
+        evidence's own): bool (P, V)."""
+        distinct = self.distinct if distinct is None else distinct
+        return (self.match >= cuts) & (1.0 - self.match <= ratio * distinct[self.a])
+
+    def pairs(self, cuts: np.ndarray, ratio: float, distinct: np.ndarray | None = None
+              ) -> np.ndarray:
+        """The pairs that pass both tests in some variant: int64 (P', 2), (row, other)."""
+        ok = self.passing_by_variant(cuts, ratio, distinct).any(1)
+        return np.stack([self.a[ok], self.b[ok]], 1)
 
 
 def _row_ranks(a: np.ndarray, match: np.ndarray, n: int) -> np.ndarray:
@@ -501,6 +521,13 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
     return WarpEvidence(a, b, match, best, distinct.astype(np.float32), reference,
                         float(promise))
 
+
 def listed(cuts: np.ndarray | None) -> list[float] | None:
     """Per-variant cuts as a run's record stores them (JSON), or None."""
     return None if cuts is None else [round(float(c), 4) for c in cuts]
+
+
+def warped_words(match: float, warped: float) -> str:
+    """The why-line's words for a copy whose warp match beats its pixel match: ", warped
+    match 0.97", else ""."""
+    return f", warped match {warped:.2f}" if warped > match else ""

@@ -17,8 +17,9 @@
 - Copies that a crop, a stretch, a rotation or a blur moved out of that reach are found by
   a second test (findings/warps.py): candidates also from a copy-robust index of small
   mirror-invariant grey keys, matched over warped views (zooms, stretches, shifts,
-  rotations, refined past the grid) with its own tail and ratio tests. A copy only this
-  test finds is proposed: its pixel match to the kept copy stays below the drop cut.
+  rotations, refined past the grid) with its own tail and ratio tests. It never decides a
+  drop: that rests on the pixel match to the kept copy (below), so a copy only the warp
+  match recognises is proposed.
 - Groups are stars, not chains: the sample with the most near copies (ties: the lowest
   index) takes every copy not yet grouped, then the next; every member is a copy of its
   group's centre, so A≈B≈C never joins A and C when they are not alike (single-linkage
@@ -48,7 +49,13 @@ from worker.pipeline.findings.copies import (
 )
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.findings.pixels import match_pairs
-from worker.pipeline.findings.warps import RATIO_WARP, TAIL_WARP, listed, warp_match
+from worker.pipeline.findings.warps import (
+    RATIO_WARP,
+    TAIL_WARP,
+    listed,
+    warp_match,
+    warped_words,
+)
 
 
 def exact_units(hashes: np.ndarray | None, n: int) -> np.ndarray:
@@ -161,8 +168,7 @@ class DuplicateKind(FindingKind):
                                  near and near.distinct)
         warp, warp_cut = ctx.warp, ctx.warp_cut(t, TAIL_WARP)
         if warp is not None:  # copies that move: a second test (findings/warps.py)
-            ok = warp.passing(warp_cut, RATIO_WARP)
-            pairs = np.unique(np.concatenate([pairs, np.stack([warp.a[ok], warp.b[ok]], 1)]),
+            pairs = np.unique(np.concatenate([pairs, warp.pairs(warp_cut, RATIO_WARP)]),
                               axis=0)
         group = star_groups(units, pairs, n)
         # The kept member: best-supported label, then the lowest index.
@@ -182,7 +188,8 @@ class DuplicateKind(FindingKind):
         warped = np.zeros(n, np.float32)
         if ctx.grey is not None and len(members):
             match[members] = match_pairs(ctx.grey, members, ctx.grey, rep[members])
-            warped[members] = warp_match(ctx.views, members, ctx.views, rep[members]).max(1)
+            copies = members[rep[members] != members]  # not the kept copy with itself
+            warped[copies] = warp_match(ctx.views, copies, ctx.views, rep[copies]).max(1)
         exact = np.zeros(n, bool)
         exact[members] = units[members] == units[rep[members]]
         size = np.zeros(n, np.int64)
@@ -241,8 +248,8 @@ class DuplicateKind(FindingKind):
         how = "identical pixels to" if f["exact"][i] else "near-duplicate of"
         pixels = f", pixel match {float(f['match'][i]):.2f}" \
             if table.info.get("pixel_cut") is not None else ""
-        if "warped" in f and f["warped"][i] > f["match"][i]:
-            pixels += f", warped match {float(f['warped'][i]):.2f}"
+        if "warped" in f and pixels:
+            pixels += warped_words(float(f["match"][i]), float(f["warped"][i]))
         dist = "" if f["exact"][i] else \
             f"{pixels}, feature distance {float(f['ratio'][i]):.2f}× the typical"
         return f"{how} #{rep} (kept: {kept_why} of {size}){dist}, {label_text}"

@@ -16,8 +16,6 @@ proposed.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from worker.pipeline.evaluation.metrics import prf
@@ -45,6 +43,7 @@ from worker.pipeline.findings.warps import (
     listed,
     warp_evidence,
     warp_match,
+    warped_words,
 )
 
 
@@ -109,29 +108,31 @@ class LeakKind(FindingKind):
         pairs, best = copy_pairs(nearest[:, :K_CANDIDATES], ratio[:, :K_CANDIDATES], ctx.grey,
                                  ctx.test_grey, cut or t, distinct)
         warp_cut, score = None, best
-        if pixels and ctx.test_views is not None:  # copies that move (findings/warps.py)
+        by_pixels = np.ones(len(pairs), bool)  # which pairs the pixel test found
+        if pixels:  # copies that move (findings/warps.py)
             warp_cut = ctx.warp_cut(t, TAIL_WARP)
             a, b = candidates(nearest[:, :K_FEATURE],
                               key_neighbours(ctx.test_views.key, ctx.views.key, K_KEY),
                               same=False)
             cross = warp_evidence(ctx.views, ctx.test_views, a, b, n, REFERENCE_RANK,
                                   same=False, promise=ctx.warp.promise)
-            # judged against the train set's own reference, as the pixel match is
-            ok = replace(cross, best=ctx.warp.best, distinct=ctx.warp.distinct,
-                         reference=ctx.warp.reference).passing(warp_cut, RATIO_WARP)
+            # judged against the train set's own distinctness, as the pixel match is
+            moved = cross.pairs(warp_cut, RATIO_WARP, ctx.warp.distinct)
             # ranked (the review queue) by robust spreads above what different pictures
             # reach, the larger of the two tests'
             score = np.maximum(ctx.near.spreads(best), ctx.warp.spreads(cross.best))
-            pairs = np.unique(np.concatenate([pairs, np.stack([a[ok], b[ok]], 1)]), axis=0)
+            found = np.r_[np.ones(len(pairs), bool), np.zeros(len(moved), bool)]
+            pairs, first = np.unique(np.concatenate([pairs, moved]), axis=0, return_index=True)
+            by_pixels = found[first]
         related = np.full(n, -1, np.int64)
         match = np.zeros(n, np.float32)
         warped = np.zeros(n, np.float32)
         if len(pairs):  # the best-matching test copy of each train image
             if pixels:
-                w = warp_match(ctx.views, pairs[:, 0], ctx.test_views, pairs[:, 1]).max(1) \
-                    if ctx.test_views is not None else np.zeros(len(pairs), np.float32)
+                w = warp_match(ctx.views, pairs[:, 0], ctx.test_views, pairs[:, 1]).max(1)
                 p = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1])
-                m = np.maximum(w, p)
+                # a copy the pixel test found first: its pixel match decides the drop
+                m = np.where(by_pixels, 2.0 + p, w)
             else:
                 m = -np.linalg.norm(sp.x[pairs[:, 0]] - test_x[pairs[:, 1]], axis=1)
             order = np.lexsort((-m, pairs[:, 0]))
@@ -152,8 +153,9 @@ class LeakKind(FindingKind):
         r_rel = np.linalg.norm(sp.x - test_x[j], axis=1) / scale
         same = np.asarray(test.labels)[j] == ctx.samples.labels
         return FindingTable(issue, score, related,
-                            {"ratio": r_rel.astype(np.float32), "match": np.where(
-                                issue, match, best), "warped": warped, "same_label": same},
+                            {"ratio": r_rel.astype(np.float32),
+                             "match": np.where(issue, match, best) if pixels else best,
+                             "warped": warped, "same_label": same},
                             {"threshold": t, "pixel_cut": cut, "warp_cut": listed(warp_cut),
                              "drop_cut": drop_cut,
                              "scale": scale, "test_images": len(test.paths),
@@ -166,10 +168,12 @@ class LeakKind(FindingKind):
         j = int(table.related[i])
         same = "same label" if table.facts["same_label"][i] else "another label"
         f = table.facts
-        pixels = f"pixel match {float(f['match'][i]):.2f}, " \
-            if table.info.get("pixel_cut") is not None else ""
-        if "warped" in f and f["warped"][i] > f["match"][i]:
-            pixels += f"warped match {float(f['warped'][i]):.2f}, "
+        pixels = ""
+        if table.info.get("pixel_cut") is not None:
+            pixels = f"pixel match {float(f['match'][i]):.2f}"
+            if "warped" in f:  # tables written before the warp test have none
+                pixels += warped_words(float(f["match"][i]), float(f["warped"][i]))
+            pixels += ", "
         return (f"nearly identical to test image {view.test_paths[j]} "
                 f"({pixels}feature distance {float(table.facts['ratio'][i]):.2f}× the typical, "
                 f"{same})")
