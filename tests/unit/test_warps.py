@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image, ImageFilter
 
 from worker.pipeline.findings import get_kind
@@ -53,7 +54,7 @@ def _plain(va, i: int, vb, j: int) -> float:
     best = -1.0
     for src, s, dst, d in ((va, i, vb, j), (vb, j, va, i)):
         w = warped(src.thumbs[s:s + 1])[0]
-        for other in (dst.full[d], dst.mirror[d]):
+        for other in (dst.view(d), dst.view(d, torch.tensor(True))):
             best = max(best, float((w @ other).max()))
     return best
 
