@@ -24,10 +24,10 @@ from worker.train.verdict import compare, control_of, verdict
 @pytest.mark.parametrize("text, kind, fraction, method, canonical", [
     ("full", "full", None, None, "full"),
     (" corrected ", "corrected", None, None, "corrected"),
-    ("pruned@0.5", "pruned", 0.5, "easy", "pruned@0.5"),
-    ("pruned@.50", "pruned", 0.5, "easy", "pruned@0.5"),
-    ("pruned-easy@0.3", "pruned", 0.3, "easy", "pruned@0.3"),
-    ("pruned-coverage@0.25", "pruned", 0.25, "coverage", "pruned-coverage@0.25"),
+    ("pruned@0.5", "pruned", 0.5, "coverage", "pruned@0.5"),
+    ("pruned@.50", "pruned", 0.5, "coverage", "pruned@0.5"),
+    ("pruned-coverage@0.3", "pruned", 0.3, "coverage", "pruned@0.3"),
+    ("pruned-easy@0.25", "pruned", 0.25, "easy", "pruned-easy@0.25"),
     ("random@0.7", "random", 0.7, None, "random@0.7"),
 ])
 def test_subset_names_parse_to_one_canonical_form(text, kind, fraction, method, canonical):

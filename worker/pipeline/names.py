@@ -46,10 +46,10 @@ DECODERS = ("auto", "host", "device")
 # Training subsets (worker/train/data.py says what each holds).
 SUBSETS = ("filtered", "full", "random", "corrected")
 # How pruned@F ranks what the curation keeps (worker/pipeline/pruning.py says what each
-# is; the default, easy, is the one the choose bench measured best on 5,000 images that the
-# report rows do not use: docs/benchmarks.md "Pruning by value").
+# is; the default is CCS's coverage, chosen a priori; the choose bench since prefers easy,
+# whose report rows have one seed of three so far: docs/benchmarks.md "Pruning by value").
 PRUNINGS = ("coverage", "easy", "hard")
-DEFAULT_PRUNING = "easy"
+DEFAULT_PRUNING = "coverage"
 # The fractions kept that the Summary tab counts and the Retrain panel offers (any F in
 # (0, 1) from the CLI or the API).
 SHOWN_FRACTIONS = (0.7, 0.5, 0.3)
