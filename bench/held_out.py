@@ -112,12 +112,15 @@ def score(run_path: Path) -> dict:
     return out
 
 
-def unmatched_sheet(run_path: Path, dest: Path) -> int:
-    """A contact sheet of every duplicate and leak mark that does not join its injected
-    family (the scores count these as wrong: CIFAR-10's own near-copies among them), for
-    a person to judge. Returns how many."""
+def unmatched_sheet(run_path: Path, dest: Path, limit: int = 48, dropped: bool = False
+                    ) -> int:
+    """A contact sheet of the duplicate and leak marks (``dropped``: only those dropped by
+    default) that join no injected family (the scores count these as wrong: CIFAR-10's own
+    near-copies among them), for a person to judge: all of them, or ``limit`` drawn at
+    random. Returns how many there are."""
     from PIL import Image, ImageDraw, ImageFont
 
+    from worker.pipeline.findings import get_kind
     from worker.pipeline.findings.files import load_findings
     from worker.pipeline.findings.testsplit import test_thumbnails
     from worker.pipeline.sources.inject import read_truth
@@ -136,25 +139,33 @@ def unmatched_sheet(run_path: Path, dest: Path) -> int:
     dup = tables["duplicate"]
     group = dup.facts["group"]
     cells = []
-    for i in np.flatnonzero(dup.issue).tolist():
+    marks = {k: get_kind(k).dropping(tables[k]) if dropped else tables[k].issue
+             for k in ("duplicate", "leak")}
+    for i in np.flatnonzero(marks["duplicate"]).tolist():
         mates = np.flatnonzero((group == group[i]) & (np.arange(n) != i))
         if not (family[mates] == family[i]).any():
             cells.append((thumbs[i], thumbs[dup.related[i]], f"duplicate #{i} | #{dup.related[i]}",
                           dup.facts["match"][i], dup.facts["warped"][i]))
     leak = tables["leak"]
     source = {r["index"]: r["source"] for r in truth if r["kind"] == "leak"}
-    for i in np.flatnonzero(leak.issue).tolist():
+    for i in np.flatnonzero(marks["leak"]).tolist():
         if source.get(i) != leak.related[i]:
             cells.append((thumbs[i], test[leak.related[i]], f"leak #{i} | test #{leak.related[i]}",
                           leak.facts["match"][i], leak.facts["warped"][i]))
+    total = len(cells)
+    if total > limit:
+        keep = np.sort(np.random.default_rng(0).choice(total, limit, replace=False))
+        cells = [cells[k] for k in keep]
     side, cols, head = 96, 3, 40
     cell_w, cell_h = 2 * side + 34, side + 40
     img = Image.new("RGB", (cols * cell_w + 10, head + max(1, -(-len(cells) // cols)) * cell_h),
                     "white")
     draw = ImageDraw.Draw(img)
     font = ImageFont.load_default()
-    draw.text((10, 6), f"{run.run_id}: the {len(cells)} duplicate and leak marks that join no "
-                       "injected family (scored as wrong). Judge by eye.", fill="black", font=font)
+    what = "drops" if dropped else "marks"
+    draw.text((10, 6), f"{run.run_id}: {len(cells)} of the {total} duplicate and leak {what} "
+                       "that join no injected family (scored as wrong). Judge by eye.",
+              fill="black", font=font)
     for k, (a, b, what, match, warped) in enumerate(cells):
         x0, y0 = 10 + (k % cols) * cell_w, head + (k // cols) * cell_h
         for q, im in enumerate((a, b)):
@@ -166,7 +177,7 @@ def unmatched_sheet(run_path: Path, dest: Path) -> int:
                   font=font)
     dest.parent.mkdir(parents=True, exist_ok=True)
     img.save(dest)
-    return len(cells)
+    return total
 
 
 def main() -> None:
