@@ -13,16 +13,16 @@ same 2,000 clean test images (200 per class):
   when it differs);
 - ``report``: 10,000 train images (the first 1,000 of each class), SEEDS seeds:
   ``pruned@0.5``, ``random@0.5``, ``pruned@0.3``, ``random@0.3`` (and ``full`` with
-  ``--full``) with the method ``choose`` found (with ``--part both``; else the default).
-  Target:
-  pruned ≥ random + 1 pp at p < 0.05 at both fractions.
+  ``--full``) with the method ``choose`` found (with ``--part both``; else ``--method``,
+  by default the default). Target: pruned ≥ random + 1 pp at p < 0.05 at both fractions.
 
 Every model is a CIFAR ResNet-20 from random initialisation, with the batch and epochs
 the planner chooses from the full set's size, under the steps budget (every subset the
 same optimizer steps), as ``curator experiment`` runs it. It also prints what choosing a
 pruned subset cost (scoring every kept sample) against one full training: target ≤ 5%.
 
-    python -m bench.pruning [--part choose|report|both] [--seeds 3] [--full] [--json F]
+    python -m bench.pruning [--part choose|report|both] [--method M] [--seeds 3] [--full]
+                            [--json F]
 
 A benchmark, not a test: on 2 cores a training takes 4–6 minutes, so about 40 minutes for
 ``choose`` and an hour for ``report`` (75 with ``--full``).
@@ -121,11 +121,13 @@ def main() -> None:
     ap.add_argument("--part", choices=("choose", "report", "both"), default="both")
     ap.add_argument("--seeds", type=int, default=3, help="seeds of the report part")
     ap.add_argument("--full", action="store_true", help="train full in the report part too")
+    ap.add_argument("--method", choices=PRUNINGS, default=DEFAULT_PRUNING,
+                    help="the method the report part prunes with (with --part report)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     a = ap.parse_args()
     print(f"# pruned@F vs random@F, {MODEL} from scratch, {TEST_PER_CLASS}/class clean test "
           f"· {machine()}", flush=True)
-    out, method = [], DEFAULT_PRUNING
+    out, method = [], a.method
     for part in (("choose", "report") if a.part == "both" else (a.part,)):
         r = run_part(part, a.runs, a.seeds, method, a.full)
         print(f"\n## {part}: {r['note']}\n{r['n']} images, {r['noise_pct']}% wrong labels, "
