@@ -23,7 +23,7 @@ from app.caching import keep, lookup, memoized
 from app.caching import labels as labels_cache
 from app.curate.backdrop import extent
 from worker.pipeline.errors import InputError
-from worker.pipeline.findings import default_drops, load_findings
+from worker.pipeline.findings import default_drops, load_findings, proposals
 from worker.pipeline.findings.files import files_stamp
 from worker.pipeline.map.clustering import (
     Decisions,
@@ -80,6 +80,8 @@ class RunData:
     # whose default drops it ('' none), which decide() applies before the overrides.
     findings: dict = field(default_factory=dict)
     drops: np.ndarray | None = None
+    # per sample the kind that marks it without dropping it ('' none): the map's proposed
+    proposals: np.ndarray | None = None
 
 
 @functools.lru_cache(maxsize=8)
@@ -99,7 +101,7 @@ def _load(path: str, stamp: tuple[int, ...]) -> RunData:
                    evidence and evidence["suggested"], nn[:, :10], members, (order, starts),
                    stamp,
                    recorded_clusters(run, samples), extent(emb), findings,
-                   default_drops(findings, len(samples)))
+                   default_drops(findings, len(samples)), proposals(findings, len(samples)))
 
 
 def _stamp(run: RunDir) -> tuple[int, ...]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from app.curate.backdrop import extent
 from worker.pipeline.findings import DROP, REVIEW, kinds
+from worker.pipeline.findings.step import PERSON_DECIDED
 from worker.pipeline.map.clustering import Decisions, flagged_by
 
 # Qualitative palette for clusters (Plotly's D3/T10, minus red, green and grey, which
@@ -29,6 +30,8 @@ DROP_COLOUR = "#d62728"
 # Noise the rule keeps is a pale filled dot: WebGL draws an open circle without an outline
 # as a filled dark dot, which read as a ✕.
 UNFLAGGED_NOISE_COLOUR = "#adb5bd"
+# A finding's mark below its kind's drop cut: proposed, kept until a person decides.
+PROPOSED_COLOUR = "#e6b400"
 
 # (symbols, colours, text): what the class view draws, in the same symbols and colours.
 LEGEND = [
@@ -53,6 +56,7 @@ FINDING_COLOUR = "#6f42c1"
 FINDING_MARKS = {"square": (1, "■"), "triangle-up": (5, "▲"), "star": (17, "★"),
                  "hexagon": (14, "⬢"), "pentagon": (13, "⬟"), "triangle-down": (6, "▼")}
 DECISION_WORDS = {DROP: "dropped by default", REVIEW: "listed for review"}
+PROPOSED_WORDS = "proposed by a finding: kept until you decide"
 
 
 def drawn_kinds() -> list:
@@ -63,6 +67,8 @@ def drawn_kinds() -> list:
 FINDING_SYMBOLS = tuple(FINDING_MARKS[k.symbol][0] for k in drawn_kinds())
 LEGEND += [(FINDING_MARKS[k.symbol][1], FINDING_COLOUR, f"{k.title}: {DECISION_WORDS[k.decision]}")
            for k in drawn_kinds()]
+LEGEND.append(("".join(FINDING_MARKS[k.symbol][1] for k in drawn_kinds()), PROPOSED_COLOUR,
+               PROPOSED_WORDS))
 SIZES = {"point": 6, "flagged": 8, "override": 10}
 OVERRIDE_CODES = {"keep": 1, "drop": 2}  # 0: no override
 
@@ -95,7 +101,8 @@ class Look:
 # Every kind of point, by code: the one table the server's markers (marker_style) and the
 # browser's re-cluster (assets/recluster.js, through look_table) read. Codes: 0 cluster,
 # 1 noise the rule keeps, 2 flagged, 3 + flagged kept by you, 5 + flagged dropped by you,
-# 7 + 2·slot + flagged dropped by default by the finding kind in that slot.
+# 7 + 2·slot + flagged dropped by default by the finding kind in that slot, 7 + 2·slots +
+# slot proposed by it (a flag by the rule wins: the sample is dropped).
 LOOKS = [
     Look("cluster", None, SYMBOLS["circle"], SIZES["point"], False, True, False),
     Look("noise kept", UNFLAGGED_NOISE_COLOUR, SYMBOLS["circle"], SIZES["point"], False, True,
@@ -109,6 +116,8 @@ LOOKS = [
     *(Look(f"finding {slot}{' flagged' if flagged else ''}", FINDING_COLOUR, symbol,
            SIZES["flagged"], flagged, False, False)
       for slot, symbol in enumerate(FINDING_SYMBOLS) for flagged in (False, True)),
+    *(Look(f"finding {slot} proposed", PROPOSED_COLOUR, symbol, SIZES["flagged"], False, True,
+           False) for slot, symbol in enumerate(FINDING_SYMBOLS)),
 ]
 FIRST_FINDING_LOOK = 7
 _LOOK_SYMBOL = np.array([look.symbol for look in LOOKS])
@@ -136,8 +145,9 @@ def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray,
     ----------
     flagged, noise : ndarray of bool, shape (n,)
     overrides : ndarray of uint8, shape (n,): 0 or an OVERRIDE_CODES value
-    finding : ndarray of uint8, shape (n,): 0, or 1 + the slot of the finding kind whose
-        default drops the point (:func:`finding_slots`); it already yields to overrides
+    finding : ndarray of uint8, shape (n,): 0; 1 + the slot of the finding kind whose
+        default drops the point; or 1 + slots + the slot of the kind that proposes it
+        (:func:`finding_slots`); it already yields to overrides
 
     Returns
     -------
@@ -148,18 +158,25 @@ def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray,
         hit = overrides == value
         codes[hit] = first + flagged[hit]
     if finding is not None:
-        hit = finding > 0
-        codes[hit] = FIRST_FINDING_LOOK + 2 * ((finding[hit] - 1) % len(FINDING_SYMBOLS)) \
-            + flagged[hit]
+        slots = len(FINDING_SYMBOLS)
+        hit = (finding > 0) & (finding <= slots)
+        codes[hit] = FIRST_FINDING_LOOK + 2 * (finding[hit] - 1) + flagged[hit]
+        hit = (finding > slots) & ~flagged & (overrides == 0)
+        codes[hit] = FIRST_FINDING_LOOK + slots + finding[hit] - 1
     return codes
 
 
-def finding_slots(reason: np.ndarray) -> np.ndarray:
+def finding_slots(reason: np.ndarray, proposal: np.ndarray | None = None) -> np.ndarray:
     """uint8 (n,): for samples whose decision ``reason`` (Decisions.reason) names a
-    finding kind drawn with its own mark (:func:`drawn_kinds`), 1 + that kind's slot;
-    else 0."""
+    finding kind drawn with its own mark (:func:`drawn_kinds`), 1 + that kind's slot; for
+    samples such a kind proposes (``proposal``: findings.proposals) and no person decided,
+    1 + slots + its slot; else 0."""
     out = np.zeros(len(reason), np.uint8)
-    for slot, kind in enumerate(drawn_kinds()):
+    drawn = drawn_kinds()
+    undecided = ~np.isin(reason, PERSON_DECIDED)
+    for slot, kind in enumerate(drawn):
+        if proposal is not None:
+            out[(proposal == kind.name) & undecided] = len(drawn) + slot + 1
         out[reason == kind.name] = slot + 1
     return out
 
@@ -199,13 +216,15 @@ def override_codes(idx: np.ndarray, overrides: dict[int, str]) -> np.ndarray:
     return codes
 
 
-def marker_style(idx: np.ndarray, d: Decisions, overrides: dict[int, str]
+def marker_style(idx: np.ndarray, d: Decisions, overrides: dict[int, str],
+                 proposal: np.ndarray | None = None
                  ) -> tuple[list[list[float]], list[int], list[int]]:
     """Colours (channel arrays, :func:`channels`), symbol numbers (values of ``SYMBOLS``)
-    and sizes for the samples ``idx`` (shape (n,), ascending), from LOOKS."""
+    and sizes for the samples ``idx`` (shape (n,), ascending), from LOOKS. ``proposal``
+    (str (N,), findings.proposals): the kind proposing each sample, '' for none."""
     clusters = d.clusters[idx]
     codes = look_codes(d.flagged[idx], clusters == -1, override_codes(idx, overrides),
-                       finding_slots(d.reason[idx]))
+                       finding_slots(d.reason[idx], None if proposal is None else proposal[idx]))
     colours = _LOOK_COLOUR[codes]
     own = codes == 0
     colours[own] = _CLUSTER_CHANNELS[clusters[own] % len(CLUSTER_COLOURS)]
@@ -268,9 +287,9 @@ def class_figure(emb: np.ndarray, trace: dict, background_url: str,
 
 
 def class_trace(emb: np.ndarray, idx: np.ndarray, d: Decisions,
-                overrides: dict[int, str]) -> dict:
-    """Trace 1 of the class view."""
-    colours, symbols, sizes = marker_style(idx, d, overrides)
+                overrides: dict[int, str], proposal: np.ndarray | None = None) -> dict:
+    """Trace 1 of the class view (``proposal``: as in :func:`marker_style`)."""
+    colours, symbols, sizes = marker_style(idx, d, overrides, proposal)
     return _points(emb, idx, name="class",
                    marker=dict(color=colours, symbol=symbols, size=sizes, line=dict(width=0)),
                    selected=dict(marker=dict(opacity=1.0)),

@@ -332,7 +332,8 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
     eps, ms = state.params[code]
     bits = flag_bits(state.inputs.take(idx), state.rule, len(idx))
     looks = look_table(bits, override_codes(idx, state.marks),
-                       finding_slots(state.decisions.reason[idx]))
+                       finding_slots(state.decisions.reason[idx], None if data.proposals
+                                     is None else data.proposals[idx]))
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),

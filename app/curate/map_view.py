@@ -178,7 +178,8 @@ def class_trace_of(data: RunData, state: RunState, code: int) -> dict:
     """The class view's trace 1 for class ``code`` at the store's revision (cached); its
     ``meta`` names the class, which the map's scripts check before re-clustering."""
     return cached_figure(data, state, ("class", code), lambda: {
-        **class_trace(data.embedding, data.members[code], state.decisions, state.marks),
+        **class_trace(data.embedding, data.members[code], state.decisions, state.marks,
+                      data.proposals),
         "meta": {"class": code}})
 
 

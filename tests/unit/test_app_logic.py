@@ -218,7 +218,7 @@ def test_client_model_carries_what_the_browser_needs(root):
     assert [look.flagged for look in shown] == state.decisions.flagged[idx].tolist()
     assert [look.kept for look in shown] == state.decisions.kept[idx].tolist()
     assert [look.overridden for look in shown] == [int(i) in state.marks for i in idx]
-    colours, symbols, sizes = marker_style(idx, state.decisions, state.marks)
+    colours, symbols, sizes = marker_style(idx, state.decisions, state.marks, data.proposals)
     assert [look.symbol for look in shown] == symbols
     assert [look.size for look in shown] == sizes
     assert all(look.colour is None or channels(look.colour) == c
@@ -230,6 +230,34 @@ def test_client_model_carries_what_the_browser_needs(root):
     rows = logic.class_counts(data, state)
     text = logic.status_text(rows, noise, state.rule)
     assert text.startswith(f"{rows[-1]['kept']} of {rows[-1]['size']} kept · {sum(noise)} DBSCAN")
+
+
+def test_proposed_marks_are_drawn_apart_from_drops():
+    """A finding's mark below its drop cut is drawn in its kind's symbol and the proposed
+    colour, and counts as kept; a drop by the kind, a flag by the rule and a reviewer's
+    decision each win over it."""
+    from app.curate.figures import (FINDING_COLOUR, FINDING_MARKS, KEEP_COLOUR, LOOKS,
+                                    NOISE_COLOUR, PROPOSED_COLOUR, SYMBOLS, channels,
+                                    drawn_kinds, finding_slots, look_codes, marker_style,
+                                    override_codes)
+    from worker.pipeline.map.clustering import Decisions
+
+    kind = drawn_kinds()[0]
+    clusters = np.array([0, 0, -1, -1, 0])
+    flagged = np.array([False, False, False, True, False])
+    kept = np.array([True, False, True, False, True])
+    reason = np.array(["cluster", kind.name, "noise", "noise", "override_keep"])
+    proposal = np.array([kind.name, "", kind.name, kind.name, kind.name])
+    marks = {4: "keep"}
+    colours, symbols, _ = marker_style(np.arange(5), Decisions(clusters, flagged, kept, reason),
+                                       marks, proposal)
+    mark = FINDING_MARKS[kind.symbol][0]
+    assert symbols == [mark, mark, mark, SYMBOLS["x"], SYMBOLS["diamond"]]
+    assert colours == [channels(c) for c in (PROPOSED_COLOUR, FINDING_COLOUR, PROPOSED_COLOUR,
+                                             NOISE_COLOUR, KEEP_COLOUR)]
+    codes = look_codes(flagged, clusters == -1, override_codes(np.arange(5), marks),
+                       finding_slots(reason, proposal))
+    assert [LOOKS[c].kept for c in codes] == kept.tolist()
 
 
 def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):

@@ -17,11 +17,12 @@ from worker.pipeline.findings.step import (
     default_drops,
     ensure_findings,
     marks,
+    proposals,
     sample_decisions,
     sample_findings,
 )
 
 __all__ = ["DROP", "DROPPED", "KEPT", "PROPOSED", "REGISTRY", "REVIEW", "FindingKind",
            "FindingTable", "View", "default_drops", "ensure_findings", "get_kind", "kinds",
-           "load_findings", "marks", "register", "sample_decisions", "sample_findings",
+           "load_findings", "marks", "proposals", "register", "sample_decisions", "sample_findings",
            "unregister"]

@@ -91,6 +91,18 @@ def default_drops(tables: dict[str, FindingTable], n: int) -> tuple[np.ndarray, 
     return out, sticky
 
 
+def proposals(tables: dict[str, FindingTable], n: int) -> np.ndarray:
+    """Per sample, the first kind (in registry order) that marks it without its default
+    dropping it ('' for none): what the map draws as proposed (kept until a person
+    decides). ``label`` is the rule's own and is not among them. str (N,)."""
+    out = np.full(n, "", dtype="<U13")
+    for kind in reversed(kinds()):
+        table = tables.get(kind.name)
+        if getattr(kind, "stored", True) and table is not None and len(table) == n:
+            out[np.asarray(kind.current(table), bool) & ~kind.dropping(table)] = kind.name
+    return out
+
+
 def marks(tables: dict[str, FindingTable], view: View) -> dict[str, np.ndarray]:
     """Which samples each kind marks now, bool (N,) by kind name."""
     return {k.name: np.asarray(k.current(tables[k.name], view), bool) for k in kinds()
