@@ -57,6 +57,15 @@ def cifar_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
     return _unpacked("cifar10", "cifar10-jpeg.tar.gz", dest)
 
 
+def cifar_train_images(n: int):  # noqa: ANN201 - numpy stays out of the bench's import
+    """The first ``n`` of CIFAR-10's train photographs (file order), uint8 (n, 32, 32, 3)."""
+    import numpy as np
+    from PIL import Image
+
+    files = sorted((cifar_folder() / "train").rglob("*.jpg"))[:n]
+    return np.stack([np.asarray(Image.open(f).convert("RGB")) for f in files])
+
+
 def cifar_mini_folder(dest: Path = Path("/tmp/curator-bench")) -> Path:
     """The shared 3,000-image ``cifar10-mini`` folder, unpacked once under ``dest``."""
     return _unpacked("cifar10-mini", "cifar10-jpeg-mini.tar.gz", dest)

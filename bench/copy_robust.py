@@ -137,9 +137,7 @@ FASTDUP_50K_S = 45.9
 
 def scale(n: int) -> dict:
     """The second test's time on ``n`` CIFAR-10 photographs (module docstring)."""
-    from PIL import Image
-
-    from bench.common import cifar_folder
+    from bench.common import cifar_train_images
     from worker.pipeline.findings.copies import REFERENCE_RANK, near_matches
     from worker.pipeline.findings.pixels import grey_views
     from worker.pipeline.findings.warps import (
@@ -151,8 +149,7 @@ def scale(n: int) -> dict:
         warp_evidence,
     )
 
-    files = sorted((cifar_folder() / "train").rglob("*.jpg"))[:n]
-    thumbs = np.stack([np.asarray(Image.open(f).convert("RGB")) for f in files])
+    thumbs = cifar_train_images(n)
     t = {}
     t0 = time.perf_counter()
     views = copy_views(thumbs)

@@ -36,13 +36,9 @@ TARGET_S = 15 * 60
 
 def neighbour_index(run: Path) -> float:
     """neighbours.npy as the embed step writes it; returns its seconds."""
-    from worker.pipeline.map.embedding import (
-        EXACT_KNN_MAX,
-        annoy_neighbours,
-        exact_neighbours,
-        pca_reduce,
-    )
+    from worker.pipeline.map.embedding import EXACT_KNN_MAX, annoy_neighbours, pca_reduce
     from worker.pipeline.map.evidence import K_EVIDENCE
+    from worker.pipeline.map.neighbours import exact_neighbours
     from worker.pipeline.storage.rundir import RunDir, save_npy
 
     r = RunDir(run)

@@ -20,9 +20,9 @@ import numpy as np
 
 from bench.common import machine
 from bench.synth import SynthSpec, write_synthetic
-from worker.pipeline.findings.index import knn_query
 from worker.pipeline.map.embedding import annoy_neighbours, pca_reduce
 from worker.pipeline.map.evidence import K_EVIDENCE
+from worker.pipeline.map.neighbours import knn_query
 
 
 def main() -> None:

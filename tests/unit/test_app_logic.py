@@ -236,10 +236,21 @@ def test_proposed_marks_are_drawn_apart_from_drops():
     """A finding's mark below its drop cut is drawn in its kind's symbol and the proposed
     colour, and counts as kept; a drop by the kind, a flag by the rule and a reviewer's
     decision each win over it."""
-    from app.curate.figures import (FINDING_COLOUR, FINDING_MARKS, KEEP_COLOUR, LOOKS,
-                                    NOISE_COLOUR, PROPOSED_COLOUR, SYMBOLS, channels,
-                                    drawn_kinds, finding_slots, look_codes, marker_style,
-                                    override_codes)
+    from app.curate.figures import (
+        FINDING_COLOUR,
+        FINDING_MARKS,
+        KEEP_COLOUR,
+        LOOKS,
+        NOISE_COLOUR,
+        PROPOSED_COLOUR,
+        SYMBOLS,
+        channels,
+        drawn_kinds,
+        finding_slots,
+        look_codes,
+        marker_style,
+        override_codes,
+    )
     from worker.pipeline.map.clustering import Decisions
 
     kind = drawn_kinds()[0]

@@ -9,7 +9,8 @@ from sklearn.neighbors import NearestNeighbors
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.map import embedding
-from worker.pipeline.map.embedding import EmbeddingOptions, exact_neighbours, tsne_2d
+from worker.pipeline.map.embedding import EmbeddingOptions, tsne_2d
+from worker.pipeline.map.neighbours import exact_neighbours, faiss_knn, knn_query, torch_knn
 
 
 def _label_agreement(emb: np.ndarray, y: np.ndarray, k: int = 10) -> float:
@@ -25,6 +26,28 @@ def test_exact_neighbours_match_sklearn():
     assert not (idx == np.arange(700)[:, None]).any()  # never its own neighbour
     np.testing.assert_allclose(dist, ref_dist[:, 1:], rtol=1e-3, atol=1e-4)
     assert (idx == ref_idx[:, 1:]).mean() > 0.999  # ties may swap places
+
+
+def test_the_gpu_path_gives_the_cpu_paths_neighbours():
+    """The torch path (a GPU's, run here on the CPU) and faiss's give the same neighbours,
+    with exact copies present (the point itself is never among its own, wherever the tie
+    puts it), and for queries from another set."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(3000, 16)).astype(np.float32)
+    x[1000:1010] = x[:10]  # exact copies: ties at distance 0
+    own_f, own_t = faiss_knn(x, None, 7), torch_knn(x, None, 7, "cpu")
+    for idx, dist in (own_f, own_t):
+        assert idx.shape == (3000, 7) and idx.dtype == np.int64 and dist.dtype == np.float32
+        assert not (idx == np.arange(3000)[:, None]).any()
+        # (d² by expansion: a copy sits at ~1e-3, not 0)
+        assert (idx[:10, 0] == np.arange(1000, 1010)).all() and (dist[:10, 0] < 1e-2).all()
+    np.testing.assert_allclose(own_f[1], own_t[1], rtol=1e-4, atol=3e-3)
+    # ties (a copy's two originals are equally far from everything) may swap places
+    assert np.mean([set(a) == set(b) for a, b in zip(own_f[0], own_t[0], strict=True)]) > 0.99
+    q = rng.normal(size=(500, 16)).astype(np.float32)
+    cross_f, cross_t = knn_query(x, q, 5), torch_knn(x, q, 5, "cpu")
+    np.testing.assert_allclose(cross_f[1], cross_t[1], rtol=1e-4, atol=3e-3)
+    assert np.mean([set(a) == set(b) for a, b in zip(cross_f[0], cross_t[0], strict=True)]) > 0.99
 
 
 @pytest.mark.parametrize("exact_max", [10**9, 100])

@@ -6,8 +6,8 @@ embedding.py), saved as ``neighbours.npy`` and read by the label evidence too. T
 in the map's PCA space, so this module reads that PCA's fit (map/embedding.run_pca: made
 once for the run), projects the features, and measures the distances to those neighbours
 there. The
-test split is queried against the projected train samples by exact search (test splits
-are small next to their train sets: 10,000 × 50,000 × 50 is a second of BLAS here).
+test split is queried against the projected train samples by exact search
+(map/neighbours.py; test splits are small next to their train sets).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from worker.pipeline.map.embedding import BLOCK, Pca
+from worker.pipeline.map.neighbours import knn_query
 
 
 @dataclass
@@ -61,29 +62,6 @@ class FeatureSpace:
         indices : int64 (M, k), distances : float32 (M, k), nearest first
         """
         return knn_query(self.x, queries, k)
-
-
-def knn_query(base: np.ndarray, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact Euclidean k nearest rows of ``base`` (N, d) for every row of ``queries``
-    (M, d), by blocks of matrix products (torch: on the GPU when there is one, else all
-    cores; memory flat in M)."""
-    import torch
-
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    k = min(k, len(base))
-    b = torch.from_numpy(np.ascontiguousarray(base, np.float32)).to(device)
-    bsq = (b * b).sum(1)
-    m = len(queries)
-    idx = np.empty((m, k), np.int64)
-    dist = np.empty((m, k), np.float32)
-    block = max(64, 25_000_000 // max(len(base), 1))  # ~100 MB of distances at a time
-    for s in range(0, m, block):
-        q = torch.from_numpy(np.ascontiguousarray(queries[s:s + block], np.float32)).to(device)
-        d2 = torch.addmm(bsq[None, :], q, b.T, alpha=-2).add_((q * q).sum(1)[:, None])
-        val, nn = torch.topk(d2, k, dim=1, largest=False, sorted=True)
-        idx[s:s + block] = nn.cpu().numpy()
-        dist[s:s + block] = val.clamp_min_(0).sqrt_().cpu().numpy()
-    return idx, dist
 
 
 def fit_space(features: np.ndarray, pca: Pca, neighbours: np.ndarray) -> FeatureSpace:

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from worker.pipeline.findings.copies import NearMatches
-from worker.pipeline.findings.index import knn_query
-from worker.pipeline.map.embedding import EXACT_KNN_MAX, annoy_neighbours, exact_neighbours
+from worker.pipeline.map.embedding import EXACT_KNN_MAX, annoy_neighbours
+from worker.pipeline.map.neighbours import exact_neighbours, knn_query
 
 SIDE = 16
 KEY_SIDE = 8

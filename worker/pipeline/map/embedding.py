@@ -14,6 +14,7 @@ import numpy as np
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.evidence import K_EVIDENCE
+from worker.pipeline.map.neighbours import exact_neighbours
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.ranges import PARAMS, check, group_params
 from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
@@ -159,37 +160,6 @@ def run_pca(run: RunDir, dims: int, seed: int = 0) -> Pca:
         with atomic_path(path, ".npz") as tmp:
             np.savez(tmp, x=pca.x, mean=pca.mean, components=pca.components)
     return pca
-
-
-def exact_neighbours(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k nearest other points of every point, by brute force, nearest first.
-
-    Parameters
-    ----------
-    x : ndarray of float32, shape (N, D)
-
-    Returns
-    -------
-    indices : ndarray of int64, shape (N, k)
-    distances : ndarray of float32, shape (N, k), Euclidean
-    """
-    import torch
-
-    xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-    sq = (xt * xt).sum(1)
-    n = len(x)
-    # Blocks of ~25M distances (100 MB) keep memory flat whatever N is.
-    block = max(64, 25_000_000 // max(n, 1))
-    indices = np.empty((n, k), dtype=np.int64)
-    distances = np.empty((n, k), dtype=np.float32)
-    for s in range(0, n, block):
-        rows = torch.arange(s, min(n, s + block))
-        d2 = torch.addmm(sq[None, :], xt[rows], xt.T, alpha=-2).add_(sq[rows, None])
-        d2[torch.arange(len(rows)), rows] = float("inf")  # not its own neighbour
-        val, idx = torch.topk(d2, k, dim=1, largest=False, sorted=True)
-        indices[rows.numpy()] = idx.numpy()
-        distances[rows.numpy()] = val.clamp_min_(0).sqrt_().numpy()
-    return indices, distances
 
 
 def annoy_neighbours(x: np.ndarray, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -30,7 +30,6 @@ from worker.pipeline.findings.copies import (
     copy_pairs,
     stands_out,
 )
-from worker.pipeline.findings.index import knn_query
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.findings.pixels import match_pairs
 from worker.pipeline.findings.warps import (
@@ -45,6 +44,7 @@ from worker.pipeline.findings.warps import (
     warp_match,
     warped_words,
 )
+from worker.pipeline.map.neighbours import knn_query
 
 
 @register

@@ -37,8 +37,9 @@ import numpy as np
 from worker.pipeline.evaluation.metrics import auroc, prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
-from worker.pipeline.findings.index import knn_query, pair_distances
+from worker.pipeline.findings.index import pair_distances
 from worker.pipeline.findings.kind_registry import register
+from worker.pipeline.map.neighbours import knn_query
 
 K_OUTLIER = 10
 # A member is in its class's core when at least this share of its K_OUTLIER nearest
