@@ -18,6 +18,7 @@ import numpy as np
 
 from app.curate.backdrop import extent, render_png
 from app.curate.figures import class_figure, class_trace
+from worker.pipeline.findings import proposals
 from worker.pipeline.storage.curation import class_code, current_snapshot
 from worker.pipeline.storage.rundir import RunDir
 
@@ -52,8 +53,9 @@ def class_map(run: RunDir, class_name: str) -> go.Figure:
     members = np.flatnonzero(snap.samples.labels == code)
     png = render_png(emb, snap.samples.labels, snap.samples.classes)
     backdrop = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    fig = go.Figure(class_figure(emb, class_trace(emb, members, snap.decisions, state.marks),
-                                 backdrop, True, extent(emb)))
+    trace = class_trace(emb, members, snap.decisions, state.marks,
+                        proposals(snap.findings, len(snap.samples)))
+    fig = go.Figure(class_figure(emb, trace, backdrop, True, extent(emb)))
     eps, min_samples = stored.params.get(code, (None, None))
     params = f": eps {eps:.3g}, min_samples {min_samples}" if eps is not None else ""
     fig.data[1].update(hoverinfo=None, hovertemplate="sample %{customdata}<extra></extra>")

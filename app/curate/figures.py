@@ -15,8 +15,7 @@ import numpy as np
 
 from app.curate.backdrop import extent
 from worker.pipeline.findings import DROP, REVIEW, kinds
-from worker.pipeline.findings.step import PERSON_DECIDED
-from worker.pipeline.map.clustering import Decisions, flagged_by
+from worker.pipeline.map.clustering import UNDECIDED_REASONS, Decisions, flagged_by
 
 # Qualitative palette for clusters (Plotly's D3/T10, minus red, green and grey, which
 # mean drop, keep and background here).
@@ -169,14 +168,15 @@ def look_codes(flagged: np.ndarray, noise: np.ndarray, overrides: np.ndarray,
 def finding_slots(reason: np.ndarray, proposal: np.ndarray | None = None) -> np.ndarray:
     """uint8 (n,): for samples whose decision ``reason`` (Decisions.reason) names a
     finding kind drawn with its own mark (:func:`drawn_kinds`), 1 + that kind's slot; for
-    samples such a kind proposes (``proposal``: findings.proposals) and no person decided,
-    1 + slots + its slot; else 0."""
+    samples such a kind proposes (``proposal``: findings.proposals) that the rule alone
+    decides (no kind drops them, no person decided), 1 + slots + its slot; else 0."""
     out = np.zeros(len(reason), np.uint8)
     drawn = drawn_kinds()
-    undecided = ~np.isin(reason, PERSON_DECIDED)
+    # kept by the rule: no kind drops it (any kind, drawn or not) and no person decided
+    open_ = np.isin(reason, UNDECIDED_REASONS)
     for slot, kind in enumerate(drawn):
         if proposal is not None:
-            out[(proposal == kind.name) & undecided] = len(drawn) + slot + 1
+            out[(proposal == kind.name) & open_] = len(drawn) + slot + 1
         out[reason == kind.name] = slot + 1
     return out
 

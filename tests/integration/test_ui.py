@@ -211,7 +211,8 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         last = driver.execute_script("return window.curateDebug.lastRecluster")
         assert (last["eps"], last["ms"]) == params  # drawn by the browser
         assert last.get("key") == "Enter"  # at the key press, before Dash's round
-        colours, symbols, _ = marker_style(data.members[0], state.decisions, state.marks)
+        colours, symbols, _ = marker_style(data.members[0], state.decisions, state.marks,
+                                           data.proposals)
         shown = trace_markers(driver)
         assert shown["color"] == hex_colours(colours)
         assert shown["symbol"] == [names[s] for s in symbols]
@@ -546,7 +547,8 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
         wait_for(lambda t=line: status_text(driver) == t)
         last = "return (window.curateDebug || {}).lastRecluster || null"
         assert driver.execute_script(last) is None
-        colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks)
+        colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks,
+                                           data.proposals)
         assert trace_markers(driver)["color"] == hex_colours(colours)
         assert trace_markers(driver)["symbol"] == [names[s] for s in symbols]
     assert store.revision() == before
@@ -599,7 +601,8 @@ def test_a_class_drawn_ahead_is_the_servers_and_takes_later_changes(driver, serv
     def shows(code: int) -> bool:
         data = run_data(ui_root, "ahead")
         state = current_state(data)
-        colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks)
+        colours, symbols, _ = marker_style(data.members[code], state.decisions, state.marks,
+                                           data.proposals)
         m = trace_markers(driver)
         return (m["customdata"] == data.members[code].tolist()
                 and m["color"] == hex_colours(colours)

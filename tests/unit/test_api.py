@@ -30,6 +30,7 @@ from tsne_curator.tables import FINDING_COLUMNS
 from worker.cli import build_parser, main
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import manifest_columns
+from worker.pipeline.findings import load_findings, proposals
 from worker.pipeline.findings.report import findings_report
 from worker.pipeline.progress import TqdmProgress
 from worker.pipeline.storage.curation import current_decisions, current_snapshot, summary_rows
@@ -377,11 +378,12 @@ def test_map_is_the_curate_page_class_view(fresh_run):
     run = tc.open(fresh_run.path)
     samples, decisions, _ = current_decisions(fresh_run)
     members = np.flatnonzero(samples.labels == 3)
+    proposed = proposals(load_findings(fresh_run, len(samples)), len(samples))
     fig = run.map("3")
     assert isinstance(fig, go.Figure) and len(fig.data) == 2
     assert fig.layout.images[0].source.startswith("data:image/png;base64,")
     assert list(fig.data[1].customdata) == members.tolist()
-    _, symbols, sizes = marker_style(members, decisions, {})
+    _, symbols, sizes = marker_style(members, decisions, {}, proposed)
     assert list(fig.data[1].marker.symbol) == symbols and list(fig.data[1].marker.size) == sizes
     flagged = [int(s) for s in members if decisions.flagged[s]]
     run.keep(flagged[:1])

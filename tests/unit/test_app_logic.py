@@ -253,20 +253,22 @@ def test_proposed_marks_are_drawn_apart_from_drops():
     )
     from worker.pipeline.map.clustering import Decisions
 
-    kind = drawn_kinds()[0]
-    clusters = np.array([0, 0, -1, -1, 0])
-    flagged = np.array([False, False, False, True, False])
-    kept = np.array([True, False, True, False, True])
-    reason = np.array(["cluster", kind.name, "noise", "noise", "override_keep"])
-    proposal = np.array([kind.name, "", kind.name, kind.name, kind.name])
+    kind, other = drawn_kinds()[0], drawn_kinds()[-1]
+    clusters = np.array([0, 0, -1, -1, 0, 0])
+    flagged = np.array([False, False, False, True, False, False])
+    kept = np.array([True, False, True, False, True, False])
+    reason = np.array(["cluster", kind.name, "noise", "noise", "override_keep", kind.name])
+    # the last: dropped by one kind, proposed by another
+    proposal = np.array([kind.name, "", kind.name, kind.name, kind.name, other.name])
     marks = {4: "keep"}
-    colours, symbols, _ = marker_style(np.arange(5), Decisions(clusters, flagged, kept, reason),
+    n = len(kept)
+    colours, symbols, _ = marker_style(np.arange(n), Decisions(clusters, flagged, kept, reason),
                                        marks, proposal)
     mark = FINDING_MARKS[kind.symbol][0]
-    assert symbols == [mark, mark, mark, SYMBOLS["x"], SYMBOLS["diamond"]]
+    assert symbols == [mark, mark, mark, SYMBOLS["x"], SYMBOLS["diamond"], mark]
     assert colours == [channels(c) for c in (PROPOSED_COLOUR, FINDING_COLOUR, PROPOSED_COLOUR,
-                                             NOISE_COLOUR, KEEP_COLOUR)]
-    codes = look_codes(flagged, clusters == -1, override_codes(np.arange(5), marks),
+                                             NOISE_COLOUR, KEEP_COLOUR, FINDING_COLOUR)]
+    codes = look_codes(flagged, clusters == -1, override_codes(np.arange(n), marks),
                        finding_slots(reason, proposal))
     assert [LOOKS[c].kept for c in codes] == kept.tolist()
 

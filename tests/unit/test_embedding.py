@@ -44,6 +44,12 @@ def test_the_gpu_path_gives_the_cpu_paths_neighbours():
     np.testing.assert_allclose(own_f[1], own_t[1], rtol=1e-4, atol=3e-3)
     # ties (a copy's two originals are equally far from everything) may swap places
     assert np.mean([set(a) == set(b) for a, b in zip(own_f[0], own_t[0], strict=True)]) > 0.99
+    # more copies than neighbours asked for: the point need not be among the k + 1 found
+    many = np.repeat(x[:1], 12, 0)
+    idx, _ = faiss_knn(many, None, 3)
+    assert idx.shape == (12, 3) and not (idx == np.arange(12)[:, None]).any()
+    assert exact_neighbours(x[:4], 9)[0].shape == (4, 3)  # at most N - 1
+    assert knn_query(x[:0], x[:5], 3)[0].shape == (5, 0)  # nothing to find
     q = rng.normal(size=(500, 16)).astype(np.float32)
     cross_f, cross_t = knn_query(x, q, 5), torch_knn(x, q, 5, "cpu")
     np.testing.assert_allclose(cross_f[1], cross_t[1], rtol=1e-4, atol=3e-3)

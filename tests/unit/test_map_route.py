@@ -37,7 +37,8 @@ def test_the_answer_is_the_class_trace_the_server_would_draw_at_the_stored_revis
     assert answer["class"] == 3 and answer["revision"] == state.revision
     # The trace the render path sends (a plain dict, typed arrays as base64), and the class
     # view's frame: its axes' pin and layout, as class_figure builds them.
-    want = class_trace(data.embedding, data.members[3], state.decisions, state.marks)
+    want = class_trace(data.embedding, data.members[3], state.decisions, state.marks,
+                       data.proposals)
     assert answer["trace"] == orjson.loads(orjson.dumps({**want, "meta": {"class": 3}}))
     frame = class_figure(data.embedding, {}, "/background/digits.png", True, data.bounds)
     assert answer["frame"] == orjson.loads(orjson.dumps(

@@ -81,14 +81,21 @@ def default_drops(tables: dict[str, FindingTable], n: int) -> tuple[np.ndarray, 
     """
     out = np.full(n, "", dtype="<U13")
     sticky = np.zeros(n, bool)
-    for kind in reversed(kinds()):
-        table = tables.get(kind.name)
-        if kind.decision == DROP and getattr(kind, "stored", True) and table is not None \
-                and len(table) == n:
+    for kind, table in _stored_last_first(tables, n):
+        if kind.decision == DROP:
             marked = kind.dropping(table)
             out[marked] = kind.name
             sticky[marked] = not kind.cleared_by_relabel
     return out, sticky
+
+
+def _stored_last_first(tables: dict[str, FindingTable], n: int):  # noqa: ANN202 - generator
+    """(kind, table) of every stored kind with a table of ``n`` rows, last registered
+    first: what a later loop writes, an earlier kind overwrites (the first kind wins)."""
+    for kind in reversed(kinds()):
+        table = tables.get(kind.name)
+        if getattr(kind, "stored", True) and table is not None and len(table) == n:
+            yield kind, table
 
 
 def proposals(tables: dict[str, FindingTable], n: int) -> np.ndarray:
@@ -96,10 +103,8 @@ def proposals(tables: dict[str, FindingTable], n: int) -> np.ndarray:
     dropping it ('' for none): what the map draws as proposed (kept until a person
     decides). ``label`` is the rule's own and is not among them. str (N,)."""
     out = np.full(n, "", dtype="<U13")
-    for kind in reversed(kinds()):
-        table = tables.get(kind.name)
-        if getattr(kind, "stored", True) and table is not None and len(table) == n:
-            out[np.asarray(kind.current(table), bool) & ~kind.dropping(table)] = kind.name
+    for kind, table in _stored_last_first(tables, n):
+        out[np.asarray(kind.current(table), bool) & ~kind.dropping(table)] = kind.name
     return out
 
 

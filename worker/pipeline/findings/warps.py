@@ -9,10 +9,10 @@ feature neighbours. This module adds:
 
 - **Candidates from a copy-robust index** (:func:`key_neighbours`): each image's grey
   view pooled to ``KEY_SIDE`` px and made mirror-invariant (the mirror-symmetric half and
-  the magnitude of the antisymmetric half), searched by the neighbour library the map
-  uses (map/embedding.py: exact up to ``EXACT_KNN_MAX``, Annoy above). Blur, JPEG, colour
-  and a mirror barely move a copy there. With the ``K_FEATURE`` nearest in feature space,
-  ungated, these are a sample's candidates (:func:`candidates`).
+  the magnitude of the antisymmetric half), searched as the map's neighbours are
+  (exact up to ``EXACT_KNN_MAX``: map/neighbours.py; Annoy above: map/embedding.py).
+  Blur, JPEG, colour and a mirror barely move a copy there. With the ``K_FEATURE``
+  nearest in feature space, ungated, these are a sample's candidates (:func:`candidates`).
 - **The grid** (:func:`_directed`): each image's grey thumbnail, area-reduced to
   ``2·SIDE`` px, sampled through ``len(WARPS)`` affine warps into ``SIDE``×``SIDE`` views,
   normalised; a pair's grid match is the best correlation of one image's full view, or

@@ -32,6 +32,7 @@ from scipy.spatial import cKDTree
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.dbscan import check_params, dbscan_once
 from worker.pipeline.map.evidence import K_EVIDENCE
+from worker.pipeline.map.neighbours import exact_neighbours
 from worker.pipeline.names import DEFAULT_RULE, RULES
 
 DEFAULT_MIN_SAMPLES = 5
@@ -107,18 +108,11 @@ def feature_neighbours(features: np.ndarray, k: int = K_EVIDENCE) -> np.ndarray:
     -------
     ndarray of int64, shape (N, min(k, N-1))
     """
-    from sklearn.neighbors import NearestNeighbors
-
     from worker.pipeline.map.embedding import pca_reduce
 
-    n = len(features)
-    k = min(k, n - 1)
-    if k < 1:
-        return np.empty((n, 0), dtype=np.int64)
-    x = pca_reduce(features, 50)
-    _, nn = NearestNeighbors(n_neighbors=k + 1).fit(x).kneighbors(x)
-    # Drop self: the first neighbour is the point itself unless there are exact duplicates.
-    return np.where(nn[:, :1] == np.arange(n)[:, None], nn[:, 1:], nn[:, :k]).astype(np.int64)
+    if len(features) < 2:
+        return np.empty((len(features), 0), dtype=np.int64)
+    return exact_neighbours(pca_reduce(features, 50), k)[0]
 
 
 def knn_agreement(neighbours: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -236,6 +230,10 @@ def cluster_all(embedding: np.ndarray, labels: np.ndarray,
     for c, (_, lab) in map_classes(embedding, order, starts, todo).items():
         out[order[starts[c]:starts[c + 1]]] = lab
     return out
+
+
+# The reasons of a sample the rule alone decides: no finding kind drops it, nobody decided.
+UNDECIDED_REASONS = ("cluster", "noise")
 
 
 @dataclass

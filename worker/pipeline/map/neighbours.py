@@ -63,6 +63,9 @@ def faiss_knn(base: np.ndarray, queries: np.ndarray | None, k: int
     :func:`knn_query`."""
     import faiss
 
+    m = len(base) if queries is None else len(queries)
+    if k == 0:
+        return np.empty((m, 0), np.int64), np.empty((m, 0), np.float32)
     b = np.ascontiguousarray(base, np.float32)
     index = faiss.IndexFlatL2(b.shape[1])
     index.add(b)
@@ -92,8 +95,10 @@ def exact_neighbours(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
     Returns
     -------
-    indices : int64 (N, k), never the point itself; distances : float32 (N, k), Euclidean
+    indices : int64 (N, min(k, N - 1)), never the point itself; distances : float32, the
+    same shape, Euclidean
     """
+    k = max(0, min(k, len(x) - 1))
     if _on_gpu():
         return torch_knn(x, None, k, "cuda")
     return faiss_knn(x, None, k)
