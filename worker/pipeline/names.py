@@ -46,8 +46,9 @@ DECODERS = ("auto", "host", "device")
 # Training subsets (worker/train/data.py says what each holds).
 SUBSETS = ("filtered", "full", "random", "corrected")
 # How pruned@F ranks what the curation keeps (worker/pipeline/pruning.py says what each
-# is; the default is CCS's coverage, chosen a priori; the choose bench since prefers easy,
-# whose report rows have one seed of three so far: docs/benchmarks.md "Pruning by value").
+# is; the default is CCS's coverage, chosen a priori: the choose bench preferred easy on
+# 5,000 images, one seed, but easy's own report rows did not confirm it, docs/benchmarks.md
+# "Pruning by value").
 PRUNINGS = ("coverage", "easy", "hard")
 DEFAULT_PRUNING = "coverage"
 # The fractions kept that the Summary tab counts and the Retrain panel offers (any F in
