@@ -60,7 +60,9 @@ def main() -> None:
             accs[subset] = row["test_acc"]
             print(json.dumps(row), flush=True)
         rows[-1]["filtered_minus_full"] = round(accs["filtered"] - accs["full"], 2)
-    longest = max((r for r in rows if not r["default"]), key=lambda r: r["epochs"])
+    # the row of each pair that carries the difference (filtered's)
+    longest = max((r for r in rows if not r["default"] and "filtered_minus_full" in r),
+                  key=lambda r: r["epochs"])
     sign = longest["filtered_minus_full"] > 0
     for r in rows:
         if "filtered_minus_full" in r:
