@@ -260,7 +260,8 @@ def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_ro
 
     data = run_data(ui_root, "drag")
     state = current_state(data)
-    colours, _, _ = marker_style(data.members[0], state.decisions, state.overrides)
+    colours, _, _ = marker_style(data.members[0], state.decisions, state.overrides,
+                                  data.proposals)
     wait_for(lambda: trace_markers(driver)["color"] == hex_colours(colours))
     # Again from there: a preview P, then 0 (refused; the server repaints the stored eps
     # under the same model). Dragging back to P must draw P again.
