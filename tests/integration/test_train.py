@@ -97,12 +97,13 @@ def test_cli_errors_and_empty_subset(fresh_run):
         ("train", "failed", "the filtered subset is empty: nothing would be trained on")]
 
 
-def _tiny_experiment(run, name: str, subsets: str, batch_sizes: str):  # noqa: ANN001, ANN202
+def _tiny_experiment(run, name: str, subsets: str, batch_sizes: str,  # noqa: ANN001, ANN202
+                     *more: str):
     """``curator experiment`` of one-epoch ResNet-20 trainings, one seed; it must succeed.
     Returns (the finished process, the experiment's folder)."""
     r = subprocess.run([CURATOR, "experiment", str(run.path), "--subsets", subsets,
                         "--batch-sizes", batch_sizes, "--seeds", "1", "--epochs", "1",
-                        "--model", SMALL, "--name", name],
+                        "--model", SMALL, "--name", name, *more],
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     return r, run.path / "experiments" / name
@@ -147,13 +148,25 @@ def test_pruned_and_random_subsets_train_end_to_end(fresh_run):
     """Issue 47, item 5: ``--subsets full,pruned@0.5,random@0.5`` through the CLI's job:
     pruned@F and random@F the same size, about half of filtered, each timed with its
     subset's choice (the scoring) recorded; the verdict compares pruned@0.5 with its own
-    control, and the Results page draws accuracy against the fraction kept."""
+    control, and the Results page draws accuracy against the fraction kept. Two trainings
+    at once (``--parallel 2``, item 4's several trainings sharing one device)."""
     from app.result_figures import accuracy_vs_fraction
     from worker.train.experiment import read_results
     from worker.train.verdict import compare
 
-    r, out = _tiny_experiment(fresh_run, "prune", "full,pruned@.5,random@0.5", "64")
+    r, out = _tiny_experiment(fresh_run, "prune", "full,pruned@.5,random@0.5", "64",
+                              "--parallel", "2")
     rows = read_results(out)
+    # The rows in the planned order whatever order the trainings ended in; the first two
+    # ran at once (pruned@0.5's began before full's ended); each epoch line names its own.
+    assert [row["subset"] for row in rows] == ["full", "pruned@0.5", "random@0.5"]
+    folder = {row["subset"]: fresh_run.path / row["train_dir"] for row in rows}
+    assert (folder["pruned@0.5"] / "config.json").stat().st_mtime < \
+        (folder["full"] / "summary.json").stat().st_mtime
+    assert "[full@64 s0] epoch 1: loss" in r.stdout
+    assert "[pruned@0.5@64 s0] epoch 3: loss" in r.stdout
+    [job] = JobStore(fresh_run.store).list()
+    assert job["params"]["parallel"] == 2 and job["status"] == "succeeded"
     sizes = {row["subset"]: int(row["train_size"]) for row in rows}
     assert set(sizes) == {"full", "pruned@0.5", "random@0.5"}  # one name per subset
     assert sizes["pruned@0.5"] == sizes["random@0.5"] < 0.55 * sizes["full"]

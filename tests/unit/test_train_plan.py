@@ -192,3 +192,30 @@ def test_optimizer_auto_is_lars_from_a_batch_of_4096():
     big = resolve(TrainConfig(batch_size=8192, epochs=2), 50_000)[0]
     small = resolve(TrainConfig(batch_size=1024, epochs=2), 50_000)[0]
     assert (big.optimizer, small.optimizer) == ("lars", "sgd")
+
+
+def test_trainings_at_once_stop_at_the_first_failure():
+    """``--parallel``'s scheduler: in order when 1; with several, a failure is raised once
+    the trainings under way have ended, and the ones not yet begun never begin."""
+    import threading
+    import time
+
+    from worker.pipeline.errors import InputError
+    from worker.train.experiment import _map
+
+    order: list[int] = []
+    _map(order.append, 4, 1)
+    assert order == [0, 1, 2, 3]
+
+    began, lock = [], threading.Lock()
+
+    def train(i: int) -> None:
+        with lock:
+            began.append(i)
+        if i == 0:
+            raise InputError("training 0 failed")
+        time.sleep(0.3)
+
+    with pytest.raises(InputError, match="training 0 failed"):
+        _map(train, 8, 2)
+    assert 0 in began and 1 in began and len(began) <= 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -14,21 +15,27 @@ from worker.pipeline.names import BUDGETS
 from worker.pipeline.ranges import check, cli_type
 from worker.train.subsets import subset_arg, subsets_arg
 
+# "train: epoch 3/10, …" alone; "train [full@1024 s0]: epoch 3/10, …" among several at once
+_EPOCH = re.compile(r"train( \[[^\]]*\])?: epoch ")
+_TAGGED = re.compile(r"train( \[[^\]]*\])?:")
+
 
 def _train_printer():
     """Print a training's plan, its warnings (on stderr) and one line per finished epoch;
     the per-step position is for the job pages."""
-    last = {"epoch": None}
+    last: dict[str, str] = {}  # per training ("" alone, its tag among several at once)
 
     def show(done: int, total: int, message: str) -> bool:
         if message.startswith("warning:"):
             print(message, file=sys.stderr, flush=True)
             return False
         head, _, epoch = message.partition(" | ")
-        line = epoch or (None if head.startswith("train: epoch") else head)
-        if line and line != last["epoch"]:
+        tagged = _TAGGED.match(head)
+        tag = (tagged.group(1) or "") if tagged else ""
+        line = f"{tag} {epoch}".strip() if epoch else (None if _EPOCH.match(head) else head)
+        if line and line != last.get(tag):
             print(line, flush=True)
-            last["epoch"] = line
+            last[tag] = line
         return False
     return show
 
@@ -62,7 +69,7 @@ def experiment_params(a: argparse.Namespace):  # noqa: ANN201 - ExperimentParams
                for s in subsets for b in batch_sizes for seed in range(a.seeds)]
     for cfg in configs:
         validate(cfg)
-    return ExperimentParams(a.name or "comparison", tuple(configs), a.budget)
+    return ExperimentParams(a.name or "comparison", tuple(configs), a.budget, a.parallel)
 
 
 def cmd_experiment(a: argparse.Namespace) -> None:
@@ -104,4 +111,8 @@ def register(add: Add) -> None:
                     help="what every subset gets the same of: optimizer steps (default: a "
                          "smaller subset trains more epochs, so a comparison is not one of "
                          "training lengths) or epochs (--epochs applies to every subset)")
+    sp.add_argument("--parallel", type=cli_type("parallel"), default=1,
+                    help="trainings at once (default 1). On one GPU, several small "
+                         "trainings keep it busier than one (docs/benchmarks.md, \"The "
+                         "paper's grid\"); on a CPU they share its cores")
     train_args(sp)

@@ -126,5 +126,6 @@ def experiment(run: RunDir, p: ExperimentParams, progress: ProgressFn) -> dict:
     """Train every config of a comparison (worker.train.experiment) and write its tables."""
     from worker.train.experiment import run_experiment
 
-    out = run_experiment(run.require(), p.name, list(p.configs), progress, p.budget)
+    out = run_experiment(run.require(), p.name, list(p.configs), progress, p.budget,
+                         p.parallel)
     return {"experiment": out.relative_to(run.path).as_posix()}

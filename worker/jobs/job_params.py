@@ -139,21 +139,23 @@ class TestSplitParams:
 @dataclass(frozen=True)
 class ExperimentParams:
     """``experiment``: its name, one training config per arm and seed, and what it holds
-    equal across subsets (``budget``: steps or epochs, worker/train/experiment.py)."""
+    equal across subsets (``budget``: steps or epochs, worker/train/experiment.py), and how
+    many trainings run at once (``parallel``)."""
 
     name: str
     configs: tuple[TrainConfig, ...]
     budget: str = "steps"
+    parallel: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "configs": [asdict(c) for c in self.configs],
-                "budget": self.budget}
+                "budget": self.budget, "parallel": self.parallel}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ExperimentParams:
         # A job recorded before the budget existed held the epochs equal.
         return cls(d["name"], tuple(train_config(c) for c in d["configs"]),
-                   d.get("budget", "epochs"))
+                   d.get("budget", "epochs"), int(d.get("parallel", 1)))
 
 
 @dataclass(frozen=True)

@@ -157,6 +157,7 @@ PARAMS: dict[str, Param] = {
     "nnodes": Param("--nnodes", True, 1, 4096),
     "node_rank": Param("--node-rank", True, 0, 4095),
     "seeds": Param("--seeds", True, 1, 100),
+    "parallel": Param("--parallel", True, 1, 64),
     # serving
     "port": Param("--port", True, 1, 65_535),
     "concurrency": Param("--concurrency", True, 1, 1024),

@@ -13,6 +13,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
@@ -108,12 +111,14 @@ def plan_lines(planned: list[tuple[TrainConfig, int]], budget: str) -> list[str]
 
 
 def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
-                   progress: ProgressFn | None = None, budget: str = "steps") -> Path:
+                   progress: ProgressFn | None = None, budget: str = "steps",
+                   parallel: int = 1) -> Path:
     """Train every config and write the results. Trainings keep their default names, which
     end with their subset's key, so one identical to an earlier training (any experiment's)
     is reused and a changed subset is trained anew. ``budget`` (:data:`BUDGETS`): hold the
     optimizer steps equal across subsets (a smaller subset trains more epochs: the
-    default) or the epochs."""
+    default) or the epochs. ``parallel``: trainings at once (several small trainings keep
+    one GPU busier than one; each gets its share of the CPU cores)."""
     if budget not in BUDGETS:
         raise InputError(f"--budget must be one of {', '.join(BUDGETS)}, got {budget!r}")
     check_export_name(run, name)
@@ -132,32 +137,75 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
                for cfg in configs]
     for line in plan_lines(planned, budget):
         report(progress, 0, 1, line)
-    rows = []
-    for cfg, steps in planned:
-        summary = launch(run, cfg, progress)
-        rows.append({"subset": cfg.subset, "batch_size": cfg.batch_size, "seed": cfg.seed,
-                     "final_test_acc": summary["final_test_acc"],
-                     "best_test_acc": summary["best_test_acc"],
-                     "final_test_acc_without_leaks": summary.get("final_test_acc_without_leaks"),
-                     "test_leaked": summary.get("test_leaked", 0),
-                     "train_size": summary["train_size"], "test_source": summary["test_source"],
-                     "epochs": cfg.epochs, "steps": summary.get("steps", steps),
-                     "budget": budget, "seconds": round(summary["seconds"], 2),
-                     "images_per_s": round(summary["images_per_s"] or 0, 1),
-                     "train_dir": f"train/{summary['config']['name']}",
-                     # The plateau rule (worker/train/convergence.py): a verdict names no
-                     # winner while a compared training was still learning.
-                     "converged": summary["converged"],
-                     "gain_pp": summary["convergence"]["gain_pp"],
-                     "loss_drop": summary["convergence"]["loss_drop"],
-                     # choosing the subset (pruned@F's scoring): part of its wall-clock time
-                     "subset_seconds": summary["config"].get("subset_seconds", 0.0)})
-        _write_csv(out / "results.csv", RESULT_FIELDS, rows)
+    rows: list[dict | None] = [None] * len(planned)
+    lock = threading.Lock()
+
+    def train(i: int) -> None:
+        cfg, steps = planned[i]
+        summary = launch(run, cfg, _tagged(progress, cfg, lock) if parallel > 1 else progress,
+                         share=parallel)
+        with lock:
+            rows[i] = _result_row(cfg, steps, budget, summary)
+            _write_csv(out / "results.csv", RESULT_FIELDS, [r for r in rows if r])
+
+    _map(train, len(planned), parallel)
+    rows = [r for r in rows if r]
     summary_rows = summarise(rows)
     _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)
     plot(summary_rows, out / "accuracy_vs_batch.png",
          f"{run.run_id}: {configs[0].model}, {rows[0]['epochs']} epochs")
     return out
+
+
+def _result_row(cfg: TrainConfig, steps: int, budget: str, summary: dict) -> dict:
+    """One training's row of ``results.csv`` (:data:`RESULT_FIELDS`)."""
+    return {"subset": cfg.subset, "batch_size": cfg.batch_size, "seed": cfg.seed,
+            "final_test_acc": summary["final_test_acc"],
+            "best_test_acc": summary["best_test_acc"],
+            "final_test_acc_without_leaks": summary.get("final_test_acc_without_leaks"),
+            "test_leaked": summary.get("test_leaked", 0),
+            "train_size": summary["train_size"], "test_source": summary["test_source"],
+            "epochs": cfg.epochs, "steps": summary.get("steps", steps),
+            "budget": budget, "seconds": round(summary["seconds"], 2),
+            "images_per_s": round(summary["images_per_s"] or 0, 1),
+            "train_dir": f"train/{summary['config']['name']}",
+            # The plateau rule (worker/train/convergence.py): a verdict names no
+            # winner while a compared training was still learning.
+            "converged": summary["converged"],
+            "gain_pp": summary["convergence"]["gain_pp"],
+            "loss_drop": summary["convergence"]["loss_drop"],
+            # choosing the subset (pruned@F's scoring): part of its wall-clock time
+            "subset_seconds": summary["config"].get("subset_seconds", 0.0)}
+
+
+def _tagged(progress: ProgressFn | None, cfg: TrainConfig, lock: threading.Lock
+            ) -> ProgressFn | None:
+    """``progress`` for one of several trainings at once: each message names its training
+    ("train [filtered@1024 s0]: epoch …"), and one call at a time."""
+    if progress is None:
+        return None
+    tag = f"train [{cfg.subset}@{cfg.batch_size} s{cfg.seed}]:"
+
+    def tagged(done: int, total: int, message: str) -> bool:
+        with lock:
+            return progress(done, total, message.replace("train:", tag, 1))
+    return tagged
+
+
+def _map(fn: Callable[[int], None], n: int, parallel: int) -> None:
+    """``fn(i)`` for i < n, ``parallel`` at a time (in order when 1). The first error is
+    raised once the trainings under way have ended; the ones not yet started are not."""
+    if parallel <= 1:
+        for i in range(n):
+            fn(i)
+        return
+    with ThreadPoolExecutor(parallel) as pool:
+        futures = [pool.submit(fn, i) for i in range(n)]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f.exception() for f in futures if f in done and f.exception() is not None]
+        if failed:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise failed[0]
 
 
 def _write_curation(run: RunDir, out: Path) -> None:

@@ -198,12 +198,13 @@ def progress_message(cfg: TrainConfig, live: dict | None, rows: list[dict]) -> s
 
 
 def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
-           log_path: Path | None = None) -> dict:
+           log_path: Path | None = None, share: int = 1) -> dict:
     """Train and wait; returns ``summary.json`` (plus ``reused`` when an identical
     training's result is returned). Progress is reported per optimizer step; the plan and
     its warnings are reported first, as messages starting ``train: plan`` and ``warning:``.
     A progress callback that asks to stop sends SIGTERM and raises :class:`Cancelled`
-    once the ranks have checkpointed."""
+    once the ranks have checkpointed. ``share``: trainings running at once on this host
+    (an experiment's ``parallel``), which divide its CPU cores."""
     prep = prepare(run, cfg)
     out, cfg, total = prep.out, prep.cfg, prep.plan.total_steps
     if prep.reused and (out / "summary.json").is_file():
@@ -220,7 +221,7 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
     # process (the app's server, a browser) holds a core. ResNet-18 steps on 2 cores with
     # one core busy elsewhere: 40 img/s spinning, 73 passive; 110-113 either way when idle.
     env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1",
-           "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // cfg.nproc)),
+           "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // (cfg.nproc * share))),
            "CURATOR_DEVICE": cfg.device}
     proc = subprocess.Popen(torchrun_argv(cfg, out), stdout=log, stderr=subprocess.STDOUT,
                             env=env, start_new_session=True)
