@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import sys
 import tarfile
 import time
 from collections.abc import Callable
@@ -19,6 +20,20 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
+
+
+def curator_cmd() -> list[str]:
+    """``curator`` of this checkout's venv, or ``python -m worker.cli`` where there is none
+    (a GPU host runs the working tree as it is: ../shared/gpu-host/README.md)."""
+    venv = ROOT / ".venv" / "bin" / "curator"
+    return [str(venv)] if venv.is_file() else [sys.executable, "-m", "worker.cli"]
+
+
+def bench_env() -> dict[str, str]:
+    """The environment for a ``curator`` subprocess: this checkout first on the path, any
+    path already set (a GPU host's carried wheels) after it."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": path}
 
 
 def machine() -> str:
@@ -93,13 +108,13 @@ def curator_pipeline(run: Path, dataset: str, *extra: str) -> None:
         return
     shutil.rmtree(run, ignore_errors=True)
     run.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [str(ROOT / ".venv" / "bin" / "curator"), "pipeline", "--dataset", dataset,
-           "--seed", "0", *extra, "--out", str(run)]
+    cmd = [*curator_cmd(), "pipeline", "--dataset", dataset, "--seed", "0", *extra,
+           "--out", str(run)]
     print("  $ " + " ".join(cmd), flush=True)
     log = run.parent / f"{run.name}.log"
-    env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": str(ROOT)}
     with open(log, "w") as fh:
-        if subprocess.run(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode:
+        if subprocess.run(cmd, cwd=ROOT, env=bench_env(), stdout=fh,
+                          stderr=subprocess.STDOUT).returncode:
             raise SystemExit(f"curator pipeline failed for {run}: see {log}")
 
 

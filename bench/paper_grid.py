@@ -3,6 +3,7 @@ seeds, each with the same optimizer steps, ``--optimizer auto`` (LARS from 4,096
 below), and a convergence-aware verdict per batch size (issue 47, item 3).
 
     PYTHONPATH=. .venv/bin/python -m bench.paper_grid [--size toy|cpu|gpu] [--out DIR]
+        [--seeds N] [--parallel K] [--prune F] [--deadline S]
 
 Sizes (each a real ``curator pipeline`` then ``curator experiment``, as a user runs them):
 
@@ -16,61 +17,134 @@ Sizes (each a real ``curator pipeline`` then ``curator experiment``, as a user r
   4096, 8192, 3 seeds, 60 epochs of full's steps (the issue's grid; needs a GPU host).
 
 The experiment's tables are in ``OUT/<size>/run/experiments/grid``; this script prints the
-verdict report and the wall time. Features: the default backbone (EfficientNet-Lite0,
-ImageNet-pretrained: it never saw CIFAR's labels).
+verdict report and the wall time. ``--parallel K`` trains K at once (one GPU is kept
+busier by several trainings than by one): the first training then runs alone first, and
+the grid's images per second together are printed against it. ``--prune F`` (the ``gpu``
+size's default 0.5) adds ``full,pruned@F,random@F`` at the smallest batch size (item 5's
+GPU target: pruned@0.5 within 1 pp of full). ``--deadline S``: nothing starts after S
+seconds and a running experiment is stopped there, its finished trainings printed (a GPU
+lease is short). Without a venv (a GPU host) it runs ``python -m worker.cli``. Features:
+the default backbone (EfficientNet-Lite0, ImageNet-pretrained: it never saw CIFAR's
+labels).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import csv
 import subprocess
 import time
 from pathlib import Path
 
 from bench.common import (
     ROOT,
+    bench_env,
     cifar_folder,
     cifar_mini_folder,
     cifar_subset,
+    curator_cmd,
     curator_pipeline,
     machine,
 )
 
 SIZES = {
     "toy": {"per_class": 60, "model": "cifar-resnet20", "batches": "32,64,128", "epochs": 2,
-            "seeds": 1},
+            "seeds": 1, "prune": None},
     "cpu": {"per_class": 1000, "model": "cifar-resnet20", "batches": "128,256,512,1024",
-            "epochs": 30, "seeds": 3},
+            "epochs": 30, "seeds": 3, "prune": None},
     "gpu": {"per_class": 5000, "model": "resnet18", "batches": "1024,2048,4096,8192",
-            "epochs": 60, "seeds": 3},
+            "epochs": 60, "seeds": 3, "prune": 0.5},
 }
+# The issue's grid, for the time it would take at the measured rate: 4 subsets (full,
+# filtered, corrected, random) × 4 batch sizes × 3 seeds.
+ISSUE_GRID = 48
+
+
+class Clock:
+    """Seconds since the start, and what is left before the deadline (None: no deadline)."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.t0, self.deadline = time.perf_counter(), deadline
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - (time.perf_counter() - self.t0)
+
+
+def experiment(run: Path, name: str, subsets: str, batches: str, size: dict, seeds: int,
+               parallel: int, clock: Clock) -> tuple[list[dict], float]:
+    """``curator experiment`` as a user runs it; its verdict report printed. Returns its
+    ``results.csv`` rows (those finished, when the deadline stopped it) and its wall time."""
+    cmd = [*curator_cmd(), "experiment", str(run), "--name", name, "--subsets", subsets,
+           "--batch-sizes", batches, "--seeds", str(seeds), "--epochs", str(size["epochs"]),
+           "--optimizer", "auto", "--model", size["model"], "--parallel", str(parallel)]
+    print("  $ " + " ".join(cmd), flush=True)
+    left = clock.left()
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, cwd=ROOT, env=bench_env(), capture_output=True, text=True,
+                              timeout=None if left is None else max(1.0, left))
+        print(done.stdout[-6000:], flush=True)
+        if done.returncode:
+            raise SystemExit(f"curator experiment failed: {done.stderr[-2000:]}")
+    except subprocess.TimeoutExpired:
+        print(f"  stopped at the deadline after {time.perf_counter() - t0:.0f} s", flush=True)
+    wall = time.perf_counter() - t0
+    path = run / "experiments" / name / "results.csv"
+    rows = list(csv.DictReader(open(path))) if path.is_file() else []
+    for r in rows:
+        print(f"  {r['subset']:>11} batch {r['batch_size']:>5} seed {r['seed']}: "
+              f"{100 * float(r['final_test_acc']):.2f}% in {float(r['seconds']):.0f} s, "
+              f"{float(r['images_per_s']):,.0f} img/s, converged {r['converged']}", flush=True)
+    return rows, wall
+
+
+def images(row: dict) -> int:
+    """Training images a row's training processed (its steps × its global batch)."""
+    return int(row["steps"]) * int(row["batch_size"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=SIZES, default="toy")
     ap.add_argument("--out", type=Path, default=Path("/tmp/paper_grid"))
+    ap.add_argument("--seeds", type=int, help="default: the size's")
+    ap.add_argument("--parallel", type=int, default=1, help="trainings at once")
+    ap.add_argument("--prune", type=float, help="also full,pruned@F,random@F (gpu: 0.5)")
+    ap.add_argument("--deadline", type=float, help="seconds: start nothing after them")
     a = ap.parse_args()
     size = SIZES[a.size]
-    print(machine(), f"· size {a.size}", flush=True)
+    seeds = a.seeds or size["seeds"]
+    prune = a.prune if a.prune is not None else size["prune"]
+    clock = Clock(a.deadline)
+    print(machine(), f"· size {a.size} · {seeds} seed(s) · parallel {a.parallel}", flush=True)
     data = (cifar_mini_folder if size["per_class"] <= 200 else cifar_folder)(a.out / "data")
     folder, _ = cifar_subset(data, size["per_class"], 100 if a.size == "toy" else None)
     run = a.out / a.size / "run"
-    t0 = time.perf_counter()
     curator_pipeline(run, f"folder:{folder}", "--inject-noise", "0.4", "--noise-kind",
                      "pairs")
-    cmd = [str(ROOT / ".venv" / "bin" / "curator"), "experiment", str(run), "--name", "grid",
-           "--subsets", "full,filtered,random", "--batch-sizes", size["batches"],
-           "--seeds", str(size["seeds"]), "--epochs", str(size["epochs"]),
-           "--optimizer", "auto", "--model", size["model"]]
-    print("  $ " + " ".join(cmd), flush=True)
-    env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    print(done.stdout[-6000:], flush=True)
-    if done.returncode:
-        raise SystemExit(f"curator experiment failed: {done.stderr[-2000:]}")
-    print(f"wall: {time.perf_counter() - t0:.0f} s (pipeline included)")
+    print(f"pipeline: {time.perf_counter() - clock.t0:.0f} s", flush=True)
+    smallest = size["batches"].split(",")[0]
+    alone = None
+    if a.parallel > 1:  # the rate of one training on its own, for the ratio below
+        rows, _ = experiment(run, "alone", "full", smallest, size, 1, 1, clock)
+        alone = rows[0] if rows else None
+    rows, wall = experiment(run, "grid", "full,filtered,random", size["batches"], size, seeds,
+                            a.parallel, clock)
+    new = [r for r in rows if alone is None or r["train_dir"] != alone["train_dir"]]
+    if new:
+        rate = sum(images(r) for r in new) / wall
+        line = (f"grid: {len(new)} trainings in {wall:.0f} s, {a.parallel} at once: "
+                f"{rate:,.0f} img/s together")
+        if alone is not None:
+            line += (f"; one alone {float(alone['images_per_s']):,.0f} img/s: "
+                     f"{rate / float(alone['images_per_s']):.2f}x")
+        per = sum(images(r) for r in new) / len(new)
+        print(line + f"; the issue's {ISSUE_GRID} trainings at this rate: "
+              f"{ISSUE_GRID * per / rate / 60:.1f} min", flush=True)
+    if prune is not None and (clock.left() is None or clock.left() > 30):
+        experiment(run, "prune", f"full,pruned@{prune},random@{prune}", smallest, size, seeds,
+                   a.parallel, clock)
+    print(f"wall: {time.perf_counter() - clock.t0:.0f} s (pipeline included)")
 
 
 if __name__ == "__main__":
