@@ -17,11 +17,11 @@ Sizes (each a real ``curator pipeline`` then ``curator experiment``, as a user r
   4096, 8192, 3 seeds, 60 epochs of full's steps (the issue's grid; needs a GPU host).
 
 The experiment's tables are in ``OUT/<size>/run/experiments/grid``; this script prints the
-verdict report and the wall time. ``--parallel K`` trains K at once (one GPU is kept
-busier by several trainings than by one): the first training then runs alone first, and
-the grid's images per second together are printed against it. ``--prune F`` (the ``gpu``
-size's default 0.5) adds ``full,pruned@F,random@F`` at the smallest batch size (item 5's
-GPU target: pruned@0.5 within 1 pp of full). ``--deadline S``: nothing starts after S
+verdict report and the wall time. ``--parallel K`` trains K at once: the first training
+then runs alone first, and the grid's images per second together are printed against it
+(on one H200, four ResNet-18 trainings at once: 1.02x; docs/benchmarks.md). ``--prune F``
+(the ``gpu`` size's default 0.5) adds ``full,pruned@F,random@F`` at the smallest batch
+size (item 5's GPU target: pruned@0.5 within 1 pp of full). ``--deadline S``: nothing starts after S
 seconds and a running experiment is stopped there, its finished trainings printed (a GPU
 lease is short). Without a venv (a GPU host) it runs ``python -m worker.cli``. Features:
 the default backbone (EfficientNet-Lite0, ImageNet-pretrained: it never saw CIFAR's
@@ -128,9 +128,12 @@ def main() -> None:
     if a.parallel > 1:  # the rate of one training on its own, for the ratio below
         rows, _ = experiment(run, "alone", "full", smallest, size, 1, 1, clock)
         alone = rows[0] if rows else None
+    # Only trainings begun by this call count for its rate: a reused or resumed one
+    # (an earlier call's) did all or part of its work before.
+    before = {p.name for p in (run / "train").iterdir()} if (run / "train").is_dir() else set()
     rows, wall = experiment(run, "grid", "full,filtered,random", size["batches"], size, seeds,
                             a.parallel, clock)
-    new = [r for r in rows if alone is None or r["train_dir"] != alone["train_dir"]]
+    new = [r for r in rows if Path(r["train_dir"]).name not in before]
     if new:
         rate = sum(images(r) for r in new) / wall
         line = (f"grid: {len(new)} trainings in {wall:.0f} s, {a.parallel} at once: "

@@ -112,7 +112,7 @@ def register(add: Add) -> None:
                          "smaller subset trains more epochs, so a comparison is not one of "
                          "training lengths) or epochs (--epochs applies to every subset)")
     sp.add_argument("--parallel", type=cli_type("parallel"), default=1,
-                    help="trainings at once (default 1). On one GPU, several small "
-                         "trainings keep it busier than one (docs/benchmarks.md, \"The "
-                         "paper's grid\"); on a CPU they share its cores")
+                    help="trainings at once (default 1): pays only where one training "
+                         "leaves the GPU idle (1.02x for ResNet-18 at batch >= 1024 on an "
+                         "H200); on a CPU they share its cores")
     train_args(sp)

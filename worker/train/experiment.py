@@ -117,8 +117,8 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     end with their subset's key, so one identical to an earlier training (any experiment's)
     is reused and a changed subset is trained anew. ``budget`` (:data:`BUDGETS`): hold the
     optimizer steps equal across subsets (a smaller subset trains more epochs: the
-    default) or the epochs. ``parallel``: trainings at once (several small trainings keep
-    one GPU busier than one; each gets its share of the CPU cores)."""
+    default) or the epochs. ``parallel``: trainings at once (each with its share of the CPU
+    cores; a gain only where one training leaves the device idle)."""
     if budget not in BUDGETS:
         raise InputError(f"--budget must be one of {', '.join(BUDGETS)}, got {budget!r}")
     check_export_name(run, name)
