@@ -102,6 +102,22 @@ def test_the_leak_kind_marks_the_planted_test_images(leak_run, record_property):
         in r.stdout and all(p in r.stdout for p in _exact(planted))
 
 
+def test_the_review_queue_puts_the_planted_copies_first(leak_run):
+    """The leak score orders the review list (detectors/leak.py ``queue_score``): the five
+    planted copies, the re-encoded and mirrored ones too, fill its first rows, ahead of
+    every one of the 300 other train photos."""
+    import numpy as np
+
+    from worker.pipeline.findings.files import load_findings
+    from worker.pipeline.storage.rundir import RunDir
+
+    run, _, planted = leak_run
+    samples = RunDir(run).read_samples()
+    table = load_findings(RunDir(run), len(samples))["leak"]
+    first = np.argsort(-np.asarray(table.score, np.float64), kind="stable")[:len(planted)]
+    assert {samples.paths[i] for i in first} == set(planted)
+
+
 def test_the_export_names_the_test_image_and_drops_the_train_copy(leak_run):
     run, root, planted = leak_run
     r = curator("export", str(run), "--dest", "e")
