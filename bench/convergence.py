@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from bench.common import ROOT, machine
-
-ENV = {**os.environ, "OPENBLAS_CORETYPE": "Haswell", "PYTHONPATH": str(ROOT)}
+from bench.common import bench_env, curator_cmd, machine
 
 
 def main() -> None:
@@ -41,9 +38,9 @@ def main() -> None:
     print(machine(), flush=True)
     run_path = a.run or a.out / "demo"
     if a.run is None and not (run_path / "embedding.npy").is_file():
-        subprocess.run([str(ROOT / ".venv" / "bin" / "curator"), "pipeline", "--dataset",
-                        "digits", "--inject-noise", "0.1", "--seed", "0", "--out",
-                        str(run_path)], check=True, env=ENV, stdout=subprocess.DEVNULL)
+        subprocess.run([*curator_cmd(), "pipeline", "--dataset", "digits", "--inject-noise",
+                        "0.1", "--seed", "0", "--out", str(run_path)], check=True,
+                       env=bench_env(), stdout=subprocess.DEVNULL)
     run = RunDir(run_path)
     rows = []
     for epochs in [None, *(int(e) for e in a.epochs.split(","))]:

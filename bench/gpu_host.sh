@@ -14,6 +14,7 @@ export PYTHONUNBUFFERED=1
 OUT=${OUT:?set OUT to the folder that comes back}
 PY=${PY:-python3}
 SIZE=${SIZE:-gpu}
+mkdir -p "$OUT"
 T0=$(date +%s)
 log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/summary.txt"; }
 

@@ -77,12 +77,15 @@ def experiment(run: Path, name: str, subsets: str, batches: str, size: dict, see
     cmd = [*curator_cmd(), "experiment", str(run), "--name", name, "--subsets", subsets,
            "--batch-sizes", batches, "--seeds", str(seeds), "--epochs", str(size["epochs"]),
            "--optimizer", "auto", "--model", size["model"], "--parallel", str(parallel)]
-    print("  $ " + " ".join(cmd), flush=True)
     left = clock.left()
+    if left is not None and left <= 0:
+        print(f"  {name}: not started, the deadline has passed", flush=True)
+        return [], 0.0
+    print("  $ " + " ".join(cmd), flush=True)
     t0 = time.perf_counter()
     try:
         done = subprocess.run(cmd, cwd=ROOT, env=bench_env(), capture_output=True, text=True,
-                              timeout=None if left is None else max(1.0, left))
+                              timeout=left)
         print(done.stdout[-6000:], flush=True)
         if done.returncode:
             raise SystemExit(f"curator experiment failed: {done.stderr[-2000:]}")
@@ -90,7 +93,10 @@ def experiment(run: Path, name: str, subsets: str, batches: str, size: dict, see
         print(f"  stopped at the deadline after {time.perf_counter() - t0:.0f} s", flush=True)
     wall = time.perf_counter() - t0
     path = run / "experiments" / name / "results.csv"
-    rows = list(csv.DictReader(open(path))) if path.is_file() else []
+    rows = []
+    if path.is_file():
+        with open(path, newline="") as fh:
+            rows = list(csv.DictReader(fh))
     for r in rows:
         print(f"  {r['subset']:>11} batch {r['batch_size']:>5} seed {r['seed']}: "
               f"{100 * float(r['final_test_acc']):.2f}% in {float(r['seconds']):.0f} s, "

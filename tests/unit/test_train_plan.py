@@ -195,8 +195,9 @@ def test_optimizer_auto_is_lars_from_a_batch_of_4096():
 
 
 def test_trainings_at_once_stop_at_the_first_failure():
-    """``--parallel``'s scheduler: in order when 1; with several, a failure is raised once
-    the trainings under way have ended, and the ones not yet begun never begin."""
+    """``--parallel``'s scheduler: in order when 1; with several, the first failure sets
+    the stop that the trainings under way watch (they stop at their next progress
+    report), none begins after it, and the failure is raised once they have ended."""
     import threading
     import time
 
@@ -207,15 +208,21 @@ def test_trainings_at_once_stop_at_the_first_failure():
     _map(order.append, 4, 1)
     assert order == [0, 1, 2, 3]
 
-    began, lock = [], threading.Lock()
+    began, lock, stop = [], threading.Lock(), threading.Event()
 
     def train(i: int) -> None:
+        if stop.is_set():  # as run_experiment's trainings do before they launch
+            return
         with lock:
             began.append(i)
         if i == 0:
+            time.sleep(0.05)
             raise InputError("training 0 failed")
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10
+        while not stop.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)  # a training under way, reporting progress
+        assert stop.is_set(), "the running training was never told to stop"
 
     with pytest.raises(InputError, match="training 0 failed"):
-        _map(train, 8, 2)
-    assert 0 in began and 1 in began and len(began) <= 3
+        _map(train, 8, 2, stop)
+    assert 0 in began and set(began) <= {0, 1}

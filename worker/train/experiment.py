@@ -126,6 +126,9 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
         raise InputError("nothing to run: give at least one subset, batch size and seed")
     for cfg in configs:
         validate(cfg)
+    if parallel > 1 and any(c.nnodes > 1 or c.rdzv_endpoint for c in configs):
+        raise InputError("--parallel runs trainings side by side on this host: it cannot be "
+                         "combined with --nnodes or --rdzv-endpoint")
     out = run.path / "experiments" / name
     out.mkdir(parents=True, exist_ok=True)
     _write_curation(run, out)
@@ -138,17 +141,24 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     for line in plan_lines(planned, budget):
         report(progress, 0, 1, line)
     rows: list[dict | None] = [None] * len(planned)
-    lock = threading.Lock()
+    lock, stop = threading.Lock(), threading.Event()
+    share = max(1, min(parallel, len(planned)))
+    # One lock per training: two identical configs (--batch-sizes 64,64) train once, the
+    # second reusing the first (launch), never both at once in one folder.
+    same = {repr(cfg): threading.Lock() for cfg, _ in planned}
 
     def train(i: int) -> None:
         cfg, steps = planned[i]
-        summary = launch(run, cfg, _tagged(progress, cfg, lock) if parallel > 1 else progress,
-                         share=parallel)
+        with same[repr(cfg)]:
+            if stop.is_set():  # another training failed or the user interrupted
+                return
+            summary = launch(run, cfg, _tagged(progress, cfg, lock, stop) if share > 1
+                             else progress, share=share)
         with lock:
             rows[i] = _result_row(cfg, steps, budget, summary)
             _write_csv(out / "results.csv", RESULT_FIELDS, [r for r in rows if r])
 
-    _map(train, len(planned), parallel)
+    _map(train, len(planned), share, stop)
     rows = [r for r in rows if r]
     summary_rows = summarise(rows)
     _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)
@@ -178,34 +188,53 @@ def _result_row(cfg: TrainConfig, steps: int, budget: str, summary: dict) -> dic
             "subset_seconds": summary["config"].get("subset_seconds", 0.0)}
 
 
-def _tagged(progress: ProgressFn | None, cfg: TrainConfig, lock: threading.Lock
-            ) -> ProgressFn | None:
+def _tagged(progress: ProgressFn | None, cfg: TrainConfig, lock: threading.Lock,
+            stop: threading.Event) -> ProgressFn:
     """``progress`` for one of several trainings at once: each message names its training
-    ("train [filtered@1024 s0]: epoch …"), and one call at a time."""
-    if progress is None:
-        return None
+    ("train [filtered@1024 s0]: epoch …"), one call at a time, and a ``stop`` (another
+    training failed, the user interrupted) stops this one too."""
     tag = f"train [{cfg.subset}@{cfg.batch_size} s{cfg.seed}]:"
 
     def tagged(done: int, total: int, message: str) -> bool:
+        if message.startswith("train:"):
+            message = tag + message.removeprefix("train:")
         with lock:
-            return progress(done, total, message.replace("train:", tag, 1))
+            asked = progress is not None and progress(done, total, message)
+        return bool(asked) or stop.is_set()
     return tagged
 
 
-def _map(fn: Callable[[int], None], n: int, parallel: int) -> None:
-    """``fn(i)`` for i < n, ``parallel`` at a time (in order when 1). The first error is
-    raised once the trainings under way have ended; the ones not yet started are not."""
+def _map(fn: Callable[[int], None], n: int, parallel: int,
+         stop: threading.Event | None = None) -> None:
+    """``fn(i)`` for i < n, ``parallel`` at a time (in order when 1). On the first error,
+    or an interrupt (Ctrl-C), ``stop`` is set, so that the trainings under way stop at
+    their next progress report and none begins; the error is raised once they have
+    ended."""
     if parallel <= 1:
         for i in range(n):
             fn(i)
         return
-    with ThreadPoolExecutor(parallel) as pool:
-        futures = [pool.submit(fn, i) for i in range(n)]
+    stop = stop or threading.Event()
+
+    def guarded(i: int) -> None:
+        try:
+            fn(i)
+        except BaseException:
+            stop.set()  # before this thread takes the next one: it finds stop set
+            raise
+
+    pool = ThreadPoolExecutor(parallel)
+    futures = [pool.submit(guarded, i) for i in range(n)]
+    try:
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [f.exception() for f in futures if f in done and f.exception() is not None]
+        failed = [f for f in futures if f in done and f.exception() is not None]
         if failed:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise failed[0]
+            raise failed[0].exception()
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _write_curation(run: RunDir, out: Path) -> None:

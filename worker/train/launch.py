@@ -28,6 +28,10 @@ from worker.train.data import correctable, pruned_sizes, select_subset, subset_i
 from worker.train.plan import Plan, resolve
 from worker.train.subsets import parse_subset
 
+# How long an interrupted launch waits for the training to stop at SIGTERM (and write its
+# checkpoint: trainer.py) before it kills it.
+STOP_SECONDS = 20
+
 
 def validate(cfg: TrainConfig) -> None:
     """One-line errors for arguments that cannot work, before anything starts."""
@@ -239,8 +243,12 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
                 break
             time.sleep(0.5)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:  # an interrupt (Ctrl-C) or an error here: stop it cleanly,
+            os.killpg(proc.pid, signal.SIGTERM)  # so that it writes its checkpoint first
+            try:
+                proc.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
         log.close()
     summary_path = out / "summary.json"
     if cancelled:
@@ -252,5 +260,7 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
         raise RuntimeError(f"training failed (exit {proc.returncode}): "
                            f"{tail[0] if tail else 'see torchrun.log'}")
     summary = json.loads(summary_path.read_text())
+    # the last epoch's line, which the polling above can miss when the process ends fast
+    report(progress, total, total, progress_message(cfg, read_progress(out), read_metrics(out)))
     report(progress, total, total, f"train: done, test acc {summary['final_test_acc']:.3f}")
     return with_convergence(summary, read_metrics(out))

@@ -306,7 +306,6 @@ class Trainer:
             loss_sum, correct, seen = sums.tolist()
             test_correct, test_seen, clean_correct, clean_seen = self._evaluate().tolist()
             self.images_seen += seen
-            self._save_snapshot(epoch)
             self._beat(epoch + 1, force=True)
             if self.place.rank == 0:
                 row = {"epoch": epoch, "loss": loss_sum / seen, "train_acc": correct / seen,
@@ -319,6 +318,8 @@ class Trainer:
                        "images_per_s": seen / epoch_s}
                 with open(self.metrics_path, "a") as fh:
                     fh.write(json.dumps(row) + "\n")
+            # after its metrics line: a checkpoint never names an epoch without one
+            self._save_snapshot(epoch)
         return True
 
     def finish(self, completed: bool, elapsed: float) -> None:
@@ -360,7 +361,11 @@ def main(argv: list[str] | None = None) -> int:
                          cfg.batch_size, cfg.seed)
     trainer = Trainer(cfg, out, place, source)
     t0 = time.perf_counter()
-    completed = trainer.train()
+    try:
+        completed = trainer.train()
+    except BaseException:  # an error in an epoch (out of memory, …): keep the last one's
+        trainer._write_snapshot()
+        raise
     trainer.finish(completed, time.perf_counter() - t0)
     if place.world > 1:
         dist.barrier()

@@ -48,9 +48,16 @@ from worker.pipeline.map.neighbours import knn_query
 
 
 def robust_z(x: np.ndarray) -> np.ndarray:
-    """``x`` (N,) less its median, over its robust spread (IQR / 1.349): float64 (N,)."""
-    q1, mid, q3 = np.quantile(x, [0.25, 0.5, 0.75])
-    return (x - mid) / max(float(q3 - q1) / 1.349, 1e-6)
+    """``x`` (N,) less its median, over its robust spread (IQR / 1.349, or the mean
+    absolute deviation where half the values are one number): float64 (N,); zeros where
+    ``x`` is constant, and for values that are not finite."""
+    x = np.asarray(x, np.float64)
+    ok = np.isfinite(x)
+    if not ok.any():
+        return np.zeros(len(x))
+    q1, mid, q3 = np.quantile(x[ok], [0.25, 0.5, 0.75])
+    spread = float(q3 - q1) / 1.349 or float(np.abs(x[ok] - mid).mean())
+    return np.where(ok, (x - mid) / spread, 0.0) if spread > 0 else np.zeros(len(x))
 
 
 def queue_score(ctx: FindingContext, best: np.ndarray, warp_best: np.ndarray,
@@ -74,7 +81,8 @@ def queue_score(ctx: FindingContext, best: np.ndarray, warp_best: np.ndarray,
     ----------
     best : float32 (N,), each train image's best pixel match among its test candidates
     warp_best : float32 (N, V), its best warp match per variant
-    ratio : float (N, k ≥ 2), its nearest test images' feature distances over the scale
+    ratio : float (N, k), its nearest test images' feature distances over the scale (k = 1:
+        a one-image test split, whose Lowe ratio is 1)
 
     Returns
     -------
