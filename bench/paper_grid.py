@@ -3,7 +3,7 @@ seeds, each with the same optimizer steps, ``--optimizer auto`` (LARS from 4,096
 below), and a convergence-aware verdict per batch size (issue 47, item 3).
 
     PYTHONPATH=. .venv/bin/python -m bench.paper_grid [--size toy|cpu|gpu] [--out DIR]
-        [--seeds N] [--parallel K] [--prune F] [--deadline S]
+        [--seeds N] [--parallel K] [--prune F] [--prune-first] [--deadline S]
 
 Sizes (each a real ``curator pipeline`` then ``curator experiment``, as a user runs them):
 
@@ -117,6 +117,8 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=1, help="trainings at once")
     ap.add_argument("--prune", type=float, help="also full,pruned@F,random@F (gpu: 0.5)")
     ap.add_argument("--deadline", type=float, help="seconds: start nothing after them")
+    ap.add_argument("--prune-first", action="store_true",
+                    help="the pruning comparison before the grid (a lease that must have it)")
     a = ap.parse_args()
     size = SIZES[a.size]
     seeds = a.seeds or size["seeds"]
@@ -130,6 +132,14 @@ def main() -> None:
                      "pairs")
     print(f"pipeline: {time.perf_counter() - clock.t0:.0f} s", flush=True)
     smallest = size["batches"].split(",")[0]
+
+    def pruning() -> None:
+        if prune is not None and (clock.left() is None or clock.left() > 30):
+            experiment(run, "prune", f"full,pruned@{prune},random@{prune}", smallest, size,
+                       seeds, a.parallel, clock)
+
+    if a.prune_first:
+        pruning()
     alone = None
     if a.parallel > 1:  # the rate of one training on its own, for the ratio below
         rows, _ = experiment(run, "alone", "full", smallest, size, 1, 1, clock)
@@ -150,9 +160,8 @@ def main() -> None:
         per = sum(images(r) for r in new) / len(new)
         print(line + f"; the issue's {ISSUE_GRID} trainings at this rate: "
               f"{ISSUE_GRID * per / rate / 60:.1f} min", flush=True)
-    if prune is not None and (clock.left() is None or clock.left() > 30):
-        experiment(run, "prune", f"full,pruned@{prune},random@{prune}", smallest, size, seeds,
-                   a.parallel, clock)
+    if not a.prune_first:
+        pruning()
     print(f"wall: {time.perf_counter() - clock.t0:.0f} s (pipeline included)")
 
 
