@@ -16,7 +16,6 @@ from worker.pipeline.ranges import check, cli_type
 from worker.train.subsets import subset_arg, subsets_arg
 
 # "train: epoch 3/10, …" alone; "train [full@1024 s0]: epoch 3/10, …" among several at once
-_EPOCH = re.compile(r"train( \[[^\]]*\])?: epoch ")
 _TAGGED = re.compile(r"train( \[[^\]]*\])?:")
 
 
@@ -32,7 +31,8 @@ def _train_printer():
         head, _, epoch = message.partition(" | ")
         tagged = _TAGGED.match(head)
         tag = (tagged.group(1) or "") if tagged else ""
-        line = f"{tag} {epoch}".strip() if epoch else (None if _EPOCH.match(head) else head)
+        live = tagged is not None and head[tagged.end():].startswith(" epoch ")
+        line = f"{tag} {epoch}".strip() if epoch else (None if live else head)
         if line and line != last.get(tag):
             print(line, flush=True)
             last[tag] = line
