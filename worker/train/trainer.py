@@ -47,7 +47,7 @@ SYNC_EVERY = 16
 BEAT_SECONDS = 0.5  # progress.json at most this often
 # checkpoint.pt is written at most this often, at the end, and on a stop. Every epoch was
 # too often on a GPU: a CIFAR epoch of ResNet-18 takes about half a second there, and its
-# 89 MB checkpoint 0.12-0.2 s to write (docs/benchmarks.md, "The paper's grid"). Between
+# 89 MB checkpoint 0.12-0.2 s to write (docs/benchmarks.md, "The grid on one H200"). Between
 # writes the last finished epoch's state is kept on the device, so a stop still resumes
 # from the last finished epoch; only a killed process loses up to this much training.
 SNAPSHOT_SECONDS = 30.0
