@@ -183,13 +183,15 @@ class Trainer:
         passed since the last write or it is the last epoch (rank 0)."""
         if self.place.rank != 0:
             return
-        # Copies on the device (a few milliseconds): the next steps change the tensors.
+        due = epoch == self.cfg.epochs - 1 or \
+            time.perf_counter() - self._last_save >= SNAPSHOT_SECONDS
+        # Kept for later, a copy on the device (milliseconds): the next steps change the
+        # tensors. Written now, the live state needs none.
+        keep = (lambda state: state) if due else copy.deepcopy
         self._unsaved = {"epoch": epoch, "step": self.step,
-                         "model": copy.deepcopy(self.model.state_dict()),
-                         "optimizer": copy.deepcopy(self.optim.state_dict()),
-                         "config": self.cfg.raw}
-        if epoch == self.cfg.epochs - 1 or \
-                time.perf_counter() - self._last_save >= SNAPSHOT_SECONDS:
+                         "model": keep(self.model.state_dict()),
+                         "optimizer": keep(self.optim.state_dict()), "config": self.cfg.raw}
+        if due:
             self._write_snapshot()
 
     def _write_snapshot(self) -> None:

@@ -48,6 +48,13 @@ TAIL_PROPOSE, TAIL_DROP = 3.5, 5.0
 RATIO_PROPOSE, RATIO_DROP = 0.15, 0.1
 
 
+def robust_centre(x: np.ndarray) -> tuple[float, float]:
+    """The median of ``x`` (any shape, finite) and its robust spread, IQR / 1.349 (the
+    standard deviation, for a normal distribution)."""
+    q1, mid, q3 = np.quantile(x, [0.25, 0.5, 0.75])
+    return float(mid), float(q3 - q1) / 1.349
+
+
 @dataclass(frozen=True)
 class NearMatches:
     """Each sample's pixel matches with its ``K_REFERENCE`` nearest samples, summed up.
@@ -63,9 +70,8 @@ class NearMatches:
 
     def _centre(self) -> tuple[float, float]:
         """The centre and robust spread of :attr:`best` on Fisher's z."""
-        z = np.arctanh(np.clip(self.best, -0.9999, 0.9999))
-        q1, mid, q3 = np.quantile(z, [0.25, 0.5, 0.75])
-        return float(mid), max(float(q3 - q1) / 1.349, 1e-6)
+        mid, spread = robust_centre(np.arctanh(np.clip(self.best, -0.9999, 0.9999)))
+        return mid, max(spread, 1e-6)
 
     def tail_cut(self, spreads: float) -> float:
         """The match ``spreads`` robust spreads above the centre of :attr:`best` on Fisher's

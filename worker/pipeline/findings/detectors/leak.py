@@ -28,6 +28,7 @@ from worker.pipeline.findings.copies import (
     TAIL_DROP,
     TAIL_PROPOSE,
     copy_pairs,
+    robust_centre,
     stands_out,
 )
 from worker.pipeline.findings.kind_registry import register
@@ -55,8 +56,8 @@ def robust_z(x: np.ndarray) -> np.ndarray:
     ok = np.isfinite(x)
     if not ok.any():
         return np.zeros(len(x))
-    q1, mid, q3 = np.quantile(x[ok], [0.25, 0.5, 0.75])
-    spread = float(q3 - q1) / 1.349 or float(np.abs(x[ok] - mid).mean())
+    mid, spread = robust_centre(x[ok])
+    spread = spread or float(np.abs(x[ok] - mid).mean())
     return np.where(ok, (x - mid) / spread, 0.0) if spread > 0 else np.zeros(len(x))
 
 
