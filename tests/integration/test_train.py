@@ -67,12 +67,37 @@ def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
     assert summary["status"] == "completed"
 
 
+def test_a_compiled_training_learns_what_the_eager_one_learns(fresh_run):
+    """``--compile default`` (issue 47, item 4): the same seed's first epoch, through
+    torch.compile, within float noise of the eager one's; its own name, so neither reuses
+    the other; a checkpoint an eager model loads (no compiled module's prefixes)."""
+    import torch
+
+    summaries = {how: launch(fresh_run, TrainConfig(subset="full", model=SMALL, epochs=1,
+                                                    batch_size=64, compile=how))
+                 for how in ("off", "default")}
+    eager, compiled = (summaries[h] for h in ("off", "default"))
+    assert compiled["config"]["compile"] == "default" and eager["config"]["compile"] == "off"
+    names = sorted(p.name for p in (fresh_run.path / "train").iterdir())
+    assert len(names) == 2 and sum("-cdefault-" in n for n in names) == 1
+    rows = {h: read_metrics(fresh_run.path / "train" / s["config"]["name"])[0]
+            for h, s in summaries.items()}
+    assert rows["default"]["loss"] == pytest.approx(rows["off"]["loss"], rel=0.05)
+    assert rows["default"]["train_acc"] == pytest.approx(rows["off"]["train_acc"], abs=0.05)
+    ckpt = torch.load(fresh_run.path / "train" / compiled["config"]["name"] / "checkpoint.pt",
+                      weights_only=True)
+    plain = torch.load(fresh_run.path / "train" / eager["config"]["name"] / "checkpoint.pt",
+                       weights_only=True)
+    assert list(ckpt["model"]) == list(plain["model"])
+
+
 @pytest.mark.parametrize("cfg, message", [
     (TrainConfig(model="vgg16"), "unknown model"),
     (TrainConfig(batch_size=0), "--batch-size must be a whole number from 1"),
     (TrainConfig(batch_size=1, nproc=2), "smaller than the 2 processes"),
     (TrainConfig(nproc=64), "cannot run 64 processes"),
     (TrainConfig(subset="best"), "unknown subset"),
+    (TrainConfig(compile="fast"), "unknown --compile 'fast': use off, default"),
 ])
 def test_invalid_settings(cfg, message):
     with pytest.raises(InputError, match=message):

@@ -54,3 +54,26 @@ def test_cli_writes_per_sample_findings(tmp_path):
     assert r["duplicate"]["group"][4] == r["duplicate"]["group"][9] >= 0
     assert np.flatnonzero(r["leak"]["flag"]).tolist() == [5]
     assert not any(r["outlier"]["flag"]) and "note" in r["outlier"]
+
+
+def test_the_plain_cosine_cut_pairs_each_sample_with_its_nearest():
+    """bench/held_out_peers.py's no-tool baseline, against brute force: nearest by
+    uncentred cosine (self excluded; across sets for leaks), and groups of the pairs at or
+    above the cut, both ends flagged."""
+    from bench.held_out_peers import cosine_groups, nearest_cosine
+
+    x = _points(4)
+    x[10] = x[2] * 3 + 0.01  # a near-copy of 2 (cosine ≈ 1, a larger norm)
+    x[11] = x[2] * 0.5  # and another
+    nn, sim = nearest_cosine(x)
+    u = pf._unit(x)
+    c = u @ u.T
+    np.fill_diagonal(c, -np.inf)
+    assert nn.tolist() == c.argmax(1).tolist()
+    np.testing.assert_allclose(sim, c.max(1), atol=1e-5)
+    group = cosine_groups(nn, sim, 0.99)
+    assert np.flatnonzero(group >= 0).tolist() == [2, 10, 11]
+    assert len(set(group[[2, 10, 11]].tolist())) == 1
+    t_nn, t_sim = nearest_cosine(x[:5], x[5:])
+    assert t_nn.tolist() == (u[:5] @ u[5:].T).argmax(1).tolist()
+    assert t_nn[2] in (5, 6)  # rows 10, 11 of x

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 # (each command imports what it needs when it runs).
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.names import (
+    COMPILE_MODES,
     DECODERS,
     DEFAULT_IMAGE_MODEL,
     DEFAULT_RULE,
@@ -169,7 +170,8 @@ def train_config(a: argparse.Namespace, **over):
         subset=pick("subset", "filtered"), model=a.model, epochs=a.epochs,
         batch_size=pick("batch_size"), nproc=a.nproc, lr=a.lr,
         weight_decay=a.weight_decay, label_smoothing=a.label_smoothing,
-        optimizer=a.optimizer, warmup_epochs=a.warmup_epochs, seed=pick("seed", 0),
+        optimizer=a.optimizer, warmup_epochs=a.warmup_epochs, compile=a.compile,
+        seed=pick("seed", 0),
         device=a.device, name=pick("name"),
         nnodes=a.nnodes, node_rank=a.node_rank, rdzv_endpoint=a.rdzv_endpoint,
         rdzv_id=a.rdzv_id)
@@ -198,6 +200,10 @@ def train_args(sp: argparse.ArgumentParser) -> None:
                         "Nesterov momentum below; or either one for every batch")
     g.add_argument("--warmup-epochs", type=cli_type("warmup_epochs"), default=1,
                    help="linear warm-up before the cosine decay")
+    g.add_argument("--compile", default="off", choices=COMPILE_MODES,
+                   help="torch.compile the model for training: off (default), or a torch "
+                        "mode (reduce-overhead adds CUDA graphs on a GPU); the first epoch "
+                        "pays the compile")
     g.add_argument("--device", default="auto", help="auto | cpu | cuda")
     g.add_argument("--name", help="output name under RUN/train (or RUN/experiments)")
     m = sp.add_argument_group("multi-node (torchrun c10d rendezvous)")

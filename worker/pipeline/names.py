@@ -60,6 +60,10 @@ OPTIMIZERS = ("auto", "sgd", "lars")
 # What an experiment holds equal across its subsets (worker/train/experiment.py): the
 # optimizer steps (a smaller subset trains more epochs) or the epochs.
 BUDGETS = ("steps", "epochs")
+# torch.compile of a training's model (worker/train/trainer.py): off, or one of torch's
+# modes ("reduce-overhead" adds CUDA graphs on a GPU). Off by default: a CPU gains little,
+# and its first epoch carries the compile (docs/training.md, "Compiled training").
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
 # Injected copies' strengths and outliers' sources (worker/pipeline/sources/inject.py says
 # what each is): the detectors' cuts were chosen on the first group of each, and are
 # reported on the held-out group beside it.

@@ -28,6 +28,7 @@ class TrainConfig:
     label_smoothing: float = 0.0
     optimizer: str = "auto"  # resolved by worker/train/plan.py: lars from batch 4,096
     warmup_epochs: int = 1
+    compile: str = "off"  # worker.pipeline.names.COMPILE_MODES
     seed: int = 0
     device: str = "auto"
     name: str | None = None
@@ -41,7 +42,9 @@ class TrainConfig:
     def default_name(self) -> str:
         # pruned@0.5 → pruned_0.5: '@' is not in the safe-name rule of run folders
         subset = self.subset.replace("@", "_")
-        return f"{subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}"
+        # compiled apart from eager: the same settings, but not the same arithmetic
+        how = "" if self.compile == "off" else f"-c{self.compile}"
+        return f"{subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}{how}"
 
 
 # TrainConfig's numbers and their names in worker.pipeline.ranges; the optional ones (None

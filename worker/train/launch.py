@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import OPTIMIZERS, TRAIN_MODELS
+from worker.pipeline.names import COMPILE_MODES, OPTIMIZERS, TRAIN_MODELS
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
 from worker.train.config import TrainConfig, check_numbers
@@ -56,6 +56,8 @@ def validate(cfg: TrainConfig) -> None:
         raise InputError("--device cuda requested but CUDA is not available; use cpu")
     if cfg.optimizer not in OPTIMIZERS:
         raise InputError(f"unknown optimizer {cfg.optimizer!r}: use {', '.join(OPTIMIZERS)}")
+    if cfg.compile not in COMPILE_MODES:
+        raise InputError(f"unknown --compile {cfg.compile!r}: use {', '.join(COMPILE_MODES)}")
 
 
 # What may differ between a training's config.json and a repeated request for it.

@@ -72,15 +72,18 @@ class LoopConfig:
     warmup_epochs: int
     label_smoothing: float
     seed: int
+    compile: str = "off"
     sync_every: int = SYNC_EVERY
     raw: dict = field(default_factory=dict, compare=False)
 
     @classmethod
     def read(cls, out: Path) -> LoopConfig:
         raw = json.loads((out / "config.json").read_text())
-        names = {f.name for f in fields(cls)} - {"sync_every", "raw"}
+        names = {f.name for f in fields(cls)} - {"sync_every", "raw", "compile"}
         every = int((raw.get("extra") or {}).get("sync_every", SYNC_EVERY))
-        return cls(**{k: raw[k] for k in names}, sync_every=max(1, every), raw=raw)
+        # a training prepared before --compile existed ran eager
+        return cls(**{k: raw[k] for k in names}, compile=raw.get("compile", "off"),
+                   sync_every=max(1, every), raw=raw)
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,12 @@ class Trainer:
             model = model.to(memory_format=torch.channels_last)
         self.model = model
         self.ddp = nn.parallel.DistributedDataParallel(model) if place.world > 1 else model
+        if cfg.compile != "off":
+            # The training step's forward and backward only: evaluation runs self.model
+            # eager (its last batch has another size, which would compile again), and the
+            # weights are the same tensors, so checkpoints are those of an eager run.
+            self.ddp = torch.compile(self.ddp, mode=None if cfg.compile == "default"
+                                     else cfg.compile)
         self.steps_per_epoch = source.steps_per_epoch
         self.total_steps = self.steps_per_epoch * cfg.epochs
         self.warmup = self.steps_per_epoch * cfg.warmup_epochs
