@@ -3,6 +3,7 @@ the pixel match alone, on finished runs (issue 46, item 3).
 
     PYTHONPATH=. .venv/bin/python -m bench.copy_robust RUN [RUN ...] [--sweep]
     PYTHONPATH=. .venv/bin/python -m bench.copy_robust --scale 50000
+    PYTHONPATH=. .venv/bin/python -m bench.copy_robust RUN --band 3.5,4.5 --sheet PNG
 
 RUNs are finished ``curator pipeline`` runs (``bench.held_out``'s rows, ``bench.copy_evidence``'s
 no-copy sets). Per run: how often an injected copy's source is among its candidates (the
@@ -11,6 +12,10 @@ index, both), the pairs each test marks (and how many join different families: C
 own near-copies count there too), recall overall and by strength, and the time of the
 views, the key index and the matches. ``--sweep`` prints the same for a grid of the warp
 test's two numbers (run it on rows a cut may be chosen on, never on held-out rows).
+
+``--band LO,HI`` draws what a lower tail for the warp test would add on the first RUN: its
+pairs of no injected family marked at LO robust spreads but not at HI, for a person to
+judge (how the warp test's tail was chosen at 50,000: docs/benchmarks.md).
 
 ``--scale N`` times the second test alone on the first N of CIFAR-10's 50,000 train
 photographs (the shared archive): its views, the key index, the grid's match over every
@@ -113,7 +118,7 @@ def measure(run_path: Path, sweep: bool) -> dict:
 
     def tested(tail: float, ratio: float) -> dict:
         cuts = ev.cuts(0.9, tail)
-        ok = ev.passing(cuts, ratio)
+        ok = ev.passing_by_variant(cuts, ratio).any(1)
         warp = {(int(x), int(y)) for x, y in zip(ev.a[ok], ev.b[ok], strict=True)}
         by_variant = {name: _scores({(int(x), int(y)) for x, y in zip(
             ev.a[p], ev.b[p], strict=True)}, family, truth)["recall"]
@@ -130,6 +135,33 @@ def measure(run_path: Path, sweep: bool) -> dict:
         out["sweep"] = {f"{tail}/{ratio}": tested(tail, ratio)["union"]
                         for tail in (3.5, 4.5, 5.5) for ratio in (0.05, 0.07, 0.1, 0.15)}
     return out
+
+
+def band_sheet(run_path: Path, lo: float, hi: float, dest: Path, limit: int = 30) -> int:
+    """A contact sheet of the pairs of no injected family that the warp test marks with
+    its tail at ``lo`` robust spreads but not at ``hi`` (the ratio test as it is), ``limit``
+    drawn at random: what lowering the tail would add, for a person to judge. Returns how
+    many such pairs there are (a pair and its reverse once)."""
+    from bench.held_out import pair_sheet
+    from worker.pipeline.findings.context import FindingContext
+    from worker.pipeline.findings.warps import RATIO_WARP
+    from worker.pipeline.storage.rundir import RunDir
+
+    run = RunDir(run_path)
+    ctx = FindingContext(run, run.read_samples())
+    family, _ = _family(run, len(ctx.samples))
+    ev = ctx.warp
+    at_lo, at_hi = (ev.passing_by_variant(ev.cuts(0.9, t), RATIO_WARP) for t in (lo, hi))
+    band = at_lo.any(1) & ~at_hi.any(1) & (family[ev.a] != family[ev.b]) & (ev.a < ev.b)
+    z = ev.spreads(ev.match)  # the pair's own spreads, as a row's best would have
+    thumbs = run.load_array(run.thumbnails, "ingest", mmap=True)
+    cells = [(thumbs[i], thumbs[j], f"#{i} | #{j}",
+              f"warped {ev.match[k].max():.3f}, {z[k]:.1f} spreads")
+             for k, i, j in zip(np.flatnonzero(band).tolist(), ev.a[band].tolist(),
+                                ev.b[band].tolist(), strict=True)]
+    return pair_sheet(cells, dest, f"{run.run_id}: {{shown}} of the {{total}} pairs of no "
+                      f"injected family the warp test marks at {lo} robust spreads but not at "
+                      f"{hi}. Judge by eye.", limit)
 
 
 FASTDUP_50K_S = 45.9
@@ -179,12 +211,19 @@ def main() -> None:
     ap.add_argument("runs", nargs="*", type=Path)
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--scale", type=int, help="time the second test on N CIFAR photographs")
+    ap.add_argument("--band", help="LO,HI: the first RUN's pairs the warp test marks at LO "
+                    "robust spreads but not at HI, as a contact sheet (--sheet)")
+    ap.add_argument("--sheet", type=Path, default=Path("/tmp/copy-band.png"))
     a = ap.parse_args()
     print(machine(), f"· {len(WARPS)} warps", flush=True)
     for run in a.runs:
         print(run, json.dumps(measure(run, a.sweep)), flush=True)
     if a.scale:
         print("scale", json.dumps(scale(a.scale)), flush=True)
+    if a.band and a.runs:
+        lo, hi = (float(x) for x in a.band.split(","))
+        k = band_sheet(a.runs[0], lo, hi, a.sheet)
+        print(f"contact sheet: {a.sheet} ({k} pairs between {lo} and {hi} spreads)")
 
 
 if __name__ == "__main__":

@@ -118,8 +118,6 @@ def unmatched_sheet(run_path: Path, dest: Path, limit: int = 48, dropped: bool =
     default) that join no injected family (the scores count these as wrong: CIFAR-10's own
     near-copies among them), for a person to judge: all of them, or ``limit`` drawn at
     random. Returns how many there are."""
-    from PIL import Image, ImageDraw, ImageFont
-
     from worker.pipeline.findings import get_kind
     from worker.pipeline.findings.files import load_findings
     from worker.pipeline.findings.testsplit import test_thumbnails
@@ -152,6 +150,20 @@ def unmatched_sheet(run_path: Path, dest: Path, limit: int = 48, dropped: bool =
         if source.get(i) != leak.related[i]:
             cells.append((thumbs[i], test[leak.related[i]], f"leak #{i} | test #{leak.related[i]}",
                           leak.facts["match"][i], leak.facts["warped"][i]))
+    what = "drops" if dropped else "marks"
+    return pair_sheet([(a, b, label, f"pixel {m:.3f}, warped {w:.3f}")
+                       for a, b, label, m, w in cells], dest,
+                      f"{run.run_id}: {{shown}} of the {{total}} duplicate and leak {what} that "
+                      "join no injected family (scored as wrong). Judge by eye.", limit)
+
+
+def pair_sheet(cells: list[tuple], dest: Path, title: str, limit: int = 48) -> int:
+    """Draw pairs of pictures for a person to judge: ``cells`` of (image a, image b (H, W,
+    3) uint8, a caption, a detail line in red), all or ``limit`` drawn at random (seed 0),
+    three to a row, under ``title`` (``{shown}`` and ``{total}`` filled in). Returns how
+    many cells there were."""
+    from PIL import Image, ImageDraw, ImageFont
+
     total = len(cells)
     if total > limit:
         keep = np.sort(np.random.default_rng(0).choice(total, limit, replace=False))
@@ -162,19 +174,15 @@ def unmatched_sheet(run_path: Path, dest: Path, limit: int = 48, dropped: bool =
                     "white")
     draw = ImageDraw.Draw(img)
     font = ImageFont.load_default()
-    what = "drops" if dropped else "marks"
-    draw.text((10, 6), f"{run.run_id}: {len(cells)} of the {total} duplicate and leak {what} "
-                       "that join no injected family (scored as wrong). Judge by eye.",
-              fill="black", font=font)
-    for k, (a, b, what, match, warped) in enumerate(cells):
+    draw.text((10, 6), title.format(shown=len(cells), total=total), fill="black", font=font)
+    for k, (a, b, caption, detail) in enumerate(cells):
         x0, y0 = 10 + (k % cols) * cell_w, head + (k // cols) * cell_h
         for q, im in enumerate((a, b)):
             img.paste(Image.fromarray(np.asarray(im)).resize((side, side),
                                                              Image.Resampling.NEAREST),
                       (x0 + q * (side + 4), y0))
-        draw.text((x0, y0 + side + 3), what, fill="#555", font=font)
-        draw.text((x0, y0 + side + 17), f"pixel {match:.3f}, warped {warped:.3f}", fill="#b00",
-                  font=font)
+        draw.text((x0, y0 + side + 3), caption, fill="#555", font=font)
+        draw.text((x0, y0 + side + 17), detail, fill="#b00", font=font)
     dest.parent.mkdir(parents=True, exist_ok=True)
     img.save(dest)
     return total
