@@ -142,7 +142,8 @@ def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[d
 class DuplicateKind(FindingKind):
     name = "duplicate"
     # 1: feature distance; 2: pixel match among feature candidates; 3: the ratio test,
-    # proposed or dropped; 4: the warp match (findings/warps.py); 5: its tail at 3.5
+    # proposed or dropped; 4: the warp match (findings/warps.py); 5: its tail at 3.5,
+    # a caption band
     version = "5"
     title = "near-duplicate"
     decision = DROP

@@ -103,7 +103,7 @@ class LeakKind(FindingKind):
     name = "leak"
     # 1: feature distance; 2: the duplicate rule across the split; 3: ratio test; 4: the
     # warp match (findings/warps.py); 5: the queue's score (queue_score); 6: the warp
-    # test's tail at 3.5
+    # test's tail at 3.5, a caption band
     version = "6"
     title = "leak into the test split"
     decision = DROP
