@@ -247,18 +247,24 @@ def peer_inputs(run: Path, data: Path, peers_dir: Path, leak: bool) -> dict:
     args = ["--features", str(run / "features.npy"), "--labels", str(peers_dir / "labels.npy"),
             "--images", str(peers_dir / "images.txt")]
     if leak:
-        tests = sorted((run / "cache").glob("test-features-*.npy"), key=lambda p: p.stat().st_mtime)
-        if not tests:
-            raise SystemExit(f"{run}: no cached test features (the leak kind found no test split)")
+        test = test_features(run)
         test_rows = read_csv(run / "test_samples.csv")
-        tfeat = np.load(tests[-1], mmap_mode="r")
+        tfeat = np.load(test, mmap_mode="r")
         if len(tfeat) != len(test_rows):
-            raise SystemExit(f"{tests[-1]}: {len(tfeat)} rows, test_samples.csv {len(test_rows)}")
+            raise SystemExit(f"{test}: {len(tfeat)} rows, test_samples.csv {len(test_rows)}")
         (peers_dir / "test_images.txt").write_text(
             "\n".join(str((data / r["path"]).resolve()) for r in test_rows) + "\n")
-        args += ["--test-features", str(tests[-1]),
+        args += ["--test-features", str(test),
                  "--test-images", str(peers_dir / "test_images.txt")]
     return {"args": args, "labels": labels}
+
+
+def test_features(run: Path) -> Path:
+    """The run's cached test-split features (the newest, as the leak kind last wrote)."""
+    tests = sorted((run / "cache").glob("test-features-*.npy"), key=lambda p: p.stat().st_mtime)
+    if not tests:
+        raise SystemExit(f"{run}: no cached test features (the leak kind found no test split)")
+    return tests[-1]
 
 
 def run_peer(peer: str, args: list[str], peers_dir: Path, n: int, leak: bool) -> dict:

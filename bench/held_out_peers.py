@@ -40,14 +40,14 @@ from bench.common import machine
 from bench.findings import (
     PEERS,
     _prf,
-    auroc,
-    fiftyone_related,
     group_rule,
     load_table,
     peer_inputs,
     read_truth,
-    related_rule,
     run_peer,
+    score_duplicates,
+    score_outliers,
+    test_features,
 )
 from bench.held_out import ROWS, _data
 
@@ -77,47 +77,19 @@ def _leak_prf(flag: np.ndarray, leaks: np.ndarray) -> dict:
     return _prf(right, int(flag.sum()), right, len(leaks))
 
 
-def _outlier_prf(flag: np.ndarray, score: np.ndarray, truth: list[dict]) -> dict:
-    rows = [r for r in truth if r["kind"] == "outlier"]
-    is_out = np.zeros(len(flag), bool)
-    is_out[[r["index"] for r in rows]] = True
-    tp = int((flag & is_out).sum())
-    out = _prf(tp, int(flag.sum()), tp, int(is_out.sum()))
-    out["auroc"] = auroc(score, is_out)
-    out["recall_by_source"] = {
-        how: round(float(np.mean([flag[r["index"]] for r in rows if r["how"] == how])), 3)
-        for how in sorted({r["how"] for r in rows})}
-    return out
-
-
 def score_row(run: Path, peers: dict) -> dict:
     """Every detector's scores on one run (module docstring)."""
     truth = read_truth(run)
-    dup, leak, outl = (load_table(run, k) for k in ("duplicate", "leak", "outlier"))
-    n = len(dup["issue"])
     leaks = np.array([r["index"] for r in truth if r["kind"] == "leak"], np.int64)
-    out: dict = {"duplicate": {}, "leak": {}, "outlier": {}}
-
-    ours = related_rule(dup["issue"].astype(bool), dup["related"], truth)
-    ours["group_rule"] = group_rule(dup["fact_group"] >= 0, dup["fact_group"], truth)
-    out["duplicate"]["ours"] = ours
-    out["leak"]["ours"] = _leak_prf(leak["issue"].astype(bool), leaks)
-    out["outlier"]["ours"] = _outlier_prf(outl["issue"].astype(bool), outl["score"], truth)
-
+    out = {"duplicate": score_duplicates(run, peers, 0.0, truth),
+           "outlier": score_outliers(run, peers, 0.0, truth),
+           "leak": {"ours": _leak_prf(load_table(run, "leak")["issue"].astype(bool), leaks)}}
     for peer, res in peers.items():
-        d = res["duplicate"]
-        flag, group = np.asarray(d["flag"], bool), np.asarray(d["group"], np.int64)
-        out["duplicate"][peer] = (related_rule(flag, fiftyone_related(flag, group), truth)
-                                  if peer == "fiftyone" else group_rule(flag, group, truth))
         out["leak"][peer] = _leak_prf(np.asarray(res["leak"]["flag"], bool), leaks)
-        o = res["outlier"]
-        out["outlier"][peer] = _outlier_prf(np.asarray(o["flag"], bool),
-                                            np.asarray(o["score"], float), truth)
 
     features = np.load(run / "features.npy", mmap_mode="r")
     nn, sim = nearest_cosine(features)
-    tests = sorted((run / "cache").glob("test-features-*.npy"), key=lambda p: p.stat().st_mtime)
-    _, tsim = nearest_cosine(features, np.load(tests[-1]))
+    _, tsim = nearest_cosine(features, np.load(test_features(run)))
     groups = {float(c): cosine_groups(nn, sim, c) for c in COSINE_GRID}
     by_cut = {c: group_rule(g >= 0, g, truth) for c, g in groups.items()}
     leak_by_cut = {float(c): _leak_prf(tsim >= c, leaks) for c in COSINE_GRID}
@@ -127,7 +99,7 @@ def score_row(run: Path, peers: dict) -> dict:
     out["duplicate"]["best cosine (on this row)"] = {**by_cut[best], "cut": best}
     out["leak"][f"cosine {PLAIN_COSINE}"] = leak_by_cut[PLAIN_COSINE]
     out["leak"]["best cosine (on this row)"] = {**leak_by_cut[best_leak], "cut": best_leak}
-    out["n"] = n
+    out["n"] = len(features)
     return out
 
 

@@ -13,7 +13,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled
 from worker.pipeline.storage.curation_store import CurationStore
 from worker.pipeline.storage.job_store import JobStore
-from worker.train.launch import TrainConfig, launch, read_metrics, validate
+from worker.train.launch import TrainConfig, launch, prepare, read_metrics, validate
 
 pytestmark = pytest.mark.slow
 
@@ -89,6 +89,24 @@ def test_a_compiled_training_learns_what_the_eager_one_learns(fresh_run):
     plain = torch.load(fresh_run.path / "train" / eager["config"]["name"] / "checkpoint.pt",
                        weights_only=True)
     assert list(ckpt["model"]) == list(plain["model"])
+    # A training prepared before --compile existed (no such key in its config.json) is
+    # the eager one: asked for again, it is reused, not refused as "other settings".
+    config = fresh_run.path / "train" / eager["config"]["name"] / "config.json"
+    old = json.loads(config.read_text())
+    del old["compile"]
+    config.write_text(json.dumps(old))
+    again = prepare(fresh_run, TrainConfig(subset="full", model=SMALL, epochs=1, batch_size=64))
+    assert again.reused and again.out.name == eager["config"]["name"]
+
+
+def test_compile_without_a_compiler_is_refused_in_one_line(monkeypatch, tmp_path):
+    """torch.compile needs a C++ compiler (Inductor, on a CPU): without one, the first
+    step would die in a traceback; the settings are refused before anything starts."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # a folder with no compiler in it
+    monkeypatch.delenv("CXX", raising=False)
+    with pytest.raises(InputError, match="--compile default needs a C/C.. compiler on PATH"):
+        validate(TrainConfig(compile="default", device="cpu"))
+    validate(TrainConfig(compile="off", device="cpu"))  # eager needs none
 
 
 @pytest.mark.parametrize("cfg, message", [

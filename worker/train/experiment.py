@@ -33,7 +33,7 @@ from worker.train.verdict import compare, mean_without_leaks, verdict
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",
                  "epochs", "steps", "budget", "seconds", "images_per_s", "train_dir",
-                 "converged", "gain_pp", "loss_drop", "subset_seconds"]
+                 "converged", "gain_pp", "loss_drop", "subset_seconds", "compile"]
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -185,7 +185,9 @@ def _result_row(cfg: TrainConfig, steps: int, budget: str, summary: dict) -> dic
             "gain_pp": summary["convergence"]["gain_pp"],
             "loss_drop": summary["convergence"]["loss_drop"],
             # choosing the subset (pruned@F's scoring): part of its wall-clock time
-            "subset_seconds": summary["config"].get("subset_seconds", 0.0)}
+            "subset_seconds": summary["config"].get("subset_seconds", 0.0),
+            # how it was computed (torch.compile's mode): its seconds are not an eager run's
+            "compile": summary["config"].get("compile", "off")}
 
 
 def _tagged(progress: ProgressFn | None, cfg: TrainConfig, lock: threading.Lock,

@@ -58,6 +58,20 @@ def validate(cfg: TrainConfig) -> None:
         raise InputError(f"unknown optimizer {cfg.optimizer!r}: use {', '.join(OPTIMIZERS)}")
     if cfg.compile not in COMPILE_MODES:
         raise InputError(f"unknown --compile {cfg.compile!r}: use {', '.join(COMPILE_MODES)}")
+    if cfg.compile != "off" and not compiler_found(use_cuda):
+        # torch would fail at the first step, deep in a traceback (slim images have none)
+        raise InputError(f"--compile {cfg.compile} needs a C/C++ compiler on PATH (g++ "
+                         "on a CPU, cc for Triton on a GPU): install one, or use --compile off")
+
+
+def compiler_found(cuda: bool) -> bool:
+    """Whether torch.compile's backend finds its compiler: Inductor's C++ on a CPU
+    (``CXX`` or g++/c++/clang++), Triton's launcher on a GPU (``CC`` or cc/gcc/clang)."""
+    import shutil
+
+    names = ("CC", "cc", "gcc", "clang") if cuda else ("CXX", "g++", "c++", "clang++")
+    env = os.environ.get(names[0])
+    return any(shutil.which(n) for n in ((env,) if env else ()) + names[1:])
 
 
 # What may differ between a training's config.json and a repeated request for it.
@@ -139,7 +153,8 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
               "store_revision": chosen.revision, "total_steps": plan.total_steps,
               "warnings": list(plan.warnings), "subset_seconds": subset_seconds}
     if (out / "config.json").is_file():
-        old = json.loads((out / "config.json").read_text())
+        # a training prepared before --compile existed ran eager
+        old = {"compile": "off", **json.loads((out / "config.json").read_text())}
         same = {k: v for k, v in old.items() if k not in _NOT_IDENTITY} == \
             {k: v for k, v in config.items() if k not in _NOT_IDENTITY}
         if not same:
