@@ -503,8 +503,8 @@ def _per_row(a: np.ndarray, match: np.ndarray, n: int, rank: int) -> tuple[np.nd
 
 
 def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n: int,
-                  rank: int, same: bool, promise: float | None = None, seed: int = 0
-                  ) -> WarpEvidence:
+                  rank: int, same: bool, promise: float | None = None, seed: int = 0,
+                  every_best: bool = False) -> WarpEvidence:
     """:class:`WarpEvidence` of the directed pairs ``a`` (rows of ``va``, N = ``n``) ×
     ``b`` (rows of ``vb``); ``same``: both are one set, so a pair and its reverse are
     matched once.
@@ -515,6 +515,9 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
     to the best candidate of ``REFERENCE_ROWS`` rows drawn at random (``seed``), whatever
     its match, so that the tail test reads what different pictures reach once refined. A
     ``promise`` given (a set judged against another's reference: leaks) draws none.
+    ``every_best``: every row's best candidate on the grid is refined too, as the
+    reference rows' are, so that the tail test reads it as it reads them (leaks: a caption
+    lowers a copy's grid match below the promise, and it is still its row's best).
     """
     if same and len(a):
         lo, hi = np.minimum(a, b), np.maximum(a, b)
@@ -534,7 +537,8 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
     wanted[inverse[on_grid >= promise]] = True
     in_reference = np.zeros(n, bool)
     in_reference[reference] = True
-    wanted[inverse[in_reference[a] & (_row_ranks(a, on_grid, n) == 0)]] = True
+    best_of_row = _row_ranks(a, on_grid, n) == 0
+    wanted[inverse[best_of_row & (every_best | in_reference[a])]] = True
     found = np.repeat(grid[0][:, None], len(VARIANTS), 1)
     at = np.flatnonzero(wanted)
     if len(at):

@@ -103,7 +103,7 @@ class LeakKind(FindingKind):
     name = "leak"
     # 1: feature distance; 2: the duplicate rule across the split; 3: ratio test; 4: the
     # warp match (findings/warps.py); 5: the queue's score (queue_score); 6: the warp
-    # test's tail at 3.5, a caption band
+    # test's tail at 3.5, a caption band, every train image's best candidate refined
     version = "6"
     title = "leak into the test split"
     decision = DROP
@@ -167,7 +167,7 @@ class LeakKind(FindingKind):
                               key_neighbours(ctx.test_views.key, ctx.views.key, K_KEY),
                               same=False)
             cross = warp_evidence(ctx.views, ctx.test_views, a, b, n, REFERENCE_RANK,
-                                  same=False, promise=ctx.warp.promise)
+                                  same=False, promise=ctx.warp.promise, every_best=True)
             # judged against the train set's own distinctness, as the pixel match is
             moved = cross.pairs(warp_cut, RATIO_WARP, ctx.warp.distinct)
             score = queue_score(ctx, best, cross.best, ratio)
