@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
+import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -53,6 +55,7 @@ from bench.common import (
     curator_pipeline,
     machine,
 )
+from worker.pipeline.names import COMPILE_MODES
 
 SIZES = {
     "toy": {"per_class": 60, "test_per_class": 100, "model": "cifar-resnet20",
@@ -125,9 +128,6 @@ def images(row: dict) -> int:
 def epoch_rate(run: Path, row: dict) -> tuple[float, float]:
     """(median images per second of the epochs after the first, the first epoch's seconds
     beyond that median): the steady rate, and what compiling added to the first epoch."""
-    import json
-    import statistics
-
     lines = (run / row["train_dir"] / "metrics.jsonl").read_text().splitlines()
     epochs = [json.loads(ln) for ln in lines]
     later = epochs[1:] or epochs
@@ -167,8 +167,9 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, help="seconds: start nothing after them")
     ap.add_argument("--prune-first", action="store_true",
                     help="the pruning comparison before the grid (a lease that must have it)")
-    ap.add_argument("--compile", default="off", help="a torch.compile mode to measure "
-                    "against eager first; the grid uses it when faster")
+    ap.add_argument("--compile", default="off", choices=COMPILE_MODES,
+                    help="a torch.compile mode to measure against eager first; the grid "
+                    "uses it when faster")
     a = ap.parse_args()
     size = SIZES[a.size]
     seeds = a.seeds or size["seeds"]

@@ -6,7 +6,7 @@ unset) and :mod:`worker.train.launch` (which starts it) read it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from worker.pipeline.ranges import check, check_optional
 
@@ -45,6 +45,14 @@ class TrainConfig:
         # compiled apart from eager: the same settings, but not the same arithmetic
         how = "" if self.compile == "off" else f"-c{self.compile}"
         return f"{subset}-{self.model}-b{self.batch_size}-e{self.epochs}-s{self.seed}{how}"
+
+
+def with_defaults(raw: dict) -> dict:
+    """A training's ``config.json`` as read, with each :class:`TrainConfig` setting it lacks
+    at its default: a training prepared before that setting existed ran as the default
+    says (``compile``: eager)."""
+    return {**{f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING},
+            **raw}
 
 
 # TrainConfig's numbers and their names in worker.pipeline.ranges; the optional ones (None

@@ -22,7 +22,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.names import COMPILE_MODES, OPTIMIZERS, TRAIN_MODELS
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
-from worker.train.config import TrainConfig, check_numbers
+from worker.train.config import TrainConfig, check_numbers, with_defaults
 from worker.train.convergence import with_convergence
 from worker.train.data import correctable, pruned_sizes, select_subset, subset_indices
 from worker.train.plan import Plan, resolve
@@ -153,8 +153,7 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
               "store_revision": chosen.revision, "total_steps": plan.total_steps,
               "warnings": list(plan.warnings), "subset_seconds": subset_seconds}
     if (out / "config.json").is_file():
-        # a training prepared before --compile existed ran eager
-        old = {"compile": "off", **json.loads((out / "config.json").read_text())}
+        old = with_defaults(json.loads((out / "config.json").read_text()))
         same = {k: v for k, v in old.items() if k not in _NOT_IDENTITY} == \
             {k: v for k, v in config.items() if k not in _NOT_IDENTITY}
         if not same:

@@ -37,6 +37,7 @@ from torch import nn
 
 from worker.pipeline.storage.rundir import RunDir, atomic_path, write_text
 from worker.train.batches import Source, augment, open_source
+from worker.train.config import with_defaults
 from worker.train.convergence import convergence_record
 from worker.train.model import build_model, lr_at, make_optimizer
 from worker.train.plan import scaled_lr
@@ -78,12 +79,10 @@ class LoopConfig:
 
     @classmethod
     def read(cls, out: Path) -> LoopConfig:
-        raw = json.loads((out / "config.json").read_text())
-        names = {f.name for f in fields(cls)} - {"sync_every", "raw", "compile"}
+        raw = with_defaults(json.loads((out / "config.json").read_text()))
+        names = {f.name for f in fields(cls)} - {"sync_every", "raw"}
         every = int((raw.get("extra") or {}).get("sync_every", SYNC_EVERY))
-        # a training prepared before --compile existed ran eager
-        return cls(**{k: raw[k] for k in names}, compile=raw.get("compile", "off"),
-                   sync_every=max(1, every), raw=raw)
+        return cls(**{k: raw[k] for k in names}, sync_every=max(1, every), raw=raw)
 
 
 @dataclass(frozen=True)
