@@ -113,12 +113,15 @@
   // server from its rule (app/curate/figures.py look_table), colours as the channel arrays the
   // server sends too (app/curate/figures.py channels); model comes from app/curate/logic.py
   // client_model().
+  // A point the rule keeps is counted proposed where model.listed says a finding lists it
+  // whatever DBSCAN says (app/curate/logic.py listed_open): the status line and the class
+  // list then show the server's count at once, not a second time when its answer lands.
   function paint(model, labels) {
     const {looks: table, clusters} = model.style;
-    const looks = decode(model.looks);
+    const looks = decode(model.looks), listed = decode(model.listed);
     const n = labels.length;
     const color = new Array(n), symbol = new Array(n), size = new Array(n);
-    const counts = {size: n, flagged: 0, overridden: 0, kept: 0, noise: 0};
+    const counts = {size: n, flagged: 0, overridden: 0, kept: 0, noise: 0, proposed: 0};
     for (let i = 0; i < n; i++) {
       const noise = labels[i] < 0;
       const look = table[looks[2 * i + (noise ? 1 : 0)]];
@@ -128,6 +131,7 @@
       counts.flagged += look.flagged ? 1 : 0;
       counts.overridden += look.overridden ? 1 : 0;
       counts.kept += look.kept ? 1 : 0;
+      counts.proposed += look.kept && listed[i] ? 1 : 0;
     }
     return {color, symbol, size, counts};
   }
@@ -212,7 +216,7 @@
     // (they do not depend on eps), so "overridden" leaves them out.
     const counts = Object.assign({}, look.counts,
                                  {overridden: look.counts.overridden - row.relabelled});
-    for (const k of ["flagged", "overridden", "kept"]) {
+    for (const k of ["flagged", "overridden", "kept", "proposed"]) {
       total[k] += counts[k] - row[k];
       row[k] = counts[k];
     }

@@ -16,6 +16,7 @@ from app.curate.figures import MARKER_STYLE, finding_slots, look_table, override
 from app.run_data import RunData, RunState, current_state, run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import DROP, View, kinds
+from worker.pipeline.findings.step import PERSON_DECIDED, marks
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_eps, flag_bits
 from worker.pipeline.map.dbscan import SMALL_N, check_params, noise_until
@@ -309,6 +310,19 @@ def status_text(rows: list[dict], noise: list[int], rule: str) -> str:
                                   **{k: rows[-1].get(k, 0) for k in COUNT_KEYS + FINDING_KEYS})
 
 
+def listed_open(data: RunData, state: RunState) -> np.ndarray:
+    """bool (N,): samples a finding lists whatever DBSCAN makes of them and no person
+    decided. Such a sample is *proposed* wherever the rule keeps it, so the browser's
+    re-cluster counts it so from its look alone (the label rule's own flags are dropped,
+    never proposed, and are left out here: they are what the re-cluster changes)."""
+    s = data.samples
+    view = View(s.paths, s.classes, s.labels, (), np.zeros(len(s), bool), data.findings)
+    listed = np.zeros(len(s), bool)
+    for marked in marks(data.findings, view).values():
+        listed |= marked
+    return listed & ~np.isin(state.decisions.reason, PERSON_DECIDED)
+
+
 def client_model(data: RunData, state: RunState, code: int, noise: list[int]) -> dict:
     """What the browser needs to re-cluster class ``code`` itself (assets/recluster.js).
 
@@ -321,8 +335,9 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
     -------
     dict with the stored ``eps`` and ``ms``, the store ``revision`` it reflects, ``looks``
     (:func:`~app.curate.figures.look_table` flattened: a uint8 typed array of shape (2 n_c,),
-    point i's look in a cluster at 2i, as noise at 2i + 1), the per-class ``noise`` the
-    page shows, the status template, the look table itself (``style``) and the typed
+    point i's look in a cluster at 2i, as noise at 2i + 1), ``listed`` (uint8 (n_c,),
+    :func:`listed_open`: a point the rule keeps is proposed where it is 1), the per-class
+    ``noise`` the page shows, the status template, the look table itself (``style``) and the typed
     eps's ``tolerance``. The counts
     come from the class list's rows in the browser (assets/classlist.js). ``exact`` is
     False for classes small enough that the server hands them to scikit-learn, whose
@@ -337,6 +352,7 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),
+            "listed": typed_array(listed_open(data, state)[idx].astype(np.uint8), "u1"),
             "noise": noise, "status": STATUS_TEMPLATE, "style": MARKER_STYLE,
             "tolerance": TYPED_TOLERANCE}
 

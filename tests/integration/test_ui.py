@@ -49,7 +49,8 @@ from worker.train.data import select_subset
 
 pytestmark = browser_marks()
 RUN_NAMES = ("load", "eps", "hover", "click", "lasso", "export", "retrain", "gallery",
-             "parity", "drag", "tabs", "relabel", "triage", "filter", "switch", "ahead")
+             "parity", "drag", "tabs", "relabel", "triage", "filter", "switch", "ahead",
+             "proposed")
 
 
 @pytest.fixture(scope="module")
@@ -210,6 +211,9 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         wait_for(lambda t=line: status_text(driver) == t)
         last = driver.execute_script("return window.curateDebug.lastRecluster")
         assert (last["eps"], last["ms"]) == params  # drawn by the browser
+        # The line the browser wrote at the key press already said what the server says,
+        # proposed samples included: the server's answer leaves the line as it is.
+        assert driver.execute_script("return window.curateStore.get('draft').status") == line
         assert last.get("key") == "Enter"  # at the key press, before Dash's round
         colours, symbols, _ = marker_style(data.members[0], state.decisions, state.marks,
                                            data.proposals)
@@ -224,6 +228,45 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         assert (rows[0]["overridden"], rows[0]["relabelled"]) == (1, 1)
         assert driver.execute_script("return window.paints") == {"restyle": 1, "react": 0}
         driver.execute_script("window.paints = {restyle: 0, react: 0}")
+
+
+def test_the_preview_counts_proposed_samples_as_the_server_does(driver, server, ui_root):
+    """Under the plain DBSCAN rule a finding's proposed sample is dropped once it turns
+    noise: the line the browser writes at the key press counts the proposed samples the
+    server will count, so the server's answer does not rewrite the line (a rewrite is what
+    the user would wait for)."""
+    from app import ids
+    from app.curate import logic
+    from app.run_data import current_state, run_data
+
+    subprocess.run([CURATOR, "cluster", str(ui_root / "proposed"), "--rule", "dbscan"],
+                   check=True, capture_output=True)
+    store = CurationStore(ui_root / "proposed" / "curation.sqlite")
+    before = logic.class_counts(run_data(ui_root, "proposed"),
+                                current_state(run_data(ui_root, "proposed")))[-1]["proposed"]
+    _open(driver, server, "proposed")
+    driver.execute_script(
+        "window.lines = [];"
+        "new MutationObserver(() => window.lines.push("
+        "  document.getElementById(arguments[0]).textContent))"
+        ".observe(document.getElementById(arguments[0]),"
+        "  {childList: true, subtree: true, characterData: true});", "curate-status")
+    eps = round(float(driver.find_element(By.ID, "curate-eps-input").get_attribute("value"))
+                * 0.5, 4)
+    box = driver.find_element(By.ID, "curate-eps-input")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(str(eps), Keys.ENTER)
+    wait_for(lambda: store.class_params()[0][0] == eps)
+    data = run_data(ui_root, "proposed")
+    state = current_state(data)
+    rows = logic.class_counts(data, state)
+    assert rows[-1]["proposed"] < before  # the change drops proposed samples
+    line = logic.status_text(rows, logic.noise_per_class(data, state), state.rule)
+    # The server's answer has landed (its line, in the hidden element the script copies
+    # from as React writes it).
+    wait_for(lambda: driver.find_element(By.ID, ids.STATUS_DATA).get_attribute("textContent")
+             == line)
+    assert driver.execute_script("return window.lines") == [line]
 
 
 def test_dragging_eps_previews_live_and_the_release_stores(driver, server, ui_root):
