@@ -31,7 +31,9 @@ from tsne_curator.run_handle import Run
 from worker.cli.arguments import dataset_opts
 from worker.pipeline.errors import InputError
 from worker.pipeline.sources.datasets import IMAGE_SUFFIXES
-from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.sources.feature_values import check_feature_values
+from worker.pipeline.sources.ingest import DatasetOptions, image_errors
+from worker.pipeline.sources.labels import check_counts
 from worker.pipeline.storage.rundir import RunDir
 
 INPUT = "input"  # the run's folder of the arrays given
@@ -46,26 +48,43 @@ NOT_FOR_ARRAYS = ("dataset", "split", "labels", "label_column", "true_label_colu
                   "precision", "decode")
 
 
+def _ragged(features: Any) -> str | None:
+    """Where rows of ``features`` (a sequence of rows) differ in length, in words, or None
+    when they do not (or it is not a sequence of sized rows)."""
+    try:
+        lengths = [len(row) for row in features]
+    except TypeError:
+        return None
+    bad = next((i for i, n in enumerate(lengths) if n != lengths[0]), None)
+    return None if bad is None else \
+        f"row {bad} has {lengths[bad]} values and row 0 {lengths[0]}"
+
+
 def check_features(features: Any) -> np.ndarray:
     """``features`` as an (N, D) float32 array (float16 stays float16).
 
     Raises
     ------
     InputError
-        Not a 2-D array of numbers, empty, or a row with NaN or inf.
+        Not a 2-D array of numbers (rows of unequal length included), empty, or values
+        the map cannot take (:mod:`~worker.pipeline.sources.feature_values`: NaN or inf,
+        beyond float32 or too large, rows all alike), checked before the cast, so that a
+        float64 value that float32 cannot hold is named as such, not as inf.
     """
-    x = np.asarray(features)
+    try:
+        x = np.asarray(features)
+    except ValueError as exc:  # numpy refuses rows of unequal length ("inhomogeneous")
+        where = _ragged(features)
+        raise InputError(f"features must be N rows of D numbers each: {where or exc}") \
+            from None
+    if x.dtype == object and (where := _ragged(features)):  # numpy < 1.24 made objects
+        raise InputError(f"features must be N rows of D numbers each: {where}")
     if x.ndim != 2 or not x.size:
         raise InputError(f"features must be a non-empty N×D array, got shape {x.shape}")
     if x.dtype.kind not in "fiu":
         raise InputError(f"features must be numbers, got dtype {x.dtype}")
-    if x.dtype != np.float16:
-        x = x.astype(np.float32)
-    bad = ~np.isfinite(x).all(axis=1)
-    if bad.any():
-        raise InputError(f"features row {int(np.flatnonzero(bad)[0])} has NaN or inf "
-                         f"({int(bad.sum())} row(s) do): fix or drop them first")
-    return x
+    check_feature_values(x)
+    return x if x.dtype == np.float16 else x.astype(np.float32)
 
 
 def _check_names(class_names: Sequence[str] | None) -> list[str] | None:
@@ -115,8 +134,7 @@ def label_names(labels: Any, n: int, class_names: Sequence[str] | None = None) -
     else:
         raise InputError(f"labels must be whole numbers or text, got dtype {y.dtype} (cast "
                          "float labels with .astype(int))")
-    if len(set(names)) < 2:
-        raise InputError("labels name one class: curation needs two or more")
+    check_counts(np.unique(names, return_inverse=True)[1], "the labels argument")
     return names
 
 
@@ -126,8 +144,9 @@ def check_images(images: Any, n: int) -> np.ndarray | list[Path] | None:
     Raises
     ------
     InputError
-        Another shape or dtype, a count other than ``n``, or a path that is not an image
-        file (by its suffix, as image folders are read).
+        Another shape or dtype, a count other than ``n``, a path that is not an image
+        file (by its suffix, as image folders are read), or a file that does not decode
+        (as ingest decodes a folder's images: a run's images are all readable).
     """
     if images is None:
         return None
@@ -156,6 +175,11 @@ def _image_files(paths: Sequence[Any], n: int) -> list[Path]:
                              f"{', '.join(sorted(IMAGE_SUFFIXES))})")
         if not f.is_file():
             raise InputError(f"images[{k}] {f}: no such file")
+    errors = image_errors(files)
+    if errors:
+        k = min(errors)
+        raise InputError(f"images[{k}] {files[k]} is not a readable image ({errors[k]}; "
+                         f"{len(errors)} file(s) are not): fix or drop them first")
     return files
 
 
@@ -297,7 +321,7 @@ def from_arrays(features: Any, labels: Any, out: str | os.PathLike,
         _write_inputs(run, x, text, pixels, digest)
         a.dataset = f"features:{run.path.resolve() / INPUT / 'features.npy'}"
         a.labels = run.path.resolve() / INPUT / "labels.csv"
-        return dataset_opts(a)
+        return dataset_opts(a, read=False)  # the arrays were checked above
 
     run_in_process(run, a, dataset)
     return Run(run.path)

@@ -19,7 +19,7 @@ from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
 from worker.pipeline.sources.datasets import parse_spec
-from worker.pipeline.sources.ingest import DatasetOptions
+from worker.pipeline.sources.ingest import DatasetOptions, check_dataset
 from worker.pipeline.storage.job_store import FINAL, JobStore
 from worker.pipeline.storage.runlock import claim_out_dir
 from worker.run_catalog import list_runs, resolve_run
@@ -197,6 +197,7 @@ def new_run_params(name, spec, split, labels, column, true_column, noise, model,
     opts = DatasetOptions(parsed,
                           Path(labels) if labels else None, column or "label",
                           true_column or None, noise or 0, 0)
+    check_dataset(opts)  # a features file's values and labels, as the CLI and API check them
     feats = FeatureOptions(model=None if model in (None, "", DEFAULT_CHOICE) else model,
                            weights=Path(weights) if weights else None,
                            finetune_epochs=finetune or 0, device=settings().device,

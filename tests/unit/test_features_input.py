@@ -88,7 +88,7 @@ def test_what_needs_images_says_so(features_run, args, message):
 @pytest.mark.parametrize("case, message", [
     ("rows", "has 1499 rows and the features file 1500"),
     ("column", "needs the column 'label'"),
-    ("nan", "has NaN or inf in row 3"),
+    ("nan", "f.npy row 3 has NaN or inf"),
     ("shape", "must be a non-empty N×D float16 or float32 array"),
     ("missing", "features file not found"),
     ("model", "brings its own features"),

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 
 
 
+# How an option that takes a comma-separated list shows its value (``--subsets NAME,…``):
+# the Python API takes a list for such an option too (tsne_curator.options).
+LIST_METAVAR_END = ",…"
+
+
 def rundir(path: Path) -> RunDir:
     from worker.pipeline.storage.rundir import RunDir
 
@@ -127,18 +132,26 @@ def thresholds(a: argparse.Namespace) -> dict[str, float]:
             if (v := getattr(a, name, None)) is not None}
 
 
-def dataset_opts(a: argparse.Namespace):
+def dataset_opts(a: argparse.Namespace, read: bool = True):
+    """The dataset options of ``--dataset`` and its flags, or None without ``--dataset``;
+    with ``read``, the data checked as every door checks it (a ``features:`` file's values
+    and labels: ``sources.ingest.check_dataset``), all before ``--out`` is touched.
+    ``tc.from_arrays`` passes ``read=False``: it checked the arrays it wrote with the same
+    functions."""
     from worker.pipeline.sources.datasets import has_split, open_dataset, parse_spec
-    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.sources.ingest import DatasetOptions, check_dataset
 
     if not a.dataset:
         return None
     spec = parse_spec(a.dataset, a.split)
     if not has_split(spec, a.split):  # refused before --out is touched (the reason: one line)
         open_dataset(spec)
-    return DatasetOptions(spec, a.labels, a.label_column, a.true_label_column, a.inject_noise,
+    opts = DatasetOptions(spec, a.labels, a.label_column, a.true_label_column, a.inject_noise,
                           a.seed, a.noise_kind, a.inject_duplicates, a.inject_outliers,
                           a.duplicate_strength, a.outlier_sources, a.inject_leaks)
+    if read:
+        check_dataset(opts)
+    return opts
 
 
 def feature_opts(a: argparse.Namespace):

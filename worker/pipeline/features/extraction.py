@@ -41,6 +41,7 @@ from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
 from worker.pipeline.sources.decoding import decode_workers
+from worker.pipeline.sources.feature_values import FeatureValues
 from worker.pipeline.storage.rundir import NpyRows, RunDir, atomic_path, save_npy
 
 
@@ -376,16 +377,17 @@ def _copy_features(run: RunDir, ds: Dataset, opts: FeatureOptions,
     if n != len(ds.samples):
         raise InputError(f"{src.name} has {n} rows and the run {len(ds.samples)} samples: "
                          "the file changed since the run was made; make a new run")
+    # Checked as every door checks it (sources/feature_values.py) while it is copied: the
+    # file may have changed since, and a job from the New-run form reads it here first.
+    values = FeatureValues(f"features file {src.name}")
     with atomic_path(run.features, ".npy") as tmp:
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=feats.dtype, shape=feats.shape)
         for start in range(0, n, COPY_BLOCK):
             block = np.asarray(feats[start:start + COPY_BLOCK])
-            bad = ~np.isfinite(block).all(axis=1)
-            if bad.any():
-                raise InputError(f"{src.name} has NaN or inf in row "
-                                 f"{start + int(np.flatnonzero(bad)[0])}: fix the file")
+            values.add(block, start)
             out[start:start + len(block)] = block
             report(progress, min(n, start + COPY_BLOCK), n, "extract: copying features")
+        values.finish()
         out.flush()
         del out
     run.mark_step("extract", model="features", precision=str(feats.dtype), weights=None,

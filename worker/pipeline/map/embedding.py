@@ -17,6 +17,7 @@ from worker.pipeline.map.evidence import K_EVIDENCE
 from worker.pipeline.map.neighbours import exact_neighbours
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.ranges import PARAMS, check, group_params
+from worker.pipeline.sources.feature_values import MIN_MAP_SAMPLES, check_feature_values
 from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
 
 # The defaults adapt to a small run (EmbeddingOptions.check_data); chosen values do not.
@@ -85,18 +86,14 @@ BLOCK = 65_536
 
 
 def check_features(features: np.ndarray) -> np.ndarray:
-    """Check that ``features`` are a finite (N, D) array, block by block (a memory-mapped
-    file is never read whole), and return them as they are (float16/32, maybe mapped)."""
+    """Check that ``features`` are an (N, D) array the map can take (finite, of a size
+    float32 holds, rows not all alike: :mod:`~worker.pipeline.sources.feature_values`),
+    block by block (a memory-mapped file is never read whole), and return them as they
+    are (float16/32, maybe mapped)."""
     if features.ndim != 2 or len(features) == 0:
         raise InputError(f"features must be a non-empty (N, D) array, got shape {features.shape}")
-    bad_rows = [start + np.flatnonzero(~np.isfinite(features[start:start + BLOCK]).all(axis=1))
-                for start in range(0, len(features), BLOCK)]
-    bad = np.concatenate(bad_rows)
-    if len(bad):
-        raise InputError(
-            f"features have NaN or inf in {len(bad)} rows (first: sample {int(bad[0])}); "
-            "re-run 'curator extract' or check the model weights"
-        )
+    check_feature_values(features, "features",
+                         nan_fix="re-run 'curator extract' or check the model weights")
     return features
 
 
@@ -182,6 +179,17 @@ def _affinities(perplexity: float, knn: tuple[np.ndarray, np.ndarray]):
                                       knn_index=PrecomputedNeighbors(*knn))
 
 
+def _initial_map(x: np.ndarray, seed: int) -> np.ndarray:
+    """openTSNE's PCA initialisation of the map, float (N, 2). Features of one dimension
+    have one principal component: they are given a second of zeros, so the map starts on
+    their line and openTSNE's jitter (as for any data) lets the t-SNE spread it."""
+    from openTSNE import initialization
+
+    if x.shape[1] < 2:
+        x = np.hstack([x, np.zeros_like(x)])
+    return initialization.pca(x, random_state=seed)
+
+
 def tsne_2d(features: np.ndarray, opts: EmbeddingOptions,
             progress: ProgressFn | None = None) -> np.ndarray:
     """PCA + openTSNE (FFT gradients, all cores, fixed seed).
@@ -212,12 +220,12 @@ def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
     neighbours : ndarray of int64, shape (N, 3·perplexity), nearest first, in the PCA
         space: exact up to ``EXACT_KNN_MAX`` points, from openTSNE's Annoy index above.
     """
-    from openTSNE import TSNE, initialization
+    from openTSNE import TSNE
 
     x = check_features(features)
     n = len(x)
-    if n < 4:
-        raise InputError(f"t-SNE needs at least 4 samples, got {n}")
+    if n < MIN_MAP_SAMPLES:
+        raise InputError(f"t-SNE needs at least {MIN_MAP_SAMPLES} samples, got {n}")
     opts.check_data(n, x.shape[1])
     # openTSNE needs 3·perplexity < N; the default shrinks for tiny datasets.
     perplexity = min(opts.perplexity, (n - 1) / 3.0)
@@ -249,8 +257,7 @@ def tsne_with_neighbours(features: np.ndarray, opts: EmbeddingOptions,
     k = min(n - 1, int(3 * perplexity))
     knn = exact_neighbours(x, k) if n <= EXACT_KNN_MAX else annoy_neighbours(x, k, opts.seed)
     emb = np.asarray(tsne.fit(affinities=_affinities(perplexity, knn),
-                              initialization=initialization.pca(x, random_state=opts.seed)),
-                     dtype=np.float32)
+                              initialization=_initial_map(x, opts.seed)), dtype=np.float32)
     if seen["stop"]:
         raise Cancelled("embedding cancelled")
     report(progress, total, total, "embed: done")

@@ -6,7 +6,7 @@ the thumbnails that hover previews use, so nothing is decoded at request time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,10 +28,12 @@ from worker.pipeline.sources.datasets import (
     parse_spec,
     split_spec,
 )
-from worker.pipeline.sources.decoding import host_cores, ordered_map
+from worker.pipeline.sources.decoding import host_cores, open_rgb, ordered_map
 from worker.pipeline.sources.inject import TestImages, inject, truth_path, write_truth
 from worker.pipeline.sources.labels import (
     apply_labels_csv,
+    check_counts,
+    check_features_file,
     features_shape,
     inject_noise,
     read_features_labels,
@@ -126,8 +128,32 @@ class DatasetOptions:
         )
 
 
+def check_dataset(opts: DatasetOptions) -> None:
+    """The checks that read a dataset's data, made at every door (``curator pipeline`` and
+    ``extract``, ``tc.pipeline``, the New-run form) before a run's folder is claimed, so
+    that bad data leaves nothing behind: a ``features:`` file's values
+    (:func:`~.labels.check_features_file`) and its labels CSV (rows, classes,
+    counts). Other datasets are listed and counted by ingest itself (listing a large
+    folder twice would cost minutes).
+
+    Raises
+    ------
+    InputError
+    """
+    if opts.spec.kind == "features":
+        check_features_file(opts.spec.file)  # type: ignore[arg-type]
+        load_labelled_dataset(opts)
+
+
 def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
-    """Open the dataset and apply the labels CSV and injected noise, in that order."""
+    """Open the dataset and apply the labels CSV and injected noise, in that order.
+
+    Raises
+    ------
+    InputError
+        Among others, samples the pipeline cannot curate (:func:`~.labels.check_counts`):
+        refused here, before ingest writes anything.
+    """
     if opts.spec.kind == "features":  # every label comes from the CSV, row by row
         samples, has_images = read_features_labels(
             opts.labels_csv, features_shape(opts.spec.file)[0], opts.label_column,
@@ -144,6 +170,7 @@ def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
         ds.samples = inject_noise(ds.samples, opts.inject_noise, opts.seed, opts.noise_kind)
     if opts.inject_duplicates or opts.inject_outliers or opts.inject_leaks:
         _inject(ds, opts)
+    check_counts(ds.samples.labels, f"dataset {opts.spec}")
     return ds
 
 
@@ -194,6 +221,16 @@ def thumbnail(img: Image.Image, size: int) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8)
 
 
+def decoded(decode: Callable[[], Any]) -> Any:
+    """``decode()``, or, when it fails in any way, why, as one line of text: the check
+    that keeps an unreadable image out of a run (ingest lists it in ``skipped.csv``;
+    ``tc.from_arrays`` refuses it, :func:`image_errors`)."""
+    try:
+        return decode()
+    except Exception as exc:  # noqa: BLE001 - any decoder failure means "skip this file"
+        return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+
+
 def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int] | str:
     """(thumbnail, longer side, thumbnail is exact, hash of the decoded pixels) of sample
     i, or the error text.
@@ -201,12 +238,27 @@ def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int]
     A JPEG larger than twice ``size`` decodes at a reduced scale (sources/decoding.py),
     so its hash is of those pixels: equal files still hash equal.
     """
-    try:
+    def decode() -> tuple[np.ndarray, int, bool, int]:
         img, stored = ds.decode(i, min_side=size)
         return (thumbnail(img, size), max(stored), stored == (size, size),
                 pixel_digest(np.asarray(img)))
-    except Exception as exc:  # noqa: BLE001 - any decoder failure means "skip this file"
-        return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+
+    return decoded(decode)
+
+
+def image_errors(files: Sequence[Path], part: int = 128) -> dict[int, str]:
+    """Which of the image ``files`` cannot be decoded, by index, and why: each decoded as
+    ingest decodes a folder's images (:func:`decoded`, at thumbnail scale), by every core.
+    """
+    def check_part(k: int) -> list[str | None]:
+        found = (decoded(lambda f=f: open_rgb(f, MAX_THUMB))
+                 for f in files[k * part:(k + 1) * part])
+        return [r if isinstance(r, str) else None for r in found]  # no pixels go back
+
+    errors = {}
+    for k, results in enumerate(ordered_map(check_part, -(-len(files) // part), host_cores())):
+        errors.update({k * part + j: e for j, e in enumerate(results) if e is not None})
+    return errors
 
 
 def _thumb_size(ds: Dataset, limit: int = MAX_THUMB) -> int:

@@ -23,6 +23,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.names import NOISE_KINDS
 from worker.pipeline.ranges import check
 from worker.pipeline.sources.datasets import SampleTable
+from worker.pipeline.sources.feature_values import MIN_MAP_SAMPLES, check_feature_values
 
 # --------------------------------------------------------------------------- labels
 
@@ -137,6 +138,40 @@ def features_shape(file: Path) -> tuple[int, ...]:
         raise InputError(f"{file.name} must be a non-empty N×D float16 or float32 array, got "
                          f"{arr.dtype} of shape {arr.shape}")
     return arr.shape
+
+
+def check_features_file(file: Path) -> None:
+    """A ``features:`` file's header (:func:`features_shape`) and values
+    (:func:`~.feature_values.check_feature_values`), read block by block: the check every
+    door makes before a run's folder is claimed.
+
+    Raises
+    ------
+    InputError
+        Not a readable N×D float16/float32 array, or values the map cannot take.
+    """
+    features_shape(file)
+    check_feature_values(np.load(file, mmap_mode="r"), f"features file {file.name}")
+
+
+def check_counts(labels: np.ndarray, what: str) -> None:
+    """Refuse a sample table the pipeline cannot curate: fewer than ``MIN_MAP_SAMPLES``
+    samples (the map needs them), or labels of one class (nothing to tell apart).
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (N,): class codes
+    what : how the message names the samples' source (``dataset folder:/data``)
+
+    Raises
+    ------
+    InputError
+    """
+    if len(labels) < MIN_MAP_SAMPLES:
+        raise InputError(f"{what} gives {len(labels)} sample(s): the map needs at least "
+                         f"{MIN_MAP_SAMPLES}")
+    if len(np.unique(labels)) < 2:
+        raise InputError(f"{what} names one class: curation needs two or more")
 
 
 def _class_order(names: set[str]) -> list[str]:
