@@ -63,30 +63,33 @@ def pipeline(dataset: str | None, out: str | os.PathLike, **options: Any) -> Run
     a = namespace("pipeline", expand_thresholds(options), "pipeline",
                   fixed={"dataset": dataset, "out": out}, refused={"shards": SHARDS})
     run = RunDir(a.out)
-    ds = dataset_opts(a)  # a bad spec is refused before --out is touched
-    run_in_process(run, a, lambda: ds, ds.spec.class_root if ds else None)
+    ds = dataset_opts(a)  # a bad spec or bad data is refused before --out is touched
+    run_in_process(run, a, ds)
     return Run(run.path)
 
 
 def run_in_process(run: RunDir, a: argparse.Namespace,
-                   dataset: Callable[[], DatasetOptions | None],
-                   class_root: os.PathLike | None = None) -> None:
-    """The chain on ``run`` with the options of namespace ``a``, under the pipeline lock;
-    ``dataset`` is called once the lock is held, ``class_root`` is the dataset's folder a
-    run may not lie in (:func:`~worker.pipeline.storage.runlock.claim_out_dir`).
+                   dataset: DatasetOptions | Callable[[], DatasetOptions] | None) -> None:
+    """The chain on ``run`` with the options of namespace ``a``, under the pipeline lock.
 
-    The steps' options are made before the run's folder is claimed, so a bad one writes
-    nothing.
+    ``dataset``: the dataset's options, None to finish the run at ``run`` as it was made,
+    or a function that makes them once the lock is held (``tc.from_arrays`` writes its
+    arrays into the run first). The steps' options are made and the run's folder is
+    claimed (:func:`~worker.pipeline.runner.claim_run`) before anything is written, so a
+    bad option, or no dataset for a folder that is not a run, leaves nothing behind.
     """
-    from worker.pipeline.runner import run_pipeline  # loads torch: only when a run is made
+    from worker.pipeline.runner import claim_run, run_pipeline  # loads torch: only when run
 
     features, embedding, cuts = feature_opts(a), embed_opts(a), thresholds(a)
-    claim_out_dir(run.path, class_root)
+    if callable(dataset):
+        claim_out_dir(run.path)  # arrays: a features file, no class folder to keep out of
+    else:
+        claim_run(run, dataset)
     bar = progress_bar()
     try:
         with run_lock(run, f"tsne_curator.pipeline (pid {os.getpid()})", PIPELINE_LOCK):
-            run_pipeline(run, dataset(), features, embedding, rule=a.rule,
-                         min_samples=a.min_samples, eps=a.eps, progress=bar,
-                         thresholds=cuts)
+            run_pipeline(run, dataset() if callable(dataset) else dataset, features,
+                         embedding, rule=a.rule, min_samples=a.min_samples, eps=a.eps,
+                         progress=bar, thresholds=cuts)
     finally:
         bar.close()

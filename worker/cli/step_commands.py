@@ -95,12 +95,12 @@ def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: o
 
 
 def cmd_pipeline(a: argparse.Namespace) -> None:
-    from worker.pipeline.runner import run_pipeline
-    from worker.pipeline.storage.runlock import PIPELINE_LOCK, claim_out_dir, run_lock
+    from worker.pipeline.runner import claim_run, run_pipeline
+    from worker.pipeline.storage.runlock import PIPELINE_LOCK, run_lock
 
     run = rundir(a.out)  # --eps and --min-samples were checked as they were parsed
     dataset = dataset_opts(a)
-    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    claim_run(run, dataset)
     dispatcher, run_id = _dispatcher_for(a.out)
     if a.shards and not dispatcher.settings.broker_url:
         raise InputError("--shards needs a broker: set CURATOR_BROKER_URL and start workers "
@@ -194,14 +194,12 @@ def _skipped_text(run) -> str:
 
 def cmd_extract(a: argparse.Namespace) -> None:
     from worker.pipeline.features.extraction import extract
-    from worker.pipeline.runner import ensure_ingested
-    from worker.pipeline.storage.runlock import claim_out_dir, run_lock
+    from worker.pipeline.runner import claim_run, ensure_ingested
+    from worker.pipeline.storage.runlock import run_lock
 
     run = rundir(a.out)
     dataset = dataset_opts(a)
-    if dataset is None and not run.exists():  # before the lock makes the folder
-        raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
-    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    claim_run(run, dataset)  # before the lock makes the folder
     opts = feature_opts(a)  # bad options are refused before minutes of ingest
     bar = TqdmProgress()
     with run_lock(run, f"curator extract (pid {os.getpid()})"):

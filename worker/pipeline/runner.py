@@ -30,6 +30,19 @@ from worker.pipeline.storage.curation import cluster_step, current_decisions
 from worker.pipeline.storage.rundir import RunDir
 from worker.pipeline.storage.runlock import claim_out_dir, run_lock
 
+NOT_A_RUN = "{path} is not a run yet: give --dataset SPEC to create it"
+
+
+def claim_run(run: RunDir, dataset: DatasetOptions | None) -> None:
+    """Make ``run``'s folder the run of ``dataset`` (:func:`~.storage.runlock.claim_out_dir`),
+    or refuse it in one line before anything is written there: a folder that is not a run
+    yet and no dataset to make it from, or a place ``claim_out_dir`` refuses. Every door
+    that makes a run claims its folder here (``curator pipeline`` and ``extract``,
+    ``tc.pipeline``, :func:`run_pipeline`)."""
+    if dataset is None and not run.step_done("ingest"):
+        raise InputError(NOT_A_RUN.format(path=run.path))
+    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
+
 
 def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
                     progress: ProgressFn | None = None) -> Dataset:
@@ -49,7 +62,7 @@ def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
                              "choose a new --out or omit the dataset options")
         return open_run_dataset(run)
     if opts is None:
-        raise InputError(f"{run.path} is not a run yet: give --dataset SPEC to create it")
+        raise InputError(NOT_A_RUN.format(path=run.path))
     return ingest(run, opts, progress)
 
 
@@ -122,7 +135,7 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
                  min_samples if min_samples is not None else 1)
     if rule is not None:
         check_rule(rule)
-    claim_out_dir(run.path, dataset.spec.class_root if dataset else None)
+    claim_run(run, dataset)
     steps = steps or LocalSteps(progress)
     with steps.held(run):
         steps.features(run, dataset, features)
