@@ -56,6 +56,37 @@ def _indices(values: Any) -> list[int]:
     return [int(v) for v in x]
 
 
+def _class_name(value: Any, what: str = "class_name") -> str:
+    """A class given by its name, or by the number its name is (``3`` for class "3"),
+    as the name.
+
+    Raises
+    ------
+    InputError
+        Neither text nor a whole number (a float, a bool, a list).
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+        return str(int(value))
+    raise InputError(f"{what} must be a class name or a class number, got {value!r}")
+
+
+def _class_names(value: Any) -> list[str] | None:
+    """One class or several (a list, a tuple, an array or a pandas column) as names
+    (:func:`_class_name`); None stays None (every class)."""
+    if value is None:
+        return None
+    if isinstance(value, str | int | np.integer):
+        return [_class_name(value)]
+    try:
+        values = list(value)
+    except TypeError:
+        raise InputError(f"class_name must be a class name or number, or a list of them, "
+                         f"got {value!r}") from None
+    return [_class_name(v) for v in values]
+
+
 class Run:
     """A run folder: its findings, summary, map, curation and exports.
 
@@ -100,14 +131,14 @@ class Run:
         return summary_frame(self._dir)
 
     def map(self, class_name: str | int) -> go.Figure:
-        """Class ``class_name`` on the shared t-SNE map, marked as on the Curate page.
+        """Class ``class_name`` (its name, or the number its name is) on the shared t-SNE
+        map, marked as on the Curate page.
 
         Returns
         -------
         plotly.graph_objects.Figure
         """
-        return class_map(self._dir, str(class_name) if isinstance(class_name, int)
-                         and not isinstance(class_name, bool) else class_name)
+        return class_map(self._dir, _class_name(class_name))
 
     # -- curation -----------------------------------------------------------------------
     def _override(self, indices: Any, decision: str | None) -> int:
@@ -135,13 +166,13 @@ class Run:
         how many changed."""
         return self._override(indices, None)
 
-    def relabel(self, indices: Any, label: str | None) -> int:
+    def relabel(self, indices: Any, label: str | int | None) -> int:
         """Give samples a corrected class (``curator relabel``); None clears it.
 
         Parameters
         ----------
         indices : sample indices
-        label : a class name of the run, or None
+        label : a class name of the run (or its number: ``3`` for class "3"), or None
 
         Returns
         -------
@@ -149,6 +180,7 @@ class Run:
         """
         chosen = _indices(indices)
         samples = self._dir.read_samples()
+        label = None if label is None else _class_name(label, "label")
         if label is not None and label not in samples.classes:
             raise InputError(f"no class {label!r} in this run: use one of "
                              f"{', '.join(samples.classes)} (or None to clear)")
@@ -159,16 +191,32 @@ class Run:
             chosen, code, f"relabel {len(chosen)} to {label or 'clear'}",
             n_samples=len(samples), n_classes=len(samples.classes))
 
-    def undo(self) -> str | None:
-        """Undo the last curation change, made here, in a shell or on the Curate page
-        (``curator undo``). Returns what was undone, or None."""
-        return open_store(self._dir).undo()
+    def undo(self) -> str:
+        """Undo the last curation decision, made here, in a shell or on the Curate page
+        (``curator undo``); the pipeline's own steps (its clustering) are never undone.
 
-    def redo(self) -> str | None:
-        """Redo the last undone change (``curator undo --redo``); returns it, or None."""
-        return open_store(self._dir).redo()
+        Returns
+        -------
+        str, what was undone.
 
-    def cluster(self, class_name: str | Sequence[str] | None = None,
+        Raises
+        ------
+        InputError
+            Nothing to undo.
+        """
+        return open_store(self._dir).undo_or_refuse()
+
+    def redo(self) -> str:
+        """Redo the last undone decision (``curator undo --redo``); returns it.
+
+        Raises
+        ------
+        InputError
+            Nothing to redo.
+        """
+        return open_store(self._dir).undo_or_refuse(redo=True)
+
+    def cluster(self, class_name: str | int | Sequence[str | int] | None = None,
                 eps: float | None = None, min_samples: int | None = None, *,
                 rule: str | None = None, auto: bool = False,
                 cut: int | str | None = None) -> pd.DataFrame:
@@ -176,8 +224,9 @@ class Run:
 
         Parameters
         ----------
-        class_name : str or list of str, optional
-            The classes ``eps`` and ``min_samples`` apply to (``--class``); all when None.
+        class_name : str, int or a list of them, optional
+            The classes ``eps`` and ``min_samples`` apply to (``--class``), by name or by
+            the number their name is; all when None.
         eps, min_samples : optional
             DBSCAN's parameters (``--eps``, ``--min-samples``), checked as the CLI checks
             them.
@@ -195,11 +244,10 @@ class Run:
         """
         a = namespace("cluster", {"eps": eps, "min_samples": min_samples, "rule": rule,
                                   "auto": auto, "cut": cut}, "cluster")
-        names = [class_name] if isinstance(class_name, str) else \
-            list(class_name) if class_name is not None else None
+        names = _class_names(class_name)
         samples = self._dir.read_samples()
         # Every name is checked before the store changes (cluster_step sets the rule first).
-        codes = [class_code(samples, str(n)) for n in names or []]
+        codes = [class_code(samples, n) for n in names or []]
         if a.cut is not None and not names:
             raise InputError("cut is per class: name the class with class_name")
         cluster_step(self._dir, eps=a.eps, min_samples=a.min_samples, classes=names,

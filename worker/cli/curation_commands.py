@@ -30,9 +30,8 @@ def cmd_params(a: argparse.Namespace) -> None:
 def cmd_undo(a: argparse.Namespace) -> None:
     from worker.pipeline.storage.curation import open_store
 
-    store = open_store(rundir(a.run))
-    done = store.redo() if a.redo else store.undo()
-    print(f"{'redid' if a.redo else 'undid'}: {done}" if done else "nothing to do")
+    done = open_store(rundir(a.run)).undo_or_refuse(redo=a.redo)  # nothing to do: refused
+    print(f"{'redid' if a.redo else 'undid'}: {done}")
 
 
 def cmd_override(a: argparse.Namespace) -> None:

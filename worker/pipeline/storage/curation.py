@@ -45,7 +45,7 @@ from worker.pipeline.map.dbscan import check_params
 from worker.pipeline.map.embedding import run_pca
 from worker.pipeline.map.evidence import DENSE_MAX, EVIDENCE_VERSION, knn_evidence, label_evidence
 from worker.pipeline.sources.datasets import SampleTable
-from worker.pipeline.storage.curation_store import CurationStore
+from worker.pipeline.storage.curation_store import PIPELINE_DESCRIPTION, CurationStore
 from worker.pipeline.storage.rundir import RunDir, save_npy
 
 
@@ -219,12 +219,14 @@ def cluster_step(run: RunDir, eps: float | None = None, min_samples: int | None 
             labels = cluster_classes(embedding, order, starts, [(c, e, ms)])[c][1]
         params[c] = (float(e), int(ms))
         clusters[order[starts[c]:starts[c + 1]]] = labels
-    explicit = eps is not None or min_samples is not None or auto
-    auto_set = [c for c in missing if not (explicit and c in targets)]
-    if auto_set:
-        store.set_class_params({c: params[c] for c in auto_set}, "automatic parameters")
-    if set(wanted) - set(auto_set):
-        store.set_class_params({c: params[c] for c in wanted if c not in auto_set},
+    # The parameters of classes that had none on this map are the pipeline's own step,
+    # given values included (curator pipeline --eps): undo passes it by, for a class
+    # without parameters has no clustering (curation_store, "History semantics").
+    if missing:
+        store.set_class_params({c: params[c] for c in missing}, PIPELINE_DESCRIPTION,
+                               pipeline=True)
+    if set(wanted) - set(missing):
+        store.set_class_params({c: params[c] for c in wanted if c not in missing},
                                "cluster: set parameters")
     store.set_setting("params_map", on_map)
     ensure_evidence(run, samples)

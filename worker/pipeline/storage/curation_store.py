@@ -9,6 +9,15 @@ each other, and each change can be undone exactly.
 History semantics: each user action is one row of ``history`` holding its changes as
 ``(table, key, before, after)``. Undo reverts the newest applied action; redo re-applies
 the most recently undone one; a new action discards everything that was undone.
+
+The pipeline's own steps (the cluster step's parameters for classes that have none on
+this map: a new run's, or every class's after a new embedding) are rows too, marked
+``pipeline``, so the history shows them, but undo and redo pass them by: they take back
+decisions only, never the clustering a run needs (undoing it left classes without
+parameters, and the run's summary failed). Every door (the Curate page's Undo, ``curator
+undo``, ``Run.undo``) goes through :meth:`CurationStore.undo`, so they agree. A decision's
+change that a later pipeline step replaced (an eps measured on the previous map) is left
+as the pipeline set it; a decision with nothing left to take back is passed by.
 """
 
 from __future__ import annotations
@@ -81,8 +90,15 @@ CREATE TABLE IF NOT EXISTS relabels (
     sample INTEGER PRIMARY KEY, label INTEGER NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS history (
     id INTEGER PRIMARY KEY AUTOINCREMENT, description TEXT NOT NULL, changes TEXT NOT NULL,
-    undone INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+    undone INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
+    pipeline INTEGER NOT NULL DEFAULT 0);
 """
+# What the cluster step called its parameters before the history marked the pipeline's own
+# rows: a store made then has its rows marked when it is opened (_mark_pipeline_rows).
+PIPELINE_DESCRIPTION = "automatic parameters"
+NOTHING_TO_UNDO = ("nothing to undo: every decision on this run is undone already (the "
+                   "pipeline's own steps, such as its clustering, are never undone)")
+NOTHING_TO_REDO = "nothing to redo: no undone decision is left (a new decision clears them)"
 
 
 @dataclass(frozen=True)
@@ -135,6 +151,27 @@ class CurationStore:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
             db.execute("INSERT OR IGNORE INTO settings VALUES ('revision', '0')")
+            self._mark_pipeline_rows(db)
+
+    @staticmethod
+    def _mark_pipeline_rows(db: sqlite3.Connection) -> None:
+        """Give a store made before the ``pipeline`` column that column, its cluster steps'
+        rows marked, in one transaction (two processes may open the store at once)."""
+        def has_column() -> bool:
+            return any(r[1] == "pipeline" for r in db.execute("PRAGMA table_info(history)"))
+
+        if has_column():
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if not has_column():
+                db.execute("ALTER TABLE history ADD COLUMN pipeline INTEGER NOT NULL DEFAULT 0")
+                db.execute("UPDATE history SET pipeline=1 WHERE description=?",
+                           (PIPELINE_DESCRIPTION,))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return connect(self.path)
@@ -207,20 +244,25 @@ class CurationStore:
                              cuts)
 
     def history(self, limit: int = 50) -> list[dict[str, Any]]:
-        """Newest first: id, description, undone, created_at, number of changes."""
+        """Newest first: id, description, undone, created_at, number of changes, and
+        whether it is the pipeline's own step (never undone)."""
         with self._connect() as db:
-            rows = db.execute("SELECT id, description, undone, created_at, changes FROM history "
-                              "ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+            rows = db.execute("SELECT id, description, undone, created_at, changes, pipeline "
+                              "FROM history ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
         return [{"id": i, "description": d, "undone": bool(u), "created_at": c,
-                 "n_changes": len(json.loads(ch))} for i, d, u, c, ch in rows]
+                 "n_changes": len(json.loads(ch)), "pipeline": bool(p)}
+                for i, d, u, c, ch, p in rows]
 
     def can_undo(self) -> bool:
+        """Whether a decision is there to undo (the pipeline's steps are not)."""
         with self._connect() as db:
-            return db.execute("SELECT 1 FROM history WHERE undone=0 LIMIT 1").fetchone() is not None
+            return db.execute("SELECT 1 FROM history WHERE undone=0 AND pipeline=0 "
+                              "LIMIT 1").fetchone() is not None
 
     def can_redo(self) -> bool:
         with self._connect() as db:
-            return db.execute("SELECT 1 FROM history WHERE undone=1 LIMIT 1").fetchone() is not None
+            return db.execute("SELECT 1 FROM history WHERE undone=1 AND pipeline=0 "
+                              "LIMIT 1").fetchone() is not None
 
     # -- writes ---------------------------------------------------------------
     def set_setting(self, key: str, value: str) -> None:
@@ -295,8 +337,9 @@ class CurationStore:
         return len(changes)
 
     def set_class_params(self, params: dict[int, tuple[float, int]],
-                         description: str = "") -> int:
-        """Set (eps, min_samples) for the given class codes; returns how many changed."""
+                         description: str = "", pipeline: bool = False) -> int:
+        """Set (eps, min_samples) for the given class codes; returns how many changed.
+        ``pipeline``: the cluster step's own parameters, which undo passes by."""
         from worker.pipeline.map.dbscan import check_params
 
         for eps, ms in params.values():
@@ -311,7 +354,8 @@ class CurationStore:
                 if before != after:
                     changes.append(["class_params", int(label), before, after])
             self._apply(db, changes, after=True)
-            self._record(db, changes, description or f"set parameters of {len(changes)} class(es)")
+            self._record(db, changes, description or f"set parameters of {len(changes)} class(es)",
+                         pipeline)
         return len(changes)
 
     def set_class_cut(self, label: int, flagged: int | None, description: str = "") -> int:
@@ -329,25 +373,58 @@ class CurationStore:
         return len(changes)
 
     def undo(self) -> str | None:
-        """Revert the newest applied action; returns its description, or None if none."""
+        """Revert the newest decision (never a pipeline step); returns its description, or
+        None when there is none."""
         return self._step(undone=0, after=False)
 
     def redo(self) -> str | None:
-        """Re-apply the most recently undone action; returns its description, or None."""
+        """Re-apply the most recently undone decision; returns its description, or None."""
         return self._step(undone=1, after=True)
+
+    def undo_or_refuse(self, redo: bool = False) -> str:
+        """:meth:`undo` (or :meth:`redo`) for a door where nothing to do is the user's
+        mistake to be told of (``curator undo``, ``Run.undo``).
+
+        Raises
+        ------
+        InputError
+            Nothing to undo (or redo), in one line.
+        """
+        done = self.redo() if redo else self.undo()
+        if done is None:
+            raise InputError(NOTHING_TO_REDO if redo else NOTHING_TO_UNDO)
+        return done
 
     # -- internals ------------------------------------------------------------
     def _step(self, undone: int, after: bool) -> str | None:
         order = "DESC" if undone == 0 else "ASC"
         with self._write() as db:
-            row = db.execute(f"SELECT id, description, changes FROM history WHERE undone=? "  # noqa: S608
-                             f"ORDER BY id {order} LIMIT 1", (undone,)).fetchone()
-            if row is None:
-                return None
-            hid, description, changes = row
-            self._apply(db, json.loads(changes), after=after)
-            db.execute("UPDATE history SET undone=? WHERE id=?", (1 - undone, hid))
-            return description
+            for hid, description, changes in db.execute(
+                    f"SELECT id, description, changes FROM history WHERE undone=? AND "  # noqa: S608
+                    f"pipeline=0 ORDER BY id {order}", (undone,)).fetchall():
+                # Only what the decision still decides: a value a pipeline step set since
+                # (another map's eps) stays as the pipeline set it.
+                held = [c for c in json.loads(changes)  # (table, key, before, after)
+                        if self._current(db, c[0], c[1]) == (c[2] if after else c[3])]
+                db.execute("UPDATE history SET undone=? WHERE id=?", (1 - undone, hid))
+                if held:
+                    self._apply(db, held, after=after)
+                    return description
+            return None
+
+    @staticmethod
+    def _current(db: sqlite3.Connection, table: str, key: int) -> Any:
+        """The value of ``(table, key)`` now, as a change records it (None when unset)."""
+        if table in PER_SAMPLE:
+            row = db.execute(f"SELECT {PER_SAMPLE[table]} FROM {table} WHERE sample=?",  # noqa: S608
+                             (key,)).fetchone()
+            return row[0] if row else None
+        if table == "class_cuts":
+            row = db.execute("SELECT flagged FROM class_cuts WHERE label=?", (key,)).fetchone()
+            return row[0] if row else None
+        row = db.execute("SELECT eps, min_samples FROM class_params WHERE label=?",
+                         (key,)).fetchone()
+        return [float(row[0]), int(row[1])] if row else None
 
     @staticmethod
     def _apply(db: sqlite3.Connection, changes: list, after: bool) -> None:
@@ -373,10 +450,14 @@ class CurationStore:
                            (key, value[0], value[1], stamp))
 
     @staticmethod
-    def _record(db: sqlite3.Connection, changes: list, description: str) -> None:
+    def _record(db: sqlite3.Connection, changes: list, description: str,
+                pipeline: bool = False) -> None:
         if not changes:
             return
-        # A new action makes the undone ones unreachable: drop them (the redo stack).
-        db.execute("DELETE FROM history WHERE undone=1")
-        db.execute("INSERT INTO history (description, changes, created_at) VALUES (?, ?, ?)",
-                   (description, json.dumps(changes), now_iso()))
+        if not pipeline:
+            # A new decision makes the undone ones unreachable: drop them (the redo stack).
+            # A pipeline step leaves them: redo applies only what it did not replace.
+            db.execute("DELETE FROM history WHERE undone=1")
+        db.execute("INSERT INTO history (description, changes, created_at, pipeline) "
+                   "VALUES (?, ?, ?, ?)",
+                   (description, json.dumps(changes), now_iso(), int(pipeline)))
