@@ -23,6 +23,28 @@ STORE = "curation.sqlite"
 MAX_DEPTH = 4  # how deep run folders may be nested under the root
 
 
+def check_runs_root(runs_root: Path) -> Path:
+    """``runs_root`` as a folder of runs: an existing folder, or one made now (with its
+    parents). ``curator serve``, ``tc.serve`` and ``curator worker`` call it before they
+    print or start anything.
+
+    Raises
+    ------
+    InputError
+        A file, or a place this user cannot make a folder, in one line.
+    """
+    root = Path(runs_root)
+    fix = "give a folder of runs with --runs-root or CURATOR_RUNS_ROOT"
+    if root.exists() and not root.is_dir():
+        raise InputError(f"runs root {root} is a file: {fix}")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent that is a file, no permission, a read-only disk
+        raise InputError(f"runs root {root} cannot be made a folder ({exc.strerror}): "
+                         f"{fix}") from None
+    return root
+
+
 def resolve_run(runs_root: Path, run_id: str) -> RunDir:
     """The run folder for ``run_id`` (a path relative to the runs root), never outside it."""
     root = Path(runs_root).resolve()

@@ -20,10 +20,12 @@ from worker.settings import load_settings
 def cmd_serve(a: argparse.Namespace) -> None:
     from dataclasses import replace
 
+    from worker.run_catalog import check_runs_root
 
     settings = load_settings()
     settings = replace(settings, runs_root=a.runs_root or settings.runs_root,
                        host=a.host or settings.host, port=a.port or settings.port)
+    check_runs_root(settings.runs_root)  # before anything is printed
     if settings.broker_url:
         from worker.jobs.dispatchers import check_broker
 
@@ -79,6 +81,7 @@ def _run_to_open(runs_root: Path) -> str | None:
 def cmd_worker(a: argparse.Namespace) -> None:
     from worker.jobs.dispatchers import check_broker
     from worker.jobs.recovery import recover_stale_jobs, watch_stale_jobs
+    from worker.run_catalog import check_runs_root
 
     settings = load_settings()
     if not settings.broker_url:
@@ -87,7 +90,7 @@ def cmd_worker(a: argparse.Namespace) -> None:
     queues = [q for q in a.queues.split(",") if q]
     if not queues or set(queues) - {"gpu", "cpu"}:
         raise InputError(f"--queues must name gpu and/or cpu, got {a.queues!r}")
-    settings.runs_root.mkdir(parents=True, exist_ok=True)
+    check_runs_root(settings.runs_root)
     for line in recover_stale_jobs(settings):
         print(line, file=sys.stderr)
     # Not only at start-up: a replacement started the moment after a crash must still
