@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.cli import build_parser
+from worker.cli.arguments import LIST_METAVAR_END
 from worker.pipeline.errors import InputError
 from worker.pipeline.ranges import PARAMS, check, group_params
 
@@ -61,6 +62,8 @@ def check_keyword(name: str, action: argparse.Action, value: Any) -> Any:
         return value
     if value is None and action.default is None and not action.required:
         return None
+    value = _comma_list(label, value) if str(action.metavar or "").endswith(LIST_METAVAR_END) \
+        else value
     param = getattr(action.type, "param", None)
     if param is not None:  # a number: ranges.cli_type(param)
         try:
@@ -84,6 +87,29 @@ def check_keyword(name: str, action: argparse.Action, value: Any) -> Any:
     if isinstance(value, str):
         return value
     raise InputError(f"{label} must be text, got {value!r}")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _comma_list(label: str, value: Any) -> Any:
+    """The value of an option that takes a comma-separated list, as the CLI's text: a list
+    or tuple of names or whole numbers (``["full", "filtered"]``, ``[64, 128]``) or one
+    whole number is joined; text stays as it is.
+
+    Raises
+    ------
+    InputError
+        Anything else, quoting the value given.
+    """
+    if isinstance(value, str):
+        return value
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    if not items or not all(isinstance(v, str) or _whole(v) for v in items):
+        raise InputError(f"{label} must be comma-separated text or a list of names or whole "
+                         f"numbers, got {value!r}")
+    return ",".join(str(v) for v in items)
 
 
 def namespace(command: str, given: Mapping[str, Any], caller: str,

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from worker.cli.arguments import Add, rundir, train_args, train_config
+from worker.cli.arguments import LIST_METAVAR_END, Add, rundir, train_args, train_config
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
@@ -62,6 +62,8 @@ def experiment_params(a: argparse.Namespace):  # noqa: ANN201 - ExperimentParams
     from worker.jobs.job_params import ExperimentParams
     from worker.train.launch import validate
 
+    # Refused before a job is recorded, as the job itself refuses it (run_experiment).
+    rundir(a.run).require_images("an experiment (retraining)")
     subsets = subsets_arg(a.subsets).split(",")
     batch_sizes = [None if b.strip() == "auto" else check("train_batch", b)
                    for b in a.batch_sizes.split(",") if b.strip()]
@@ -101,9 +103,10 @@ def register(add: Add) -> None:
     sp = add("experiment", cmd_experiment, "the paper's comparison: subsets × batch sizes × seeds")
     sp.add_argument("run", type=Path)
     sp.add_argument("--subsets", default="full,filtered,random", type=subsets_arg,
+                    metavar=f"NAME{LIST_METAVAR_END}",
                     help="comma-separated: full, filtered, random, corrected, pruned@F, "
                          "random@F (e.g. full,pruned@0.5,random@0.5,pruned@0.3,random@0.3)")
-    sp.add_argument("--batch-sizes", default="auto",
+    sp.add_argument("--batch-sizes", default="auto", metavar=f"BATCH{LIST_METAVAR_END}",
                     help="comma-separated global batches; 'auto' chooses from the subset size")
     sp.add_argument("--seeds", type=cli_type("seeds"), default=3,
                     help="seeds per subset and batch size")

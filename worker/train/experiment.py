@@ -129,6 +129,7 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     if parallel > 1 and any(c.nnodes > 1 or c.rdzv_endpoint for c in configs):
         raise InputError("--parallel runs trainings side by side on this host: it cannot be "
                          "combined with --nnodes or --rdzv-endpoint")
+    run.require_images("an experiment (retraining)")  # before its folder is made
     out = run.path / "experiments" / name
     out.mkdir(parents=True, exist_ok=True)
     _write_curation(run, out)

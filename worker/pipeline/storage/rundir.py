@@ -272,7 +272,8 @@ class RunDir:
         if not meta.get("has_images", True):
             raise InputError(f"{what} needs images, and run {self.run_id} was made from "
                              f"{meta['dataset']['spec']} without image paths: add a 'path' "
-                             "column to the labels CSV and make a new run")
+                             "column to the labels CSV (tc.from_arrays: images=) and make a "
+                             "new run")
         return self
 
     @contextlib.contextmanager
