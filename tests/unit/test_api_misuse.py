@@ -1,0 +1,313 @@
+"""Mistakes a notebook user makes, each refused in one ``tc.InputError`` line before
+anything is written, and the same mistake at the CLI's and the New-run form's doors: one
+check, three doors.
+
+Real data throughout: scikit-learn's digits as features (a few hundred rows at most, so
+every run here takes seconds), tmp_path runs, real image files.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+import tsne_curator as tc
+from tests.unit.test_cli import curator
+from tsne_curator.options import namespace
+from worker.cli import main
+from worker.pipeline.storage.curation_store import CurationStore
+from worker.pipeline.storage.job_store import JobStore
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def _digits() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Digits as (1797, 64) float64 features, labels and uint8 8×8 images."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return d.data, d.target, np.round(d.images * (255 / 16)).astype(np.uint8)
+
+
+def _features(n: int = 150) -> tuple[np.ndarray, np.ndarray]:
+    x, y, _ = _digits()
+    return x[:n].copy(), y[:n].copy()
+
+
+def _one_line(text: str) -> str:
+    """The only line of a command's stderr (progress bars left out), an ``error:``."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and "%|" not in ln]
+    assert len(lines) == 1 and lines[0].startswith("error:"), text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+def _refused(call, out: Path, match: str) -> str:  # noqa: ANN001 - a zero-argument call
+    """``call()`` raises one InputError line matching ``match`` and ``out`` stays absent."""
+    with pytest.raises(tc.InputError, match=match) as e:
+        call()
+    assert "\n" not in str(e.value)
+    assert not out.exists(), sorted(p.name for p in out.rglob("*"))
+    return str(e.value)
+
+
+def _features_file(folder: Path, x: np.ndarray, y: np.ndarray) -> tuple[Path, Path]:
+    """``x`` as a float32 .npy file and ``y`` as its labels CSV, in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / "f.npy", x.astype(np.float32))
+    (folder / "l.csv").write_text("label\n" + "".join(f"{v}\n" for v in y))
+    return folder / "f.npy", folder / "l.csv"
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> tc.Run:
+    """A run of 150 digits from arrays, without images."""
+    x, y = _features(150)
+    return tc.from_arrays(x, y, out=tmp_path_factory.mktemp("misuse") / "small", seed=0)
+
+
+# -- features ------------------------------------------------------------------------------
+HUGE = """
+import numpy as np, tsne_curator as tc
+from sklearn.datasets import load_digits
+d = load_digits()
+try:
+    tc.from_arrays(d.data[:300] * 1e20, d.target[:300], out={out!r})
+except tc.InputError as exc:
+    print(exc)
+"""
+
+
+def test_huge_finite_features_are_refused_without_killing_the_process(tmp_path):
+    """Digits times 1e20 aborted the Python process in openTSNE (double free): run where a
+    crash fails this test instead of killing pytest."""
+    out = tmp_path / "huge"
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(HUGE.format(out=str(out)))],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == ("features row 0 has values up to 1.5e+21, beyond what the map "
+                                "can take (|x| ≤ 1e+12): scale them first")
+    assert not out.exists()
+
+
+def test_float64_beyond_float32_says_so_not_nan(tmp_path):
+    x, y = _features(40)
+    x[12, 3] = 1e39
+    _refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o"), tmp_path / "o",
+             r"features row 12 has values up to 1e\+39, which overflow float32")
+
+
+def test_constant_or_nearly_constant_features_are_refused(tmp_path):
+    x, y = _features(40)
+    out = tmp_path / "o"
+    _refused(lambda: tc.from_arrays(np.zeros_like(x), y, out=out), out,
+             "features are constant: every row is the same")
+    _refused(lambda: tc.from_arrays(x * 1e-30, y, out=out), out,
+             "features differ by at most 1.6e-29 between rows, too little for the map")
+
+
+def test_huge_features_file_refused_at_the_cli_door(tmp_path):
+    x, y = _features(300)
+    feats, labels = _features_file(tmp_path / "data", x * 1e20, y)
+    out = tmp_path / "run"
+    r = curator("pipeline", "--dataset", f"features:{feats}", "--labels", str(labels),
+                "--out", str(out))
+    assert r.returncode == 2, (r.stdout, r.stderr[-2000:])
+    assert _one_line(r.stderr) == ("error: features file f.npy row 0 has values up to 1.5e+21, "
+                                   "beyond what the map can take (|x| ≤ 1e+12): scale them "
+                                   "first")
+    assert not out.exists()
+
+
+def test_the_new_run_form_refuses_in_the_same_words(tmp_path):
+    from app.server import create_app
+    from worker.pipeline.sources.labels import check_features_file
+    from worker.settings import Settings
+
+    x, y = _features(60)
+    feats, labels = _features_file(tmp_path / "data", x * 1e20, y)
+    with pytest.raises(tc.InputError) as direct:
+        check_features_file(feats)
+    app = create_app(Settings(runs_root=tmp_path / "runs", data_roots=(tmp_path / "data",)))
+    new_run_params = sys.modules["pages.runs"].new_run_params  # as Dash imported the page
+    with app.server.test_request_context("/"), pytest.raises(tc.InputError) as form:
+        new_run_params("new", f"features:{feats}", "train", str(labels), "label", None, 0,
+                       None, None, 0, 30)
+    assert str(form.value) == str(direct.value)
+    assert str(form.value).startswith("features file f.npy row 0 has values up to 1.5e+21")
+    assert not (tmp_path / "runs" / "new").exists()
+
+
+def test_ragged_feature_rows_are_one_error(tmp_path):
+    x, y = _features(20)
+    rows = [list(r) for r in x]
+    rows[7] = rows[7][:5]
+    _refused(lambda: tc.from_arrays(rows, y, out=tmp_path / "o"), tmp_path / "o",
+             "features must be N rows of D numbers each: row 7 has 5 values and row 0 64")
+
+
+def test_fewer_samples_than_the_map_needs_are_refused_up_front(tmp_path):
+    x, y = _features(3)
+    _refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o"), tmp_path / "o",
+             "the labels argument gives 3 sample.s.: the map needs at least 4")
+    feats, labels = _features_file(tmp_path / "data", x, y)
+    with pytest.raises(tc.InputError, match=r"dataset features:.*f.npy gives 3 sample"):
+        tc.pipeline(f"features:{feats}", out=tmp_path / "o", labels=labels)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_dozen_samples_of_three_classes_make_a_run(tmp_path):
+    """Four per class: the label evidence's later rounds once left a fold's voters with
+    one class, which scikit-learn refused ("needs samples of at least 2 classes")."""
+    x, y, _ = _digits()
+    idx = np.concatenate([np.flatnonzero(y == c)[:4] for c in range(3)])
+    run = tc.from_arrays(x[idx], y[idx], out=tmp_path / "twelve")
+    assert run.summary()["size"].iloc[-1] == 12
+
+
+def test_one_feature_column_makes_a_map(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 40)
+    x = (3.0 * y + rng.normal(0, 0.5, len(y)))[:, None]
+    run = tc.from_arrays(x, y, out=tmp_path / "line", seed=0)
+    embedding = np.load(run.path / "embedding.npy")
+    assert embedding.shape == (120, 2) and np.isfinite(embedding).all()
+    assert run.summary()["size"].iloc[-1] == 120
+
+
+def test_an_unreadable_image_file_is_refused_before_it_is_copied(tmp_path):
+    _, _, pixels = _digits()
+    x, y = _features(20)
+    files = []
+    for i in range(20):
+        files.append(tmp_path / "img" / f"{i}.png")
+        files[-1].parent.mkdir(exist_ok=True)
+        Image.fromarray(pixels[i]).save(files[-1])
+    files[13].write_text("not a picture, whatever the suffix says\n")
+    _refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o", images=files), tmp_path / "o",
+             r"images\[13\] .*13.png is not a readable image \(UnidentifiedImageError")
+
+
+# -- the folder --------------------------------------------------------------------------
+def test_no_dataset_for_a_new_folder_leaves_no_folder(tmp_path, capsys):
+    out = tmp_path / "missing"
+    _refused(lambda: tc.pipeline(None, out=out), out, "is not a run yet: give --dataset")
+    assert main(["pipeline", "--out", str(out)]) == 2
+    assert "is not a run yet" in _one_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_serve_refuses_a_file_as_runs_root_before_printing(tmp_path, capsys):
+    file = tmp_path / "runs.txt"
+    file.write_text("")
+    _refused(lambda: tc.serve(runs_root=file), tmp_path / "none",
+             "runs root .*runs.txt is a file: give a folder of runs")
+    assert capsys.readouterr().out == ""
+    assert main(["serve", "--runs-root", str(file), "--port", "1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "is a file" in _one_line(captured.err)
+
+
+# -- a run ------------------------------------------------------------------------------
+def test_a_class_is_taken_as_its_number_wherever_as_its_name(small_run):
+    store = CurationStore(small_run.path / "curation.sqlite")
+    small_run.cluster(3, eps=1.2)
+    assert store.class_params()[3][0] == 1.2
+    small_run.cluster([np.int64(4), "5"], min_samples=6)
+    assert store.class_params()[4][1] == store.class_params()[5][1] == 6
+    assert small_run.map(np.int64(3)).data
+    for bad in (3.0, True, [3, None]):
+        with pytest.raises(tc.InputError, match="class_name must be a class name or"):
+            small_run.cluster(bad, eps=1.0)
+    while store.can_undo():
+        small_run.undo()
+
+
+def test_relabel_takes_a_number_and_never_lists_what_it_refuses(small_run):
+    store = CurationStore(small_run.path / "curation.sqlite")
+    assert small_run.relabel([30], 3) == 1 and store.relabels() == {30: 3}
+    with pytest.raises(tc.InputError, match="label must be a class name or a class number, "
+                                            "got 3.0"):
+        small_run.relabel([30], 3.0)
+    with pytest.raises(tc.InputError) as e:
+        small_run.relabel([30], 11)
+    listed = str(e.value).split("use one of ")[1]
+    assert "'11'" in str(e.value) and "11" not in listed.split(" (or")[0].split(", ")
+    small_run.undo()
+
+
+def test_undo_takes_back_decisions_never_the_pipeline_s_clustering(small_run, capsys):
+    store = CurationStore(small_run.path / "curation.sqlite")
+    assert not store.can_undo()
+    _refused(small_run.undo, small_run.path / "none", "nothing to undo")
+    assert main(["undo", str(small_run.path)]) == 2
+    assert "nothing to undo" in _one_line(capsys.readouterr().err)
+    small_run.drop([5])
+    assert small_run.undo() == "drop 1 sample(s)"
+    with pytest.raises(tc.InputError, match="nothing to undo"):
+        small_run.undo()
+    assert len(store.class_params()) == 10 and small_run.summary()["size"].iloc[-1] == 150
+    assert small_run.redo() == "drop 1 sample(s)" and store.overrides() == {5: "drop"}
+    with pytest.raises(tc.InputError, match="nothing to redo"):
+        small_run.redo()
+    small_run.undo()
+
+
+def test_a_store_made_before_the_pipeline_mark_keeps_its_clustering(tmp_path):
+    """A store whose history predates the ``pipeline`` column: its cluster step's rows
+    are marked when it is opened, so undo passes them by there too."""
+    import sqlite3
+
+    path = tmp_path / "curation.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE history (id INTEGER PRIMARY KEY AUTOINCREMENT, description TEXT "
+            "NOT NULL, changes TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0, created_at "
+            "TEXT NOT NULL);"
+            "CREATE TABLE class_params (label INTEGER PRIMARY KEY, eps REAL NOT NULL, "
+            "min_samples INTEGER NOT NULL, updated_at TEXT NOT NULL);"
+            "INSERT INTO class_params VALUES (0, 0.5, 5, 'then');")
+        db.execute("INSERT INTO history (description, changes, created_at) VALUES (?, ?, ?)",
+                   ("automatic parameters",
+                    json.dumps([["class_params", 0, None, [0.5, 5]]]), "then"))
+    store = CurationStore(path)
+    assert store.undo() is None and store.class_params() == {0: (0.5, 5)}
+    assert store.history()[0]["pipeline"]
+
+
+def test_experiment_without_images_writes_nothing(small_run):
+    jobs = JobStore(small_run.path / "curation.sqlite").list()
+    with pytest.raises(tc.InputError, match="an experiment .retraining. needs images"):
+        small_run.experiment(subsets=["full", "filtered"], seeds=1, epochs=1)
+    assert not (small_run.path / "experiments").exists()
+    assert JobStore(small_run.path / "curation.sqlite").list() == jobs
+
+
+SUBSETS = ("full", "filtered", "random", "corrected", "pruned@0.5", "random@0.3")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(SUBSETS), min_size=1, max_size=4),
+       st.text(alphabet="abcxyz", min_size=1, max_size=6))
+def test_a_list_option_takes_a_list_and_quotes_what_it_refuses(names, bad):
+    """``subsets=[...]`` is ``--subsets a,b``; a wrong name is quoted as given."""
+    def parsed(value):  # noqa: ANN001, ANN202
+        return namespace("experiment", {"subsets": value}, "experiment",
+                         fixed={"run": "r"}).subsets
+
+    assert parsed(names) == parsed(",".join(names)) == parsed(tuple(names))
+    with pytest.raises(tc.InputError, match=f"unknown subset '{bad}'"):
+        parsed([*names, bad])
+    with pytest.raises(tc.InputError, match=r"list of names or whole numbers, got \{"):
+        parsed(set(names))
