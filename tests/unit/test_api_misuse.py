@@ -117,6 +117,43 @@ def test_constant_or_nearly_constant_features_are_refused(tmp_path):
              "features differ by at most 1.6e-29 between rows, too little for the map")
 
 
+VALUES = st.one_of(st.floats(-100, 100), st.sampled_from(
+    [0.0, -0.0, 1.0, 1e-14, 3e-13, 1e11, -2e12, 1e20, 1e39, np.nan, np.inf, -np.inf]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([np.float16, np.float32, np.float64]), st.integers(1, 12),
+       st.integers(1, 3), st.integers(1, 5), st.data())
+def test_the_value_check_fed_in_blocks_says_what_the_whole_array_shows(dtype, n, d, block,
+                                                                      data):
+    """:class:`FeatureValues` fed ``block`` rows at a time refuses exactly what a plain
+    look at the whole array (as float32, what the map computes in) finds, first things
+    first."""
+    from worker.pipeline.sources.feature_values import FeatureValues
+
+    with np.errstate(all="ignore"):  # 1e39 as float32 is inf, and so on: as intended
+        x = np.array(data.draw(st.lists(VALUES, min_size=n * d, max_size=n * d)),
+                     np.float64).reshape(n, d).astype(dtype)
+        finite = np.isfinite(x).all(axis=1)
+        x32 = x.astype(np.float32)
+        spread = float((x32.max(axis=0).astype(np.float64) - x32.min(axis=0)).max())
+    top = np.abs(x.astype(np.float64)).max(axis=1)
+    large = top[top > 1e12]  # the first such row is named, with its largest value
+    expected = ("NaN or inf" if not finite.all()
+                else "overflow float32" if len(large) and large[0] > 3.5e38
+                else "beyond what the map" if len(large)
+                else "constant" if spread == 0 else "differ by at most" if spread < 1e-12
+                else None)
+    check = FeatureValues()
+    for start in range(0, n, block):
+        check.add(x[start:start + block], start)
+    if expected is None:
+        check.finish()
+        return
+    with pytest.raises(tc.InputError, match=expected):
+        check.finish()
+
+
 def test_huge_features_file_refused_at_the_cli_door(tmp_path):
     x, y = _features(300)
     feats, labels = _features_file(tmp_path / "data", x * 1e20, y)
