@@ -17,6 +17,8 @@ Rows:
 - pretrained (the honest rows): features from the ImageNet-pretrained EfficientNet-Lite0
   (the default backbone, never trained on CIFAR labels): CIFAR-10N aggre, CIFAR-10 train
   with 40% pairs and 40% symmetric, and the test split with 30% pairs;
+- ``lite-mini-pair40``: the 2,000 train images of ``cifar10-mini`` with 40% pairs noise and
+  the default backbone (the regression guard's row, bench/guard.py);
 - weak features, the case a user met before the pretrained default: the 2,000 train
   images of ``cifar10-mini`` with 20% symmetric noise, on raw pixels (``mini-pixels``)
   and on a ResNet-18 with random weights (``mini-random``);
@@ -96,11 +98,7 @@ def rows(skip_cifar: bool) -> list[Row]:
     out.append(Row("lite-test-pair30", DatasetOptions(test, inject_noise=0.3, seed=0,
                                                       noise_kind="pairs"), lite,
                    "CIFAR-10 test split, 30% pairs, EfficientNet-Lite0"))
-    mini = parse_spec(f"folder:{cifar_mini_folder()}")
-    for name, model in (("mini-pixels", "pixels"), ("mini-random", "resnet18")):
-        out.append(Row(name, DatasetOptions(mini, inject_noise=0.2, seed=0),
-                       FeatureOptions(model=model),
-                       f"cifar10-mini train, 20% symmetric, {model} (weak features)"))
+    out += mini_rows()
     sub, labels = cifar_subset(root, SCRATCH_PER_CLASS)
     out.append(Row("cifar10n-scratch", DatasetOptions(
         parse_spec(f"folder:{sub}"), labels_csv=labels, label_column="aggre_label",
@@ -108,6 +106,21 @@ def rows(skip_cifar: bool) -> list[Row]:
         FeatureOptions(model="cifar-resnet20", finetune_epochs=SCRATCH_EPOCHS),
         f"CIFAR-10N aggre, 10k stratified, ResNet-20 trained from scratch on the noisy "
         f"labels ({SCRATCH_EPOCHS} epochs)"))
+    return out
+
+
+def mini_rows() -> list[Row]:
+    """The rows on ``cifar10-mini``'s 2,000 train images: the default backbone's (the
+    regression guard's detection row, bench/guard.py) and the weak features'."""
+    mini = parse_spec(f"folder:{cifar_mini_folder()}")
+    out = [Row("lite-mini-pair40", DatasetOptions(mini, inject_noise=0.4, seed=0,
+                                                  noise_kind="pairs"),
+               FeatureOptions(model="efficientnet-lite0"),
+               "cifar10-mini train, 40% pairs, EfficientNet-Lite0 (the default backbone)")]
+    for name, model in (("mini-pixels", "pixels"), ("mini-random", "resnet18")):
+        out.append(Row(name, DatasetOptions(mini, inject_noise=0.2, seed=0),
+                       FeatureOptions(model=model),
+                       f"cifar10-mini train, 20% symmetric, {model} (weak features)"))
     return out
 
 

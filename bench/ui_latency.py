@@ -334,16 +334,49 @@ window.drag.start = () => { window.drag.on = true; requestAnimationFrame(tick); 
 """
 
 
+def idle_frames(driver, seconds: float) -> list[float]:
+    """The page's animation-frame intervals (ms) while it is left alone for ``seconds``:
+    the baseline a page's own work is measured against (a frame is the display's, 16.7 ms
+    at 60 Hz, whatever the machine's speed)."""
+    driver.execute_script(DRAG_PROBE)
+    driver.execute_script("window.drag.start()")
+    time.sleep(seconds)
+    driver.execute_script("window.drag.on = false")
+    return driver.execute_script("const f = window.drag.frames; window.drag.frames = [];"
+                                 "return f")
+
+
+def open_page(driver, server: Server) -> tuple[float, float]:
+    """Load the served run's Curate page and put the bench's hooks on it: the first load's
+    time (every class clustered) in s, and the shown class's stored eps."""
+    t_load = time.perf_counter()
+    driver.get(f"{server.url}/curate/bench")
+    # The first paint clusters every class (memoized afterwards): minutes at 1,000
+    # classes of a 1.28M-point run.
+    wait_for(lambda: trace_markers(driver), timeout=1200)
+    first_load = time.perf_counter() - t_load
+    time.sleep(1)
+    driver.execute_script(HOOKS)
+    return first_load, float(driver.find_element("id", "curate-eps-input").get_attribute("value"))
+
+
+def show_class_listed(driver, code: int) -> None:
+    """Pick class ``code`` and wait until the review list shows its rows: the list follows
+    the class after the map has painted, and keys sent before its filter would race the
+    refilter (which moves the rows under the focus)."""
+    pick_class(driver, code)
+    wait_for(lambda: driver.execute_script(
+        "return 'given' in dash_ag_grid.getApi('review-grid').getFilterModel()"), timeout=30)
+    wait_for(lambda: len(driver.find_elements("css selector", "#review-grid .ag-row")) > 2,
+             timeout=30)
+    time.sleep(0.3)
+
+
 def drag_frames(driver, drags: int, span_px: int = 120) -> dict[str, list[float]]:
     """``drags`` continuous drags of the eps slider (left ``span_px`` and back, then
     released where they began): frame intervals and move-to-paint times, in ms; and, as
     the baseline, the frame intervals of the page left alone for as long."""
-    driver.execute_script(DRAG_PROBE)
-    driver.execute_script("window.drag.start()")
-    time.sleep(8 * 0.008 * span_px / 2)  # as long as the drags' moves take
-    driver.execute_script("window.drag.on = false")
-    idle = driver.execute_script("const f = window.drag.frames; window.drag.frames = [];"
-                                 "return f")
+    idle = idle_frames(driver, 8 * 0.008 * span_px / 2)  # as long as the drags' moves take
     thumb = driver.find_element("css selector", "#curate-eps-slider [role=slider]")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", thumb)
     r = driver.execute_script("const r = arguments[0].getBoundingClientRect();"
@@ -511,23 +544,14 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                                        "triage step, scripted": [],
                                        "apply to all classes": []}
     with served_run(args.run, "bench-ui-") as (server, driver):
-        t_load = time.perf_counter()
-        driver.get(f"{server.url}/curate/bench")
-        # The first paint clusters every class (memoized afterwards): minutes at 1,000
-        # classes of a 1.28M-point run.
-        wait_for(lambda: trace_markers(driver), timeout=1200)
-        first_load = time.perf_counter() - t_load
-        time.sleep(1)
+        first_load, base = open_page(driver, server)
         if args.review_only:  # target: p95 ≤ 100 ms for both
             print(f"# review list across classes, {n_total} points · {machine()}")
             report(review_list(driver, args.review))
             return
-        driver.execute_script(HOOKS)
         n_points = driver.execute_script(
             "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
             "return [gd._fullData[0].x.length, gd._fullData[1].x.length]")
-        box = driver.find_element("id", "curate-eps-input")
-        base = float(box.get_attribute("value"))
         results.update(eps_changes(driver, base, args.eps_changes, args.eps_range))
         if args.drags:
             results.update(drag_frames(driver, args.drags))
@@ -541,14 +565,7 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
         results["hover image"] = hover_ms(driver, args.hovers)
         switches, drawn = class_switches(driver, args.run, args.switches, args.rest)
         results.update(switches)
-        pick_class(driver, 1)
-        # The list follows the class after the map has painted: wait for its filter, so the
-        # keys do not race the refilter (which moves the rows under the focus).
-        wait_for(lambda: driver.execute_script(
-            "return 'given' in dash_ag_grid.getApi('review-grid').getFilterModel()"), timeout=30)
-        wait_for(lambda: len(driver.find_elements("css selector", "#review-grid .ag-row")) > 2,
-                 timeout=30)
-        time.sleep(0.3)
+        show_class_listed(driver, 1)
         triage, triage_events = triage_ms(driver, args.triage) if args.triage else ({}, "")
         results.update(triage)
         # Apply to all classes: from the click until the server's answer (every class

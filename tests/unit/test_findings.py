@@ -501,6 +501,9 @@ def test_injected_outliers_rank_high_by_score(outlier_run):
     assert scores["truth"] == 20 and scores["marked"] == int(table.issue.sum())
     assert np.median(table.facts["percentile"][truth]) > 0.8
     assert scores["auroc"] > 0.8
+    # queue2x: the share of them among the first 40 samples by score (an oracle count).
+    first = np.argsort(-table.score, kind="stable")[:40]
+    assert scores["queue2x"] == truth[first].sum() / 20
 
 
 def test_images_of_another_domain_rank_among_the_farthest(outlier_run):

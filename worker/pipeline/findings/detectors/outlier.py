@@ -145,11 +145,15 @@ class OutlierKind(FindingKind):
               "real case of its class, or relabel it")
 
     def score_truth(self, table: FindingTable, marked: np.ndarray, truth: list[dict]) -> dict:
-        """P/R/F1 against the injected outliers, and the score's AUROC."""
+        """P/R/F1 against the injected outliers, the score's AUROC, and ``queue2x``: the
+        share of them among the first 2 × (their number) samples by score, the rows a
+        reviewer reads first when the score orders the list."""
         injected = np.zeros(len(marked), bool)
         injected[[r["index"] for r in truth]] = True
+        first = np.argsort(-np.asarray(table.score), kind="stable")[:2 * int(injected.sum())]
+        queue2x = float(injected[first].sum() / injected.sum()) if injected.any() else None
         return {**prf(int((marked & injected).sum()), int(marked.sum()), int(injected.sum())),
-                "auroc": auroc(table.score, injected)}
+                "auroc": auroc(table.score, injected), "queue2x": queue2x}
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         sp, t = ctx.space, float(self.cut(ctx))
