@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 RUNS_ROOT ?= runs
 PORT ?= $(or $(CURATOR_PORT),8050)
 
-.PHONY: run test install lint demo browser clean bench
+.PHONY: run test install lint demo browser clean bench guard
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ TEST_WORKERS ?= 2
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The regression guard: what earlier work won (the Curate page's speed as ratios, the
+# findings' and the detection's figures, start-up), each against its floor in
+# bench/floors.toml; fails when one is past it (bench/guard.py). About 6 minutes here.
+guard: $(STAMP) browser
+	OPENBLAS_CORETYPE=Haswell PYTHONPATH=. $(BIN)/python -m bench.guard
 
 bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.dbscan
