@@ -17,7 +17,12 @@ decisions only, never the clustering a run needs (undoing it left classes withou
 parameters, and the run's summary failed). Every door (the Curate page's Undo, ``curator
 undo``, ``Run.undo``) goes through :meth:`CurationStore.undo`, so they agree. A decision's
 change that a later pipeline step replaced (an eps measured on the previous map) is left
-as the pipeline set it; a decision with nothing left to take back is passed by.
+as the pipeline set it, and a class's parameters are never taken away (a class without
+them has no clustering); a decision with nothing left to take back is passed by, and
+when no decision is left, undo writes nothing at all.
+
+A store made before the ``pipeline`` column is brought up to date when it is opened
+(:meth:`CurationStore._mark_pipeline_rows`, once: ``PRAGMA user_version``).
 """
 
 from __future__ import annotations
@@ -96,9 +101,15 @@ CREATE TABLE IF NOT EXISTS history (
 # What the cluster step called its parameters before the history marked the pipeline's own
 # rows: a store made then has its rows marked when it is opened (_mark_pipeline_rows).
 PIPELINE_DESCRIPTION = "automatic parameters"
-NOTHING_TO_UNDO = ("nothing to undo: every decision on this run is undone already (the "
-                   "pipeline's own steps, such as its clustering, are never undone)")
-NOTHING_TO_REDO = "nothing to redo: no undone decision is left (a new decision clears them)"
+# PRAGMA user_version of a store whose history marks the pipeline's rows as this code
+# does; an older store is brought up to date once, when it is opened.
+HISTORY_VERSION = 1
+# True of every run, including one that never had a decision, and one whose decisions a
+# pipeline step replaced since.
+NOTHING_TO_UNDO = ("nothing to undo: no decision is left to take back (the pipeline's own "
+                   "steps, such as its clustering, are never undone)")
+NOTHING_TO_REDO = ("nothing to redo: no undone decision is left to apply again (a new "
+                   "decision clears them)")
 
 
 @dataclass(frozen=True)
@@ -153,25 +164,56 @@ class CurationStore:
             db.execute("INSERT OR IGNORE INTO settings VALUES ('revision', '0')")
             self._mark_pipeline_rows(db)
 
-    @staticmethod
-    def _mark_pipeline_rows(db: sqlite3.Connection) -> None:
-        """Give a store made before the ``pipeline`` column that column, its cluster steps'
-        rows marked, in one transaction (two processes may open the store at once)."""
-        def has_column() -> bool:
-            return any(r[1] == "pipeline" for r in db.execute("PRAGMA table_info(history)"))
+    @classmethod
+    def _mark_pipeline_rows(cls, db: sqlite3.Connection) -> None:
+        """Bring a store made before the history marked the pipeline's rows up to date, in
+        one transaction (two processes may open the store at once):
 
-        if has_column():
+        - the ``pipeline`` column, added;
+        - the cluster step's rows marked: those described ``PIPELINE_DESCRIPTION``, and
+          any that gave a class its first parameters (a change whose ``before`` is None:
+          the first clustering of a run made with ``--eps``, ``--min-samples`` or
+          ``--auto`` was recorded as "cluster: set parameters"), for undoing them took
+          every class's parameters away;
+        - such a row that was undone applied again (its changes still undone), for redo
+          passes pipeline rows by and nothing else would bring the clustering back.
+        """
+        def current() -> bool:
+            return db.execute("PRAGMA user_version").fetchone()[0] >= HISTORY_VERSION
+
+        if current():
             return
         db.execute("BEGIN IMMEDIATE")
         try:
-            if not has_column():
-                db.execute("ALTER TABLE history ADD COLUMN pipeline INTEGER NOT NULL DEFAULT 0")
-                db.execute("UPDATE history SET pipeline=1 WHERE description=?",
-                           (PIPELINE_DESCRIPTION,))
+            if not current():
+                cls._migrate(db)
+                db.execute(f"PRAGMA user_version = {HISTORY_VERSION}")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    @classmethod
+    def _migrate(cls, db: sqlite3.Connection) -> None:
+        """The changes of :meth:`_mark_pipeline_rows`, inside its transaction."""
+        if not any(r[1] == "pipeline" for r in db.execute("PRAGMA table_info(history)")):
+            db.execute("ALTER TABLE history ADD COLUMN pipeline INTEGER NOT NULL DEFAULT 0")
+        first = [hid for hid, description, changes in db.execute(
+            "SELECT id, description, changes FROM history WHERE pipeline=0").fetchall()
+            if description == PIPELINE_DESCRIPTION or any(
+                c[0] == "class_params" and c[2] is None for c in json.loads(changes))]
+        db.executemany("UPDATE history SET pipeline=1 WHERE id=?", [(h,) for h in first])
+        reapplied = 0
+        for hid, changes in db.execute("SELECT id, changes FROM history WHERE pipeline=1 AND "
+                                       "undone=1 ORDER BY id").fetchall():
+            held = [c for c in json.loads(changes)  # (table, key, before, after)
+                    if cls._current(db, c[0], c[1]) == c[2]]
+            cls._apply(db, held, after=True)
+            db.execute("UPDATE history SET undone=0 WHERE id=?", (hid,))
+            reapplied += len(held)
+        if reapplied:  # parameters changed: views cached by revision are stale
+            db.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 "
+                       "WHERE key = 'revision'")
 
     def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return connect(self.path)
@@ -254,15 +296,15 @@ class CurationStore:
                 for i, d, u, c, ch, p in rows]
 
     def can_undo(self) -> bool:
-        """Whether a decision is there to undo (the pipeline's steps are not)."""
+        """Whether :meth:`undo` would take a decision back (the pipeline's steps, and
+        decisions a pipeline step replaced since, are not)."""
         with self._connect() as db:
-            return db.execute("SELECT 1 FROM history WHERE undone=0 AND pipeline=0 "
-                              "LIMIT 1").fetchone() is not None
+            return self._next(db, undone=0, after=False) is not None
 
     def can_redo(self) -> bool:
+        """Whether :meth:`redo` would apply an undone decision again."""
         with self._connect() as db:
-            return db.execute("SELECT 1 FROM history WHERE undone=1 AND pipeline=0 "
-                              "LIMIT 1").fetchone() is not None
+            return self._next(db, undone=1, after=True) is not None
 
     # -- writes ---------------------------------------------------------------
     def set_setting(self, key: str, value: str) -> None:
@@ -397,20 +439,49 @@ class CurationStore:
 
     # -- internals ------------------------------------------------------------
     def _step(self, undone: int, after: bool) -> str | None:
-        order = "DESC" if undone == 0 else "ASC"
         with self._write() as db:
-            for hid, description, changes in db.execute(
-                    f"SELECT id, description, changes FROM history WHERE undone=? AND "  # noqa: S608
-                    f"pipeline=0 ORDER BY id {order}", (undone,)).fetchall():
+            found = self._next(db, undone, after)
+            if found is None:
+                return None  # nothing written: the revision and the history stay
+            passed, hid, description, held = found
+            # The decisions passed by have nothing left to take back: they go along, so
+            # the next step does not meet them again.
+            db.executemany("UPDATE history SET undone=? WHERE id=?",
+                           [(1 - undone, h) for h in [*passed, hid]])
+            self._apply(db, held, after=after)
+            return description
+
+    @classmethod
+    def _next(cls, db: sqlite3.Connection, undone: int, after: bool
+              ) -> tuple[list[int], int, str, list] | None:
+        """The decision the next undo (``undone=0, after=False``) or redo (``undone=1,
+        after=True``) takes, or None when there is none.
+
+        Returns
+        -------
+        (passed, id, description, held)
+            The ids of the newer (for redo: older) decisions with nothing left to take
+            back, passed by; the decision's id and description; and its changes that it
+            still decides, ``(table, key, before, after)`` each.
+        """
+        order = "DESC" if undone == 0 else "ASC"
+        passed: list[int] = []
+        rows = db.execute(f"SELECT id, description, changes FROM history WHERE undone=? AND "  # noqa: S608
+                          f"pipeline=0 ORDER BY id {order}", (undone,))
+        try:
+            for hid, description, changes in rows:
                 # Only what the decision still decides: a value a pipeline step set since
-                # (another map's eps) stays as the pipeline set it.
+                # (another map's eps) stays as the pipeline set it, and a class keeps its
+                # parameters (without them it has no clustering).
                 held = [c for c in json.loads(changes)  # (table, key, before, after)
-                        if self._current(db, c[0], c[1]) == (c[2] if after else c[3])]
-                db.execute("UPDATE history SET undone=? WHERE id=?", (1 - undone, hid))
+                        if cls._current(db, c[0], c[1]) == (c[2] if after else c[3])
+                        and not (c[0] == "class_params" and (c[3] if after else c[2]) is None)]
                 if held:
-                    self._apply(db, held, after=after)
-                    return description
-            return None
+                    return passed, hid, description, held
+                passed.append(hid)
+        finally:
+            rows.close()
+        return None
 
     @staticmethod
     def _current(db: sqlite3.Connection, table: str, key: int) -> Any:
