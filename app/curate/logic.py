@@ -286,9 +286,21 @@ def bulk(runs_root: Path, run_id: str, samples: list[int], decision: str | None)
     return store.revision()
 
 
-def undo_redo(runs_root: Path, run_id: str, redo: bool) -> tuple[int, str | None]:
+def undo_redo(runs_root: Path, run_id: str, redo: bool) -> tuple[int, str]:
+    """Undo (or redo) the run's last decision, as ``curator undo`` and ``Run.undo`` do.
+
+    Returns
+    -------
+    (revision, description)
+        The store's revision after it, and what was undone (or redone).
+
+    Raises
+    ------
+    InputError
+        Nothing to undo (or redo): the same line every door gives, and nothing written.
+    """
     store = store_for(runs_root, run_id)
-    what = store.redo() if redo else store.undo()
+    what = store.undo_or_refuse(redo=redo)
     return store.revision(), what
 
 

@@ -60,6 +60,48 @@ def test_decide_bulk_undo(root):
         logic.set_decision(root, "digits", 10**6, "keep")
 
 
+def test_the_page_refuses_undo_and_redo_in_the_words_of_every_door(root):
+    """The Curate page's Undo and Redo: nothing to do is the same line as ``curator undo``
+    and ``Run.undo`` give, shown as the page's alert, and nothing is written."""
+    import contextvars
+
+    from dash._callback_context import context_value
+    from dash._utils import AttributeDict
+
+    from app import ids
+    from app.curate.map_view import on_undo_redo
+    from app.server import create_app
+    from worker.pipeline.storage.curation_store import NOTHING_TO_REDO, NOTHING_TO_UNDO
+    from worker.settings import Settings
+
+    store = CurationStore(run_data(root, "digits").run.store)
+    history = store.history()
+
+    def click(button: str) -> dict:
+        """The page's callback as Dash calls it when ``button`` is clicked."""
+        def call() -> dict:
+            context_value.set(AttributeDict(
+                triggered_inputs=[{"prop_id": f"{button}.n_clicks", "value": 1}]))
+            return on_undo_redo(1, None, "digits")
+
+        return contextvars.copy_context().run(call)
+
+    app = create_app(Settings(runs_root=root))
+    with app.server.test_request_context("/"):
+        rev = store.revision()
+        for button, line in ((ids.UNDO, NOTHING_TO_UNDO), (ids.REDO, NOTHING_TO_REDO)):
+            record = click(button)
+            assert record["alert"] == line and record["rev"] == rev
+            with pytest.raises(InputError) as e:
+                logic.undo_redo(root, "digits", redo=button == ids.REDO)
+            assert str(e.value) == line
+        assert store.history() == history and store.revision() == rev
+        logic.set_decision(root, "digits", 10, "drop")
+        record = click(ids.UNDO)
+        assert record["alert"] is None and record["rev"] == rev + 2
+        assert click(ids.REDO)["alert"] is None and store.overrides() == {10: "drop"}
+
+
 def test_auto_eps_and_hover(root):
     data = run_data(root, "digits")
     logic.auto_eps_for(root, "digits", 3, 8)
