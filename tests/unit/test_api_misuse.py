@@ -236,6 +236,33 @@ def test_an_unreadable_image_file_is_refused_before_it_is_copied(tmp_path):
              r"images\[13\] .*13.png is not a readable image \(UnidentifiedImageError")
 
 
+def _digit_folder(root: Path, digit: int, n: int) -> Path:
+    """An image folder of one class: ``n`` of digits' ``digit`` images as 32×32 PNGs."""
+    _, y, pixels = _digits()
+    (root / f"d{digit}").mkdir(parents=True)
+    for i in np.flatnonzero(y == digit)[:n]:
+        Image.fromarray(pixels[i]).resize((32, 32)).save(root / f"d{digit}" / f"{i}.png")
+    return root
+
+
+def test_a_one_class_folder_makes_a_run_and_too_few_images_do_not(tmp_path):
+    """One class is a folder's own (its outliers and duplicates are worth finding); the
+    map's minimum of samples holds for every dataset."""
+    folder = _digit_folder(tmp_path / "zeros", 0, 30)
+    out = tmp_path / "run"
+    r = curator("pipeline", "--dataset", f"folder:{folder}", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "(30 samples, 0 files skipped)" in r.stdout and "d0 " in r.stdout
+    assert tc.open_run(out).summary()["size"].iloc[-1] == 30
+    # A folder is counted as ingest lists it (not at the door: listing a large folder
+    # twice costs minutes), so the run's folder is claimed by then.
+    few = _digit_folder(tmp_path / "few", 1, 3)
+    r = curator("pipeline", "--dataset", f"folder:{few}", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert _one_line(r.stderr).endswith(f"dataset folder:{few} gives 3 sample(s): the map "
+                                        "needs at least 4")
+
+
 # -- the folder --------------------------------------------------------------------------
 def test_no_dataset_for_a_new_folder_leaves_no_folder(tmp_path, capsys):
     out = tmp_path / "missing"

@@ -151,8 +151,9 @@ def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
     Raises
     ------
     InputError
-        Among others, samples the pipeline cannot curate (:func:`~.labels.check_counts`):
-        refused here, before ingest writes anything.
+        Among others, fewer samples than the map needs (:func:`~.labels.check_counts`):
+        refused here, before ingest writes anything. One class is a dataset's own
+        (a one-class folder), and makes a run.
     """
     if opts.spec.kind == "features":  # every label comes from the CSV, row by row
         samples, has_images = read_features_labels(
@@ -170,7 +171,7 @@ def load_labelled_dataset(opts: DatasetOptions) -> Dataset:
         ds.samples = inject_noise(ds.samples, opts.inject_noise, opts.seed, opts.noise_kind)
     if opts.inject_duplicates or opts.inject_outliers or opts.inject_leaks:
         _inject(ds, opts)
-    check_counts(ds.samples.labels, f"dataset {opts.spec}")
+    check_counts(ds.samples.labels, f"dataset {opts.spec}", min_classes=1)
     return ds
 
 

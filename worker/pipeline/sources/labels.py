@@ -154,14 +154,18 @@ def check_features_file(file: Path) -> None:
     check_feature_values(np.load(file, mmap_mode="r"), f"features file {file.name}")
 
 
-def check_counts(labels: np.ndarray, what: str) -> None:
+def check_counts(labels: np.ndarray, what: str, min_classes: int = 2) -> None:
     """Refuse a sample table the pipeline cannot curate: fewer than ``MIN_MAP_SAMPLES``
-    samples (the map needs them), or labels of one class (nothing to tell apart).
+    samples (the map needs them, whatever the dataset), or fewer than ``min_classes``
+    classes.
 
     Parameters
     ----------
     labels : ndarray of int, shape (N,): class codes
     what : how the message names the samples' source (``dataset folder:/data``)
+    min_classes : 2 where the labels are the user's to give (``tc.from_arrays``'s labels;
+        a labels CSV refuses one class itself); 1 for a dataset's own classes, for a
+        one-class image folder makes a run (its outliers and duplicates are worth finding)
 
     Raises
     ------
@@ -170,7 +174,7 @@ def check_counts(labels: np.ndarray, what: str) -> None:
     if len(labels) < MIN_MAP_SAMPLES:
         raise InputError(f"{what} gives {len(labels)} sample(s): the map needs at least "
                          f"{MIN_MAP_SAMPLES}")
-    if len(np.unique(labels)) < 2:
+    if len(np.unique(labels)) < min_classes:
         raise InputError(f"{what} names one class: curation needs two or more")
 
 
