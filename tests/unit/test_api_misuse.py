@@ -154,6 +154,55 @@ def test_the_value_check_fed_in_blocks_says_what_the_whole_array_shows(dtype, n,
         check.finish()
 
 
+def _constant_column() -> np.ndarray:
+    x = _features(150)[0].astype(np.float32)
+    x[:, 5] = 7.0
+    return x
+
+
+ACCEPTED = {  # what real features look like: none of it is refused
+    "a constant column beside varying ones": _constant_column,
+    "uint8 pixel values 0-255": lambda: _digits()[2][:150].reshape(150, 64),
+    "values around 1e6": lambda: 1e6 + _features(150)[0],
+    "float32 values around 1e6": lambda: (1e6 + _features(150)[0]).astype(np.float32),
+    "float16 features": lambda: _features(150)[0].astype(np.float16),
+}
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_the_value_check_takes_what_real_features_look_like(name):
+    from tsne_curator.in_memory import check_features
+    from worker.pipeline.sources.feature_values import check_feature_values
+
+    x = ACCEPTED[name]()
+    if name.startswith("uint8"):
+        assert x.dtype == np.uint8 and x.min() == 0 and x.max() == 255
+    check_feature_values(x)
+    assert check_features(x).shape == x.shape  # tc.from_arrays's door
+
+
+def test_a_large_value_is_found_without_a_float64_copy_of_the_block():
+    """The row of a value beyond 1e12 is found from each row's extremes in the block's own
+    dtype: a float64 copy of a 65,536-row block is 1 GB at D = 2048."""
+    import tracemalloc
+
+    from worker.pipeline.sources.feature_values import FeatureValues
+
+    x = np.random.default_rng(0).normal(size=(512, 4096)).astype(np.float32)
+    x[300, 7] = -3e12
+    for block in (x, x.astype(np.float64)):
+        check = FeatureValues()
+        tracemalloc.start()
+        try:
+            check.add(block, 1000)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert check.large is not None and check.large[0] == 1300
+        assert check.large[1] == pytest.approx(3e12, rel=1e-6)
+        assert peak < block.nbytes / 2, peak / block.nbytes  # NaN's (B, D) bool array at most
+
+
 def test_huge_features_file_refused_at_the_cli_door(tmp_path):
     x, y = _features(300)
     feats, labels = _features_file(tmp_path / "data", x * 1e20, y)
