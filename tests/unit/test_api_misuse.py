@@ -216,6 +216,34 @@ def test_huge_features_file_refused_at_the_cli_door(tmp_path):
     assert not out.exists()
 
 
+def test_a_resume_does_not_read_the_features_file_again(tmp_path):
+    """The door's check reads a features file whole; the run's checked copy of the very
+    file (same path, size and mtime: the extract step's key) spares a resume that read.
+    Seen from outside: the file's values turned to NaN behind an unchanged size and mtime
+    are not read, and once its mtime moves they are, and refused."""
+    import os
+
+    x, y = _features(150)
+    feats, labels = _features_file(tmp_path / "data", x, y)
+    out = tmp_path / "run"
+    args = ("pipeline", "--dataset", f"features:{feats}", "--labels", str(labels), "--out",
+            str(out))
+    r = curator(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    stat = feats.stat()
+    nan = np.load(feats)
+    nan[40] = np.nan
+    np.save(feats, nan)
+    os.utime(feats, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    r = curator(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "(150 samples" in r.stdout
+    os.utime(feats, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    r = curator(*args)
+    assert r.returncode == 2
+    assert _one_line(r.stderr).startswith("error: features file f.npy row 40 has NaN or inf")
+
+
 def test_the_new_run_form_refuses_in_the_same_words(tmp_path):
     from app.server import create_app
     from worker.pipeline.sources.labels import check_features_file

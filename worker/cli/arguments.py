@@ -135,9 +135,10 @@ def thresholds(a: argparse.Namespace) -> dict[str, float]:
 def dataset_opts(a: argparse.Namespace, read: bool = True):
     """The dataset options of ``--dataset`` and its flags, or None without ``--dataset``;
     with ``read``, the data checked as every door checks it (a ``features:`` file's values
-    and labels: ``sources.ingest.check_dataset``), all before ``--out`` is touched.
-    ``tc.from_arrays`` passes ``read=False``: it checked the arrays it wrote with the same
-    functions."""
+    and labels: ``sources.ingest.check_dataset``), all before ``--out`` is touched, except
+    a features file the run at ``--out`` holds its checked copy of (a resume reads it
+    no more). ``tc.from_arrays`` passes ``read=False``: it checked the arrays it wrote with
+    the same functions."""
     from worker.pipeline.sources.datasets import has_split, open_dataset, parse_spec
     from worker.pipeline.sources.ingest import DatasetOptions, check_dataset
 
@@ -150,7 +151,8 @@ def dataset_opts(a: argparse.Namespace, read: bool = True):
                           a.seed, a.noise_kind, a.inject_duplicates, a.inject_outliers,
                           a.duplicate_strength, a.outlier_sources, a.inject_leaks)
     if read:
-        check_dataset(opts)
+        out = getattr(a, "out", None)
+        check_dataset(opts, rundir(out) if out else None)
     return opts
 
 

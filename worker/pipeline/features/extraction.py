@@ -42,6 +42,7 @@ from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
 from worker.pipeline.sources.decoding import decode_workers
 from worker.pipeline.sources.feature_values import FeatureValues
+from worker.pipeline.sources.labels import features_file_key, has_features_copy
 from worker.pipeline.storage.rundir import NpyRows, RunDir, atomic_path, save_npy
 
 
@@ -366,11 +367,8 @@ def _copy_features(run: RunDir, ds: Dataset, opts: FeatureOptions,
         raise InputError("a features: dataset brings its own features: leave out --model, "
                          "--weights and --finetune")
     src = ds.spec.file
-    stat = src.stat()
-    key = hashlib.sha256(json.dumps([str(src), stat.st_size, stat.st_mtime_ns]).encode()
-                         ).hexdigest()[:16]
-    done = run.read_meta().get("steps", {}).get("extract", {})
-    if done.get("cache_key") == key and run.features.is_file():
+    key = features_file_key(src)
+    if has_features_copy(run, src):
         return run.load_array(run.features, "extract", mmap=True)
     feats = np.load(src, mmap_mode="r")
     n = len(feats)

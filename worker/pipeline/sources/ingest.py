@@ -128,7 +128,7 @@ class DatasetOptions:
         )
 
 
-def check_dataset(opts: DatasetOptions) -> None:
+def check_dataset(opts: DatasetOptions, run: RunDir | None = None) -> None:
     """The checks that read a dataset's data, made at every door (``curator pipeline`` and
     ``extract``, ``tc.pipeline``, the New-run form) before a run's folder is claimed, so
     that bad data leaves nothing behind: a ``features:`` file's values
@@ -136,12 +136,18 @@ def check_dataset(opts: DatasetOptions) -> None:
     counts). Other datasets are listed and counted by ingest itself (listing a large
     folder twice would cost minutes).
 
+    Parameters
+    ----------
+    opts : the dataset's options
+    run : the run they are for (``--out``), when given: a features file the run holds its
+        checked copy of is not read again (a resume)
+
     Raises
     ------
     InputError
     """
     if opts.spec.kind == "features":
-        check_features_file(opts.spec.file)  # type: ignore[arg-type]
+        check_features_file(opts.spec.file, run)  # type: ignore[arg-type]
         load_labelled_dataset(opts)
 
 

@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import csv
+import hashlib
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +26,7 @@ from worker.pipeline.names import NOISE_KINDS
 from worker.pipeline.ranges import check
 from worker.pipeline.sources.datasets import SampleTable
 from worker.pipeline.sources.feature_values import MIN_MAP_SAMPLES, check_feature_values
+from worker.pipeline.storage.rundir import RunDir
 
 # --------------------------------------------------------------------------- labels
 
@@ -140,10 +143,39 @@ def features_shape(file: Path) -> tuple[int, ...]:
     return arr.shape
 
 
-def check_features_file(file: Path) -> None:
+def features_file_key(file: Path) -> str:
+    """The key a run records for the ``features:`` file it copied (its path, size and
+    mtime): the same key is the same file, checked when it was copied."""
+    stat = file.stat()
+    return hashlib.sha256(json.dumps([str(file), stat.st_size, stat.st_mtime_ns]).encode()
+                          ).hexdigest()[:16]
+
+
+def has_features_copy(run: RunDir, file: Path) -> bool:
+    """Whether ``run`` holds its checked copy of this very features ``file``: its extract
+    step recorded the file's :func:`features_file_key` and its ``features.npy`` is there.
+    The extract step then skips the copy, and the door skips the check (a resume does not
+    read the file again). A run.json that cannot be read says no: the check then runs,
+    and whoever opens the run names the damage."""
+    if not run.run_json.is_file() or not run.features.is_file():
+        return False
+    try:
+        done = run.read_meta().get("steps", {}).get("extract", {})
+    except InputError:
+        return False
+    return isinstance(done, dict) and done.get("cache_key") == features_file_key(file)
+
+
+def check_features_file(file: Path, run: RunDir | None = None) -> None:
     """A ``features:`` file's header (:func:`features_shape`) and values
     (:func:`~.feature_values.check_feature_values`), read block by block: the check every
     door makes before a run's folder is claimed.
+
+    Parameters
+    ----------
+    file : the ``.npy`` file, shape (N, D), float16 or float32
+    run : the run the file is for, when there is one: its values are not read again
+        when the run holds its checked copy of this very file (:func:`has_features_copy`)
 
     Raises
     ------
@@ -151,6 +183,8 @@ def check_features_file(file: Path) -> None:
         Not a readable N×D float16/float32 array, or values the map cannot take.
     """
     features_shape(file)
+    if run is not None and has_features_copy(run, file):
+        return
     check_feature_values(np.load(file, mmap_mode="r"), f"features file {file.name}")
 
 
