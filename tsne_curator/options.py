@@ -21,6 +21,8 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from worker.cli import build_parser
 from worker.cli.arguments import LIST_METAVAR_END
 from worker.pipeline.errors import InputError
@@ -89,14 +91,16 @@ def check_keyword(name: str, action: argparse.Action, value: Any) -> Any:
     raise InputError(f"{label} must be text, got {value!r}")
 
 
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def is_whole(value: Any) -> bool:
+    """Whether ``value`` is a whole number as Python or numpy holds one (``3``,
+    ``np.int64(3)``, as an array's or a DataFrame's items are); a bool is not."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def _comma_list(label: str, value: Any) -> Any:
     """The value of an option that takes a comma-separated list, as the CLI's text: a list
-    or tuple of names or whole numbers (``["full", "filtered"]``, ``[64, 128]``) or one
-    whole number is joined; text stays as it is.
+    or tuple of names or whole numbers (``["full", "filtered"]``, ``[64, 128]``, numpy
+    integers too: :func:`is_whole`) or one whole number is joined; text stays as it is.
 
     Raises
     ------
@@ -106,10 +110,10 @@ def _comma_list(label: str, value: Any) -> Any:
     if isinstance(value, str):
         return value
     items = list(value) if isinstance(value, list | tuple) else [value]
-    if not items or not all(isinstance(v, str) or _whole(v) for v in items):
+    if not items or not all(isinstance(v, str) or is_whole(v) for v in items):
         raise InputError(f"{label} must be comma-separated text or a list of names or whole "
                          f"numbers, got {value!r}")
-    return ",".join(str(v) for v in items)
+    return ",".join(v if isinstance(v, str) else str(int(v)) for v in items)
 
 
 def namespace(command: str, given: Mapping[str, Any], caller: str,

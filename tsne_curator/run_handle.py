@@ -23,7 +23,7 @@ import pandas as pd
 from tsne_curator.bars import progress_bar
 from tsne_curator.display import repr_html, repr_text
 from tsne_curator.map_figure import class_map
-from tsne_curator.options import namespace
+from tsne_curator.options import is_whole, namespace
 from tsne_curator.tables import findings_frame, manifest_frame, summary_frame
 from worker.cli.training_commands import experiment_params
 from worker.jobs.execution import run_here
@@ -49,8 +49,7 @@ def _indices(values: Any) -> list[int]:
     x = np.asarray(values).ravel()
     if not x.size:
         return []
-    if x.dtype.kind not in "iu" and not (x.dtype.kind == "O" and all(
-            isinstance(v, int | np.integer) and not isinstance(v, bool) for v in x)):
+    if x.dtype.kind not in "iu" and not (x.dtype.kind == "O" and all(map(is_whole, x))):
         raise InputError(f"sample indices must be whole numbers, got {x.dtype} values (for "
                          "a mask, pass np.flatnonzero(mask))")
     return [int(v) for v in x]
@@ -67,7 +66,7 @@ def _class_name(value: Any, what: str = "class_name") -> str:
     """
     if isinstance(value, str):
         return value
-    if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+    if is_whole(value):
         return str(int(value))
     raise InputError(f"{what} must be a class name or a class number, got {value!r}")
 

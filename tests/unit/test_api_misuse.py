@@ -452,3 +452,18 @@ def test_a_list_option_takes_a_list_and_quotes_what_it_refuses(names, bad):
         parsed([*names, bad])
     with pytest.raises(tc.InputError, match=r"list of names or whole numbers, got \{"):
         parsed(set(names))
+
+
+def test_a_list_option_takes_numpy_integers_as_a_class_name_does(small_run):
+    """An array's items are numpy integers: ``batch_sizes=list(np.array([64, 128]))`` is
+    ``--batch-sizes 64,128``, as ``run.cluster(np.int64(3))`` is class 3."""
+    def parsed(value):  # noqa: ANN001, ANN202
+        return namespace("experiment", {"batch_sizes": value}, "experiment",
+                         fixed={"run": "r"}).batch_sizes
+
+    assert parsed([np.int64(64), np.uint8(128)]) == parsed([64, 128]) == parsed("64,128")
+    assert parsed(list(np.array([32]))) == parsed(np.int32(32)) == parsed("32")
+    for bad in ([np.float64(64.0)], [True], [np.bool_(True)], [64.0]):
+        with pytest.raises(tc.InputError, match="list of names or whole numbers"):
+            parsed(bad)
+    assert small_run.map(np.uint8(3)).data  # the same whole numbers, the same helper
