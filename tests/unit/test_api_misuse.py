@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -53,12 +54,15 @@ def _one_line(text: str) -> str:
     return lines[0]
 
 
-def _refused(call, out: Path, match: str) -> str:  # noqa: ANN001 - a zero-argument call
-    """``call()`` raises one InputError line matching ``match`` and ``out`` stays absent."""
+def _refused(call, out: Path | None, match: str) -> str:  # noqa: ANN001 - no arguments
+    """``call()`` raises one InputError line matching ``match`` and ``out`` (the folder
+    it would have made; None: the caller checks what else it could have written) stays
+    absent."""
     with pytest.raises(tc.InputError, match=match) as e:
         call()
     assert "\n" not in str(e.value)
-    assert not out.exists(), sorted(p.name for p in out.rglob("*"))
+    if out is not None:
+        assert not out.exists(), sorted(p.name for p in out.rglob("*"))
     return str(e.value)
 
 
@@ -72,9 +76,19 @@ def _features_file(folder: Path, x: np.ndarray, y: np.ndarray) -> tuple[Path, Pa
 
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory) -> tc.Run:
-    """A run of 150 digits from arrays, without images."""
+    """A run of 150 digits from arrays, without images, whose class names are not their
+    codes: digit d is class "1d" (names 10 to 19, codes 0 to 9), so a test tells a class
+    taken by the number its name is from one taken by its code. Read only: a test that
+    curates takes its own copy (``own_run``)."""
     x, y = _features(150)
-    return tc.from_arrays(x, y, out=tmp_path_factory.mktemp("misuse") / "small", seed=0)
+    return tc.from_arrays(x, y + 10, out=tmp_path_factory.mktemp("misuse") / "small", seed=0)
+
+
+@pytest.fixture
+def own_run(small_run, tmp_path) -> tc.Run:
+    """A private copy of ``small_run``: the decisions a test makes, and what it undoes,
+    are its own, whatever ran before it."""
+    return tc.open_run(shutil.copytree(small_run.path, tmp_path / "own"))
 
 
 # -- features ------------------------------------------------------------------------------
@@ -352,8 +366,9 @@ def test_no_dataset_for_a_new_folder_leaves_no_folder(tmp_path, capsys):
 def test_serve_refuses_a_file_as_runs_root_before_printing(tmp_path, capsys):
     file = tmp_path / "runs.txt"
     file.write_text("")
-    _refused(lambda: tc.serve(runs_root=file), tmp_path / "none",
+    _refused(lambda: tc.serve(runs_root=file), None,
              "runs root .*runs.txt is a file: give a folder of runs")
+    assert list(tmp_path.iterdir()) == [file] and file.read_text() == ""  # nothing made
     assert capsys.readouterr().out == ""
     assert main(["serve", "--runs-root", str(file), "--port", "1"]) == 2
     captured = capsys.readouterr()
@@ -361,48 +376,55 @@ def test_serve_refuses_a_file_as_runs_root_before_printing(tmp_path, capsys):
 
 
 # -- a run ------------------------------------------------------------------------------
-def test_a_class_is_taken_as_its_number_wherever_as_its_name(small_run):
-    store = CurationStore(small_run.path / "curation.sqlite")
-    small_run.cluster(3, eps=1.2)
+def test_a_class_is_taken_as_its_number_wherever_as_its_name(own_run):
+    """Class "13" is code 3: a number is the number a class's name is, never its code."""
+    store = CurationStore(own_run.path / "curation.sqlite")
+    own_run.cluster(13, eps=1.2)
     assert store.class_params()[3][0] == 1.2
-    small_run.cluster([np.int64(4), "5"], min_samples=6)
+    own_run.cluster([np.int64(14), "15"], min_samples=6)
     assert store.class_params()[4][1] == store.class_params()[5][1] == 6
-    assert small_run.map(np.int64(3)).data
-    for bad in (3.0, True, [3, None]):
+    assert store.class_params()[1][1] != 6
+    assert own_run.map(np.int64(13)).data
+    for code in (3, np.int64(3)):  # class code 3 is named "13": refused, not taken for it
+        with pytest.raises(tc.InputError, match="unknown class '3': classes are 10, 11"):
+            own_run.cluster(code, eps=1.0)
+    for bad in (13.0, True, [13, None]):
         with pytest.raises(tc.InputError, match="class_name must be a class name or"):
-            small_run.cluster(bad, eps=1.0)
-    while store.can_undo():
-        small_run.undo()
+            own_run.cluster(bad, eps=1.0)
 
 
-def test_relabel_takes_a_number_and_never_lists_what_it_refuses(small_run):
-    store = CurationStore(small_run.path / "curation.sqlite")
-    assert small_run.relabel([30], 3) == 1 and store.relabels() == {30: 3}
+def test_relabel_takes_a_number_and_never_lists_what_it_refuses(own_run):
+    store = CurationStore(own_run.path / "curation.sqlite")
+    assert own_run.relabel([30], 13) == 1 and store.relabels() == {30: 3}
+    assert own_run.relabel([31], "14") == 1 and store.relabels() == {30: 3, 31: 4}
     with pytest.raises(tc.InputError, match="label must be a class name or a class number, "
-                                            "got 3.0"):
-        small_run.relabel([30], 3.0)
+                                            "got 13.0"):
+        own_run.relabel([30], 13.0)
     with pytest.raises(tc.InputError) as e:
-        small_run.relabel([30], 11)
+        own_run.relabel([30], 3)  # code 3, not a name
     listed = str(e.value).split("use one of ")[1]
-    assert "'11'" in str(e.value) and "11" not in listed.split(" (or")[0].split(", ")
-    small_run.undo()
+    assert "'3'" in str(e.value) and "3" not in listed.split(" (or")[0].split(", ")
+    assert store.relabels() == {30: 3, 31: 4}
 
 
-def test_undo_takes_back_decisions_never_the_pipeline_s_clustering(small_run, capsys):
-    store = CurationStore(small_run.path / "curation.sqlite")
+def test_undo_takes_back_decisions_never_the_pipeline_s_clustering(own_run, capsys):
+    store = CurationStore(own_run.path / "curation.sqlite")
     assert not store.can_undo()
-    _refused(small_run.undo, small_run.path / "none", "nothing to undo")
-    assert main(["undo", str(small_run.path)]) == 2
+    before = (store.revision(), store.history())
+    _refused(own_run.undo, None, "nothing to undo: no decision is left to take back")
+    assert main(["undo", str(own_run.path)]) == 2
     assert "nothing to undo" in _one_line(capsys.readouterr().err)
-    small_run.drop([5])
-    assert small_run.undo() == "drop 1 sample(s)"
+    assert (store.revision(), store.history()) == before  # the refusals wrote nothing
+    own_run.drop([5])
+    assert own_run.undo() == "drop 1 sample(s)"
     with pytest.raises(tc.InputError, match="nothing to undo"):
-        small_run.undo()
-    assert len(store.class_params()) == 10 and small_run.summary()["size"].iloc[-1] == 150
-    assert small_run.redo() == "drop 1 sample(s)" and store.overrides() == {5: "drop"}
+        own_run.undo()
+    assert len(store.class_params()) == 10 and own_run.summary()["size"].iloc[-1] == 150
+    assert own_run.redo() == "drop 1 sample(s)" and store.overrides() == {5: "drop"}
+    before = (store.revision(), store.history())
     with pytest.raises(tc.InputError, match="nothing to redo"):
-        small_run.redo()
-    small_run.undo()
+        own_run.redo()
+    assert (store.revision(), store.history()) == before
 
 
 def test_a_store_made_before_the_pipeline_mark_keeps_its_clustering(tmp_path):
@@ -466,4 +488,4 @@ def test_a_list_option_takes_numpy_integers_as_a_class_name_does(small_run):
     for bad in ([np.float64(64.0)], [True], [np.bool_(True)], [64.0]):
         with pytest.raises(tc.InputError, match="list of names or whole numbers"):
             parsed(bad)
-    assert small_run.map(np.uint8(3)).data  # the same whole numbers, the same helper
+    assert small_run.map(np.uint8(13)).data  # the same whole numbers, the same helper
