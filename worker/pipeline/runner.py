@@ -38,7 +38,20 @@ def claim_run(run: RunDir, dataset: DatasetOptions | None) -> None:
     or refuse it in one line before anything is written there: a folder that is not a run
     yet and no dataset to make it from, or a place ``claim_out_dir`` refuses. Every door
     that makes a run claims its folder here (``curator pipeline`` and ``extract``,
-    ``tc.pipeline``, :func:`run_pipeline`)."""
+    ``tc.pipeline``, :func:`run_pipeline`).
+
+    Parameters
+    ----------
+    run : the run's folder (``--out``), a run already or not yet
+    dataset : the dataset to make it from; None to go on with the run as it was made
+
+    Raises
+    ------
+    InputError
+        No dataset for a folder that is not a run yet (``NOT_A_RUN``); or ``--out`` is a
+        file, a folder holding what is not a run's, a folder inside the dataset, or a
+        place this user cannot write (:func:`~.storage.runlock.claim_out_dir`).
+    """
     if dataset is None and not run.step_done("ingest"):
         raise InputError(NOT_A_RUN.format(path=run.path))
     claim_out_dir(run.path, dataset.spec.class_root if dataset else None)

@@ -256,6 +256,16 @@ def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int]
 def image_errors(files: Sequence[Path], part: int = 128) -> dict[int, str]:
     """Which of the image ``files`` cannot be decoded, by index, and why: each decoded as
     ingest decodes a folder's images (:func:`decoded`, at thumbnail scale), by every core.
+
+    Parameters
+    ----------
+    files : the image files, in the order their indices name
+    part : files per task handed to a core (each task sends back only the errors' text)
+
+    Returns
+    -------
+    dict[int, str]
+        Index in ``files`` → why that file does not decode, one line; empty when all do.
     """
     def check_part(k: int) -> list[str | None]:
         found = (decoded(lambda f=f: open_rgb(f, MAX_THUMB))
