@@ -242,6 +242,24 @@ if (kind === 'sort') {
 """
 SORTS = [("given", "asc"), ("score", "desc"), ("suggested", "asc"), ("state", "asc"),
          ("sample", "desc"), ("score", "asc")]
+# The same sort of the same rows in plain JavaScript (a copy of the grid's rows, by the same
+# column, then the rendering's two animation frames): a baseline of the CPU the page has at
+# that moment, taken between the grid's steps so that load on the machine slows both alike.
+PLAIN_SORT = """
+const done = arguments[arguments.length - 1];
+const [col, dir] = arguments[0];
+const rows = [];
+dash_ag_grid.getApi('review-grid').forEachNode((n) => rows.push(n.data));
+const t0 = performance.now();
+const key = (r) => r[col] === null || r[col] === undefined ? '' : r[col];
+rows.slice().sort((a, b) => {
+  const x = key(a), y = key(b);
+  const c = typeof x === 'number' && typeof y === 'number' ? x - y
+    : String(x).localeCompare(String(y));
+  return dir === 'asc' ? c : -c;
+});
+requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
+"""
 
 
 def _filters(rows: list[dict]) -> list[dict]:
@@ -270,11 +288,13 @@ def review_list(driver, steps: int) -> dict[str, list[float]]:
     rows = driver.execute_script("const out = []; dash_ag_grid.getApi('review-grid')"
                                  ".forEachNode(n => out.push(n.data)); return out;")
     filters = _filters(rows)
-    sort, filter_ = (f"review list, {len(rows)} rows: {what}" for what in ("sort", "filter"))
-    out: dict[str, list[float]] = {sort: [], filter_: []}
+    sort, filter_, plain = (f"review list, {len(rows)} rows: {what}"
+                            for what in ("sort", "filter", "plain sort (baseline)"))
+    out: dict[str, list[float]] = {sort: [], filter_: [], plain: []}
     for k in range(steps):
         out[sort].append(
             driver.execute_async_script(GRID_STEP, "sort", SORTS[k % len(SORTS)])[0])
+        out[plain].append(driver.execute_async_script(PLAIN_SORT, SORTS[k % len(SORTS)]))
         out[filter_].append(
             driver.execute_async_script(GRID_STEP, "filter", filters[k % len(filters)])[0])
     return out
