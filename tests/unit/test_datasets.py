@@ -140,7 +140,8 @@ def test_corrupt_jpeg_is_skipped_and_listed(small_folder, tmp_path, capsys):
 
 def test_all_images_corrupt_is_an_error(tmp_path):
     (tmp_path / "d" / "a").mkdir(parents=True)
-    (tmp_path / "d" / "a" / "x.jpg").write_bytes(b"junk")
+    for i in range(5):  # enough files for a map: what is refused is that none decodes
+        (tmp_path / "d" / "a" / f"x{i}.jpg").write_bytes(b"junk")
     run = RunDir(tmp_path / "run")
     with pytest.raises(InputError, match="could be read"):
         ingest(run, DatasetOptions(parse_spec(f"folder:{tmp_path / 'd'}")))
