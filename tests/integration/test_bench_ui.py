@@ -17,7 +17,8 @@ ACTIONS = ("eps change, server path", "eps change", "eps change, stored",
            "idle frame interval", "drag frame interval", "drag move → repaint", "hover image",
            "class switch", "class switch, drawn by the server", "overview (all classes)",
            "triage step", "triage step, scripted", "apply to all classes",
-           "review list, N rows: sort", "review list, N rows: filter")
+           "review list, N rows: sort", "review list, N rows: filter",
+           "review list, N rows: plain sort (baseline)")
 
 
 def test_ui_latency_times_every_action(digits_run):
