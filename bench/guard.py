@@ -187,7 +187,7 @@ def probe_stress(work: Path) -> dict[str, float]:
             "outliers_batch40_f1": cells["outliers-40-grey"]["f1"]}
 
 
-def probe_startup(work: Path) -> dict[str, float]:
+def probe_startup(work: Path, repeat: int = 7) -> dict[str, float]:
     """Start-up times as ratios against a bare interpreter and the old eager imports; the
     pipeline's: ``make demo``'s pipeline again on its finished run (every step reused, the
     summary printed), what a user pays before any step has work to do."""
@@ -195,12 +195,12 @@ def probe_startup(work: Path) -> dict[str, float]:
 
     env = bench_env()
     subprocess.run(demo_pipeline(work), check=True, capture_output=True, env=env)
-    bare = median_s([sys.executable, "-c", "pass"], 7, env)
-    resume = median_s(demo_pipeline(work), 3, env)
+    bare = median_s([sys.executable, "-c", "pass"], repeat, env)
+    resume = median_s(demo_pipeline(work), min(repeat, 3), env)
     cli = "import sys; from worker.cli import main; sys.argv = ['curator', '--help']; main()"
-    now = median_s([sys.executable, "-c", cli], 7, env)
-    eager = median_s([sys.executable, "-c", EAGER + cli], 7, env)
-    api = median_s([sys.executable, "-c", "import tsne_curator"], 7, env)
+    now = median_s([sys.executable, "-c", cli], repeat, env)
+    eager = median_s([sys.executable, "-c", EAGER + cli], repeat, env)
+    api = median_s([sys.executable, "-c", "import tsne_curator"], repeat, env)
     return {"cli_help_over_bare": now / bare, "api_import_over_bare": api / bare,
             "cli_eager_over_lazy": eager / now, "pipeline_resume_over_bare": resume / bare}
 
@@ -234,6 +234,8 @@ def main() -> int:
                     help="where the probes' runs go (kept; reused when finished); default "
                          "a temporary folder")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--repeat", type=int, default=7,
+                    help="start-up: processes timed per figure (their median)")
     args = ap.parse_args()
     floors = read_floors(args.floors)
     only = [p for p in args.only.split(",") if p] or list(PROBES)
@@ -247,7 +249,8 @@ def main() -> int:
         work = args.work or Path(tmp)
         for probe in only:
             t = time.perf_counter()
-            got = PROBES[probe](work)
+            got = (probe_startup(work, args.repeat) if probe == "startup"
+                   else PROBES[probe](work))
             figures.update(got)
             print(f"{probe}: {time.perf_counter() - t:.0f} s · "
                   + " · ".join(f"{k} {v:.3f}" for k, v in got.items()), flush=True)
