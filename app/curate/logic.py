@@ -322,17 +322,19 @@ def status_text(rows: list[dict], noise: list[int], rule: str) -> str:
                                   **{k: rows[-1].get(k, 0) for k in COUNT_KEYS + FINDING_KEYS})
 
 
-def listed_open(data: RunData, state: RunState) -> np.ndarray:
-    """bool (N,): samples a finding lists whatever DBSCAN makes of them and no person
-    decided. Such a sample is *proposed* wherever the rule keeps it, so the browser's
-    re-cluster counts it so from its look alone (the label rule's own flags are dropped,
-    never proposed, and are left out here: they are what the re-cluster changes)."""
+def listed_open(data: RunData, state: RunState, idx: np.ndarray) -> np.ndarray:
+    """bool (len(idx),): which of samples ``idx`` a finding lists whatever DBSCAN makes of
+    them and no person decided. Such a sample is *proposed* wherever the rule keeps it, so
+    the browser's re-cluster counts it so from its look alone (the label rule's own flags
+    are dropped, never proposed, and are left out here: they are what the re-cluster
+    changes). Only the class's rows are compared by reason: a class switch on a 1.28M-point
+    run pays for its class, not for the run."""
     s = data.samples
     view = View(s.paths, s.classes, s.labels, (), np.zeros(len(s), bool), data.findings)
-    listed = np.zeros(len(s), bool)
+    listed = np.zeros(len(idx), bool)
     for marked in marks(data.findings, view).values():
-        listed |= marked
-    return listed & ~np.isin(state.decisions.reason, PERSON_DECIDED)
+        listed |= marked[idx]
+    return listed & ~np.isin(state.decisions.reason[idx], PERSON_DECIDED)
 
 
 def client_model(data: RunData, state: RunState, code: int, noise: list[int]) -> dict:
@@ -364,7 +366,7 @@ def client_model(data: RunData, state: RunState, code: int, noise: list[int]) ->
     return {"class": code, "n": len(idx), "eps": float(eps), "ms": int(ms),
             "revision": state.revision, "rule": state.rule, "exact": len(idx) >= SMALL_N,
             "looks": typed_array(looks.ravel(), "u1"),
-            "listed": typed_array(listed_open(data, state)[idx].astype(np.uint8), "u1"),
+            "listed": typed_array(listed_open(data, state, idx).astype(np.uint8), "u1"),
             "noise": noise, "status": STATUS_TEMPLATE, "style": MARKER_STYLE,
             "tolerance": TYPED_TOLERANCE}
 
