@@ -53,9 +53,9 @@ test: $(STAMP) browser
 
 # The regression guard: what earlier work won (the Curate page's speed as ratios, the
 # findings' and the detection's figures, start-up), each against its floor in
-# bench/floors.toml; fails when one is past it (bench/guard.py). About 6 minutes here.
+# bench/floors.toml; fails when one is past it (bench/regression_guard.py). About 6 minutes here.
 guard: $(STAMP) browser
-	OPENBLAS_CORETYPE=Haswell PYTHONPATH=. $(BIN)/python -m bench.guard
+	OPENBLAS_CORETYPE=Haswell PYTHONPATH=. $(BIN)/python -m bench.regression_guard
 
 bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.dbscan

@@ -18,7 +18,7 @@ Rows:
   (the default backbone, never trained on CIFAR labels): CIFAR-10N aggre, CIFAR-10 train
   with 40% pairs and 40% symmetric, and the test split with 30% pairs;
 - ``lite-mini-pair40``: the 2,000 train images of ``cifar10-mini`` with 40% pairs noise and
-  the default backbone (the regression guard's row, bench/guard.py);
+  the default backbone (the regression guard's row, bench/regression_guard.py);
 - weak features, the case a user met before the pretrained default: the 2,000 train
   images of ``cifar10-mini`` with 20% symmetric noise, on raw pixels (``mini-pixels``)
   and on a ResNet-18 with random weights (``mini-random``);
@@ -111,7 +111,7 @@ def rows(skip_cifar: bool) -> list[Row]:
 
 def mini_rows() -> list[Row]:
     """The rows on ``cifar10-mini``'s 2,000 train images: the default backbone's (the
-    regression guard's detection row, bench/guard.py) and the weak features'."""
+    regression guard's detection row, bench/regression_guard.py) and the weak features'."""
     mini = parse_spec(f"folder:{cifar_mini_folder()}")
     out = [Row("lite-mini-pair40", DatasetOptions(mini, inject_noise=0.4, seed=0,
                                                   noise_kind="pairs"),

@@ -10,10 +10,11 @@ outlier cell the outlier kind's F1, AUROC and ``queue2x`` (the share of the outl
 the first 2× their number of rows by score). Finished runs are reused (the pipeline resumes).
 
 Sizes:
-- ``ci``: the cells the regression guard (bench/guard.py) runs in CI's time: copies at 5% and
-  at 26.5% of the images (530 copies of 2,000 photographs: 42% of the images in a copy
-  pair, where the copies' calibration gives way), and one batch of 40 grey photographs
-  among the colour ones (a source no outlier cut was chosen on), in random class folders.
+- ``ci``: the cells the regression guard (bench/regression_guard.py) runs in CI's time:
+  copies at 5% and at 26.5% of the images (530 copies of 2,000 photographs: 42% of the
+  images in a copy pair, where the copies' calibration gives way), and one batch of 40
+  grey photographs among the colour ones (a source no outlier cut was chosen on), in
+  random class folders.
 - ``2k``: the grid at 2,000 images: copy rates 1-50% and outlier batches of 1-100 from three
   sources (grey photographs, line drawings, digits).
 

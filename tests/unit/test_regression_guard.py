@@ -1,4 +1,4 @@
-"""The regression guard (bench/guard.py): its floors file and its verdicts."""
+"""The regression guard (bench/regression_guard.py): its floors file and its verdicts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.guard import FLOORS, PROBES, Floor, judge, read_floors
+from bench.regression_guard import FLOORS, PROBES, Floor, judge, read_floors
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +62,7 @@ def test_the_guard_fails_on_a_figure_past_its_floor(tmp_path, digits_run):
         'set = 2026-11-28\nseen = "planted"\nwhat = "a floor any start-up meets"\n')
     # The demo's run, made already (the probe times its pipeline resumed).
     shutil.copytree(digits_run.path, tmp_path / "work" / "runs" / "demo")
-    done = subprocess.run([sys.executable, "-m", "bench.guard", "--only", "startup",
+    done = subprocess.run([sys.executable, "-m", "bench.regression_guard", "--only", "startup",
                            "--floors", str(floors), "--work", str(tmp_path / "work"),
                            "--repeat", "1"],
                           capture_output=True, text=True,

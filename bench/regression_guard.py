@@ -29,7 +29,8 @@ measured by one probe:
 Every ratio has its baseline measured in the same run, so a busy machine moves both sides;
 the few absolute figures (F1s, counts) do not depend on the machine's speed.
 
-    python -m bench.guard [--only ui,detection,stress,startup] [--floors FILE] [--work DIR]
+    python -m bench.regression_guard [--only ui,detection,stress,startup] [--floors FILE]
+        [--work DIR] [--repeat N] [--json FILE]
 """
 
 from __future__ import annotations
