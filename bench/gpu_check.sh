@@ -39,6 +39,8 @@ if compgen -G "$BUNDLE/whl/*.whl" >/dev/null; then
   export PYTHONPATH="$WORK/site"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# bench/datapath.py reads the CIFAR archive through the shared-data root: the bundle's copy
+export CURATOR_SHARED_DATA=${CURATOR_SHARED_DATA:-$(cd "$DATA" && pwd)}
 CUR="$PY -m worker.cli"
 $PY -c "import torch, torchvision, openTSNE, sklearn; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'torchvision', torchvision.__version__, 'openTSNE', openTSNE.__version__)" 2>&1 | tee -a "$OUT/summary.txt"
 
