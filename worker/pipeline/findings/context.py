@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from worker.pipeline.findings.copies import REFERENCE_RANK, NearMatches, near_matches
+from worker.pipeline.findings.copies import REFERENCE_RANK, NearMatches, near_matches, ring
 from worker.pipeline.findings.index import FeatureSpace, fit_space
 from worker.pipeline.findings.pixels import grey_views
 from worker.pipeline.findings.testsplit import TestSplit, load_test_split, test_thumbnails
@@ -117,7 +117,7 @@ class FindingContext:
         a, b = candidates(self.space.neighbours[:, :K_FEATURE],
                           key_neighbours(self.views.key, None, K_KEY))
         return warp_evidence(self.views, self.views, a, b, len(self.samples), REFERENCE_RANK,
-                             same=True)
+                             same=True, far=ring(self.space.neighbours))
 
     def warp_cut(self, threshold: float, spreads: float) -> np.ndarray | None:
         """The warp match a copy needs in this run, per variant (findings/warps.py):

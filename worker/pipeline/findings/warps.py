@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.pipeline.findings.copies import NearMatches
+from worker.pipeline.findings.copies import NearMatches, reference_rows
 from worker.pipeline.map.embedding import EXACT_KNN_MAX, annoy_neighbours
 from worker.pipeline.map.neighbours import exact_neighbours, knn_query
 
@@ -56,8 +56,12 @@ K_FEATURE = 10
 # our four strengths; the tail at 4.5 there first, then 3.5 on the 50,000-image held-out
 # row, where the pairs between the two were, by eye, the same photographs (CIFAR-10's own
 # near-copies) and the injected copies' recall rose from 0.66 to 0.78 (docs/benchmarks.md,
-# "The warp test's tail at 50,000"). A warp match alone never drops: these are proposals.
-TAIL_WARP, RATIO_WARP = 3.5, 0.07
+# "The warp test's tail at 50,000"). That 3.5 was on a reference of the rows' best
+# candidates; on the ring's (copies.RING) the same cuts on data without copies lie 3.75-4.8
+# spreads up (digits, digits as JPEG, CIFAR-10 mini's test split), and 4.5 is taken
+# (docs/benchmarks.md, "Copies at any rate"). A warp match alone never drops: these are
+# proposals.
+TAIL_WARP, RATIO_WARP = 4.5, 0.07
 # The refinement past the grid (:func:`_refined`): its steps, their size in the warp's
 # units, and how far it may go.
 REFINE_STEPS, REFINE_LR = 10, 0.02
@@ -68,9 +72,10 @@ MIN_SCALE, MAX_TURN = 0.6, math.radians(15)
 VARIANTS = ("sharp", "blurred", "occluded")
 SMOOTH = 1.0  # the blur's σ, in px of the 32-px working image (its kernel spans ±2 px)
 # Which pairs are refined (warp_evidence): those whose grid match lies PROMISE robust
-# spreads above what the rows' best candidates reach on the grid, and the best candidate
-# of REFERENCE_ROWS rows drawn at random (the tail test's reference).
-PROMISE, REFERENCE_ROWS = 1.0, 2000
+# spreads above what different pictures reach on the grid (the ring's reference; 1.0 above
+# the rows' best candidates before it, the same match on data without copies), and the
+# reference's pairs of REFERENCE_ROWS rows drawn at random (the tail test's reference).
+PROMISE, REFERENCE_ROWS = 1.75, 2000
 # Queries per matrix product, and padded pairs: memory ~ BLOCK × len(WARPS) × SIDE² × 4 B
 # for the warps, BLOCK_SLOTS × 2 × SIDE² × 4 B for the candidates.
 BLOCK, BLOCK_SLOTS = 256, 256 * 64
@@ -433,9 +438,11 @@ class WarpEvidence:
     best : float32 (N, V), each row's best warp match among its candidates
     distinct : float32 (N, V), ``1 −`` its ``REFERENCE_RANK + 1``-th best on the grid
         (findings/copies.py), at least 1e-3
-    reference : int64 (R,), the rows whose best candidate was refined whatever its match:
-        what different pictures reach is read off these (the tail test's centre and spread);
-        empty for a set judged against another's (leaks: the train set's)
+    reference : float32 (R, V), what different pictures reach once refined: for each of
+        up to ``REFERENCE_ROWS`` rows, its best pair with its neighbours of rank
+        copies.RING on the grid, refined (the tail test's centre and spread; copies lie
+        nearer than those ranks, so they do not enter it); empty for a set judged against
+        another's (leaks: the train set's)
     promise : float, the grid match from which a pair is refined
     """
 
@@ -450,8 +457,8 @@ class WarpEvidence:
     def _references(self) -> list[NearMatches]:
         if not len(self.reference):  # a cross-split evidence is judged by its set's
             raise ValueError("this warp evidence has no reference rows of its own")
-        return [NearMatches(self.best[self.reference, v], self.distinct[self.reference, v])
-                for v in range(self.best.shape[1])]
+        return [NearMatches(self.reference[:, v], self.reference[:, v])
+                for v in range(self.reference.shape[1])]
 
     def cuts(self, threshold: float, spreads: float) -> np.ndarray:
         """Each variant's cut: ``threshold``, raised to ``spreads`` robust spreads above
@@ -502,22 +509,37 @@ def _per_row(a: np.ndarray, match: np.ndarray, n: int, rank: int) -> tuple[np.nd
     return best, ref
 
 
+def _ring_reference(views: CopyViews, far: np.ndarray, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """What different pictures reach (:class:`WarpEvidence`'s ``reference``): for up to
+    ``REFERENCE_ROWS`` rows drawn at random (``seed``), the best of their pairs with their
+    neighbours ``far`` (N, r) on the grid, refined. Returns those grid matches (R,) and the
+    refined variants (R, V)."""
+    rows = reference_rows(len(far), seed, REFERENCE_ROWS)
+    r = far.shape[1]
+    a, b = np.repeat(rows, r), far[rows].ravel()
+    grid = _grid(views, a, views, b)
+    pick = np.arange(len(rows)) * r + grid[0].reshape(len(rows), r).argmax(1)
+    return grid[0][pick], _refine_pairs(views, a[pick], views, b[pick], _subset(grid, pick))
+
+
 def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n: int,
                   rank: int, same: bool, promise: float | None = None, seed: int = 0,
-                  every_best: bool = False) -> WarpEvidence:
+                  every_best: bool = False, far: np.ndarray | None = None) -> WarpEvidence:
     """:class:`WarpEvidence` of the directed pairs ``a`` (rows of ``va``, N = ``n``) ×
     ``b`` (rows of ``vb``); ``same``: both are one set, so a pair and its reverse are
     matched once.
 
     Every pair gets the grid's match. Refinement (:func:`_refined`) costs most, so it goes
     where it can matter: to each pair whose grid match reaches ``promise`` (default:
-    ``PROMISE`` robust spreads above what the rows' best candidates reach on the grid), and
-    to the best candidate of ``REFERENCE_ROWS`` rows drawn at random (``seed``), whatever
-    its match, so that the tail test reads what different pictures reach once refined. A
-    ``promise`` given (a set judged against another's reference: leaks) draws none.
-    ``every_best``: every row's best candidate on the grid is refined too, as the
-    reference rows' are, so that the tail test reads it as it reads them (leaks: a caption
-    lowers a copy's grid match below the promise, and it is still its row's best).
+    ``PROMISE`` robust spreads above what different pictures reach on the grid), and to
+    the reference's pairs (:func:`_ring_reference`, from the rows' neighbours ``far`` of
+    rank copies.RING; without them, the best candidate of ``REFERENCE_ROWS`` rows drawn at
+    random, a reference that copies enter), so that the tail test reads what different
+    pictures reach once refined. A ``promise`` given (a set judged against another's
+    reference: leaks) draws none. ``every_best``: every row's best candidate on the grid
+    is refined too (leaks: a caption lowers a copy's grid match below the promise, and it
+    is still its row's best).
     """
     if same and len(a):
         lo, hi = np.minimum(a, b), np.maximum(a, b)
@@ -528,15 +550,16 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
     grid = _grid(va, uniq[:, 0], vb, uniq[:, 1])
     on_grid = grid[0][inverse]
     grid_best, grid_ref = _per_row(a, on_grid[:, None], n, rank)
-    reference = np.empty(0, np.int64)
-    if promise is None:  # its own reference (another set's evidence gives the promise)
+    reference = np.empty((0, len(VARIANTS)), np.float32)
+    in_reference = np.zeros(n, bool)
+    if promise is None and far is not None:  # its own reference, from the ring
+        ring_grid, reference = _ring_reference(va, far, seed)
+        promise = NearMatches(ring_grid, ring_grid).tail_cut(PROMISE)
+    elif promise is None:  # a reference of the rows' best candidates
         promise = NearMatches(grid_best[:, 0], grid_best[:, 0]).tail_cut(PROMISE)
-        reference = np.sort(np.random.default_rng(seed).choice(n, min(n, REFERENCE_ROWS),
-                                                                replace=False))
+        in_reference[reference_rows(n, seed, REFERENCE_ROWS)] = True
     wanted = np.zeros(len(uniq), bool)
     wanted[inverse[on_grid >= promise]] = True
-    in_reference = np.zeros(n, bool)
-    in_reference[reference] = True
     best_of_row = _row_ranks(a, on_grid, n) == 0
     wanted[inverse[best_of_row & (every_best | in_reference[a])]] = True
     found = np.repeat(grid[0][:, None], len(VARIANTS), 1)
@@ -545,9 +568,11 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
         found[at] = _refine_pairs(va, uniq[at, 0], vb, uniq[at, 1], _subset(grid, at))
     match = found[inverse].astype(np.float32)
     best, _ = _per_row(a, match, n, rank)
+    if in_reference.any():
+        reference = np.maximum(best[in_reference], -1.0)
     distinct = np.repeat(np.maximum(1.0 - grid_ref, 1e-3), len(VARIANTS), 1)
-    return WarpEvidence(a, b, match, best, distinct.astype(np.float32), reference,
-                        float(promise))
+    return WarpEvidence(a, b, match, best, distinct.astype(np.float32),
+                        reference.astype(np.float32), float(promise))
 
 
 def listed(cuts: np.ndarray | None) -> list[float] | None:

@@ -143,8 +143,8 @@ class DuplicateKind(FindingKind):
     name = "duplicate"
     # 1: feature distance; 2: pixel match among feature candidates; 3: the ratio test,
     # proposed or dropped; 4: the warp match (findings/warps.py); 5: its tail at 3.5,
-    # a caption band
-    version = "5"
+    # a caption band; 6: the tails read off the ring of 11th-20th neighbours (copies.RING)
+    version = "6"
     title = "near-duplicate"
     decision = DROP
     order = 10

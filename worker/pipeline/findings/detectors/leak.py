@@ -103,8 +103,9 @@ class LeakKind(FindingKind):
     name = "leak"
     # 1: feature distance; 2: the duplicate rule across the split; 3: ratio test; 4: the
     # warp match (findings/warps.py); 5: the queue's score (queue_score); 6: the warp
-    # test's tail at 3.5, a caption band, every train image's best candidate refined
-    version = "6"
+    # test's tail at 3.5, a caption band, every train image's best candidate refined; 7: the
+    # tails read off the ring of 11th-20th neighbours (copies.RING)
+    version = "7"
     title = "leak into the test split"
     decision = DROP
     order = 20

@@ -1,0 +1,97 @@
+"""The copy tests' calibration does not count the copies it looks for: the tail test's
+reference (findings/copies.py, test 1) and the warp test's (findings/warps.py) stay where
+they are whether a third of the images are copies or none, on real CIFAR-10 photographs."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image, ImageEnhance
+
+from worker.pipeline.findings.copies import (
+    RING,
+    TAIL_PROPOSE,
+    NearMatches,
+    near_matches,
+    ring,
+)
+from worker.pipeline.findings.pixels import grey_views, match_pairs
+from worker.pipeline.findings.warps import (
+    K_FEATURE,
+    K_KEY,
+    TAIL_WARP,
+    candidates,
+    copy_views,
+    key_neighbours,
+    warp_evidence,
+)
+from worker.pipeline.map.neighbours import exact_neighbours
+
+
+@pytest.fixture(scope="module")
+def photos(cifar_mini) -> np.ndarray:
+    """300 CIFAR-10 train photographs, 30 a class: uint8 (300, 32, 32, 3)."""
+    out = []
+    for cls in sorted(p.name for p in (cifar_mini / "train").iterdir()):
+        for f in sorted((cifar_mini / "train" / cls).glob("*.jpg"))[:30]:
+            out.append(np.asarray(Image.open(f).convert("RGB")))
+    return np.stack(out)
+
+
+def _light_copy(img: np.ndarray, i: int) -> np.ndarray:
+    """A re-encoded copy: brightness ×0.95–1.05, JPEG quality 85."""
+    im = ImageEnhance.Brightness(Image.fromarray(img)).enhance(0.95 + 0.1 * (i % 3) / 2)
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", quality=85)
+    return np.asarray(Image.open(buf).convert("RGB"))
+
+
+def _index(thumbs: np.ndarray) -> np.ndarray:
+    """Each image's 20 nearest others on its grey view: int64 (N, 20)."""
+    g = grey_views(thumbs).reshape(len(thumbs), -1).astype(np.float32)
+    return exact_neighbours(g, RING[1])[0]
+
+
+def _with_copies(photos: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The photographs and a light copy of the first ``n``: 2n of the images in a copy
+    pair. Returns the images and each copy's source index (n,)."""
+    copies = np.stack([_light_copy(photos[i], i) for i in range(n)])
+    return np.concatenate([photos, copies]), np.arange(n)
+
+
+def test_the_tail_cut_stays_where_it_is_when_copies_abound(photos):
+    clean = near_matches(grey_views(photos), _index(photos))
+    thumbs, source = _with_copies(photos, 150)  # 300 of 450 images in a copy pair
+    grey = grey_views(thumbs)
+    copied = near_matches(grey, _index(thumbs))
+    assert abs(copied.tail_cut(TAIL_PROPOSE) - clean.tail_cut(TAIL_PROPOSE)) < 0.02
+    # each sample's own best match, the reference before the ring, is what copies lift
+    before = [NearMatches(m.best, m.best).tail_cut(3.5) for m in (clean, copied)]
+    assert before[1] > before[0] + 0.03
+    # and the light copies still pass the cut that the ring gives
+    match = match_pairs(grey, np.arange(300, 450), grey, source)
+    assert (match >= copied.tail_cut(TAIL_PROPOSE)).mean() >= 0.9
+
+
+def test_the_warp_cuts_stay_where_they_are_when_copies_abound(photos):
+    def cuts(thumbs: np.ndarray) -> np.ndarray:
+        views, nbrs = copy_views(thumbs), _index(thumbs)
+        a, b = candidates(nbrs[:, :K_FEATURE], key_neighbours(views.key, None, K_KEY))
+        ev = warp_evidence(views, views, a, b, len(thumbs), 3, same=True, far=ring(nbrs))
+        assert ev.reference.shape == (len(thumbs), 3)  # every row of a set this small
+        return ev.cuts(0.0, TAIL_WARP)
+
+    clean, copied = cuts(photos), cuts(_with_copies(photos, 150)[0])
+    np.testing.assert_allclose(copied, clean, atol=0.02)
+
+
+def test_a_set_too_small_for_the_ring_reads_the_best_matches():
+    rng = np.random.default_rng(0)
+    thumbs = rng.integers(0, 255, (8, 32, 32, 3), dtype=np.uint8)
+    nbrs = exact_neighbours(grey_views(thumbs).reshape(8, -1).astype(np.float32), 7)[0]
+    assert ring(nbrs) is None
+    near = near_matches(grey_views(thumbs), nbrs)
+    assert near.reference is None
+    assert near.tail_cut(1.0) == NearMatches(near.best, near.best).tail_cut(1.0)
