@@ -42,7 +42,8 @@ DIGEST = "digest.txt"  # what they were: a second call with other arrays is refu
 # curator pipeline's options that a features: dataset does not take: its labels, model and
 # images are the arrays given here.
 NOT_FOR_ARRAYS = ("dataset", "split", "labels", "label_column", "true_label_column",
-                  "inject_duplicates", "duplicate_strength", "inject_outliers", "inject_leaks",
+                  "inject_duplicates", "duplicate_strength", "duplicate_family",
+                  "duplicate_across", "inject_outliers", "inject_leaks",
                   "outlier_sources", "model",
                   "input_size", "weights", "finetune", "batch_size", "device", "workers",
                   "precision", "decode")

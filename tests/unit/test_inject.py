@@ -122,3 +122,171 @@ def test_leaks_need_a_dataset_with_a_test_split(tmp_path):
                        timeout=120)
     assert r.returncode == 2 and "a dataset with a test split" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+# --------------------------------------------------------------- families and across
+def _labels(n: int) -> np.ndarray:
+    return np.arange(n) % 4
+
+
+def _families(photos, n: int = 60, rate: float = 0.5, **kw):
+    """Copies of ``n`` samples (the photographs in turn), four classes."""
+    return inject(lambda i: photos[i % len(photos)], _labels(n), _labels(n), 4, 32, False,
+                  "folder", rate, 0, "mixed", 0, **kw)
+
+
+def test_copies_come_in_families(photos):
+    """``--duplicate-family 4``: each chosen sample gets 1 to 4 copies, one after another,
+    each recording its source, until round(RATE·N) copies are made; the sizes vary."""
+    made = _families(photos, family=4)
+    rows = [r for r in made.rows if r["kind"] == "duplicate"]
+    assert len(rows) == round(0.5 * 60) and len(made.labels) == len(rows)
+    sources = [r["source"] for r in rows]
+    runs = [s for k, s in enumerate(sources) if k == 0 or s != sources[k - 1]]
+    assert len(runs) == len(set(sources))  # a family's copies follow one another
+    sizes = [sources.count(s) for s in runs]
+    assert all(1 <= k <= 4 for k in sizes) and len(set(sizes)) > 1, sizes
+    assert len(runs) < len(rows)
+    assert made.paths == [f"injected/duplicate/{k:06d}" for k in range(len(rows))]
+    assert list(made.labels) == [s % 4 for s in sources]  # the source's label
+    assert list(made.true_labels) == [s % 4 for s in sources]
+    assert {r["how"] for r in rows} == set(STRENGTHS)  # cycled per copy
+    for k, s in enumerate(sources):  # each copy is its recorded source, changed
+        assert _match(Image.fromarray(made.images[k]), photos[s % len(photos)]) > 0.5, k
+
+
+def test_family_sizes_add_up_to_the_total():
+    from worker.pipeline.sources.inject import family_sizes
+
+    for total in (0, 1, 2, 7, 30, 301):
+        for family in (1, 2, 4, 10):
+            sizes = family_sizes(total, family, seed=3)
+            assert sizes.sum() == total and ((sizes >= 1) & (sizes <= family)).all()
+            assert np.array_equal(sizes, family_sizes(total, family, seed=3))  # seeded
+    assert (family_sizes(30, 1, 0) == 1).all()
+    assert not np.array_equal(family_sizes(300, 10, 0), family_sizes(300, 10, 1))
+
+
+def test_the_defaults_make_the_copies_made_before_families_and_across(photos):
+    """``--duplicate-family 1`` and ``--duplicate-across 0`` give what a call without them
+    gives, which is what the injector made before they existed (the sources and
+    strengths below were made then), so earlier benchmark runs keep their meaning."""
+    labels = np.arange(12) % 3
+    for args in [(0.5, 0, "mixed", 0), (0.6, 5, "held-out", 0, "held-out")]:
+        plain = inject(lambda i: photos[i], labels, labels, 3, 32, False, "folder", *args)
+        given = inject(lambda i: photos[i], labels, labels, 3, 32, False, "folder", *args,
+                       family=1, across=0.0)
+        assert np.array_equal(plain.images, given.images) and plain.rows == given.rows
+        assert np.array_equal(plain.labels, given.labels) and plain.paths == given.paths
+        assert np.array_equal(plain.true_labels, given.true_labels)
+    made = inject(lambda i: photos[i], labels, labels, 3, 32, False, "folder", 0.5, 0,
+                  "mixed", 0, family=1, across=0.0)
+    assert [(r["source"], r["how"]) for r in made.rows] == [
+        (0, "strong"), (2, "light"), (5, "medium"), (6, "exact"), (7, "exact"), (9, "light")]
+    assert list(made.labels) == [0, 2, 2, 0, 1, 0]
+
+
+def test_a_share_of_the_copies_is_filed_under_another_class(photos):
+    """``--duplicate-across 0.5``: half the copies (rounded) carry another class's label,
+    never their source's; the rest their source's. The pixels, the truth rows and the
+    true labels (the source's) are those made without it."""
+    plain = _families(photos, family=3)
+    made = _families(photos, family=3, across=0.5)
+    assert np.array_equal(made.images, plain.images) and made.rows == plain.rows
+    assert np.array_equal(made.true_labels, plain.true_labels)
+    own = np.array([r["source"] % 4 for r in made.rows])
+    across = made.labels != own
+    assert across.sum() == round(0.5 * len(made.rows)), across.sum()
+    assert np.array_equal(made.labels[~across], own[~across])
+    assert ((made.labels >= 0) & (made.labels < 4)).all()
+    assert len(set(made.labels[across].tolist())) > 1  # other classes, chosen at random
+    again = _families(photos, family=3, across=0.5)
+    assert np.array_equal(again.labels, made.labels)  # seeded
+    every = _families(photos, across=1.0)
+    assert (every.labels != np.array([r["source"] % 4 for r in every.rows])).all()
+
+
+def test_across_needs_another_class(photos):
+    with pytest.raises(InputError, match="--duplicate-across files copies under another"):
+        inject(lambda i: photos[i], np.zeros(12, np.int64), np.zeros(12, np.int64), 1, 32,
+               False, "folder", 0.5, 0, "mixed", 0, across=0.5)
+
+
+def test_ingest_passes_families_and_across_on():
+    """From the options to the injector: a digits run's copies come in families of up to 3
+    and half of them are filed across; the options round-trip through the run's record,
+    and a record made before they existed reads as families of one, none across."""
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions, load_labelled_dataset
+
+    opts = DatasetOptions(parse_spec("digits"), inject_duplicates=0.05, seed=1,
+                          duplicate_family=3, duplicate_across=0.5)
+    assert DatasetOptions.from_json(opts.to_json()) == opts
+    old = {k: v for k, v in opts.to_json().items()
+           if k not in ("duplicate_family", "duplicate_across")}
+    back = DatasetOptions.from_json(old)
+    assert back.duplicate_family == 1 and back.duplicate_across == 0.0
+    ds = load_labelled_dataset(opts)
+    rows = ds.injected.rows
+    n = len(ds.samples.labels) - len(rows)
+    assert len(rows) == round(0.05 * n)
+    sizes = np.unique([r["source"] for r in rows], return_counts=True)[1]
+    assert sizes.max() <= 3 and sizes.max() > 1
+    own = ds.samples.labels[[r["source"] for r in rows]]
+    assert (ds.samples.labels[n:] != own).sum() == round(0.5 * len(rows))
+
+
+def test_families_change_the_feature_cache_key_and_across_does_not():
+    """Families copy other samples under the same paths, so they are part of the features'
+    key; filing copies across changes labels only, as injected noise does. Families of one
+    keep the key a run recorded before the option existed had."""
+    from types import SimpleNamespace
+
+    from worker.pipeline.features.extraction import cache_key
+    from worker.pipeline.features.feature_options import FeatureOptions
+
+    def key(**dataset) -> str:
+        meta = {"dataset": {"spec": "digits", "split": "train", "inject_duplicates": 0.05,
+                            "inject_outliers": 0, "duplicate_strength": "mixed",
+                            "outlier_sources": "mixed", **dataset}}
+        run = SimpleNamespace(read_meta=lambda: meta,
+                              read_samples=lambda: SimpleNamespace(paths=["a", "b"]))
+        return cache_key(run, FeatureOptions(model="pixels"), precision="fp32")
+
+    before = key()
+    assert key(duplicate_family=1, duplicate_across=0.0) == before
+    assert key(duplicate_family=1, duplicate_across=0.5) == before
+    assert key(duplicate_family=4) != before
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("duplicate_family", 0, "--duplicate-family must be a whole number from 1 to 10"),
+    ("duplicate_family", 11, "--duplicate-family must be a whole number from 1 to 10"),
+    ("duplicate_family", 2.5, "--duplicate-family must be a whole number from 1 to 10"),
+    ("duplicate_across", 1.5, "--duplicate-across must be a number ≥ 0 and ≤ 1"),
+    ("duplicate_across", -0.1, "--duplicate-across must be a number ≥ 0 and ≤ 1"),
+])
+def test_bad_family_or_across_is_refused(field, value, message):
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+
+    with pytest.raises(InputError, match=message):
+        DatasetOptions(parse_spec("digits"), inject_duplicates=0.05, **{field: value})
+
+
+@pytest.mark.parametrize("flag, value", [("--duplicate-family", "0"),
+                                         ("--duplicate-family", "11"),
+                                         ("--duplicate-across", "1.5"),
+                                         ("--duplicate-across", "-0.1")])
+def test_bad_family_or_across_on_the_command_line_is_one_line(tmp_path, flag, value):
+    import subprocess
+
+    from tests.unit.test_cli import CURATOR
+
+    r = subprocess.run([CURATOR, "pipeline", "--dataset", "digits", "--inject-duplicates",
+                        "0.05", f"{flag}={value}", "--out", str(tmp_path / "run")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and f"{flag}: must be" in lines[0], r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "run").exists()

@@ -71,6 +71,15 @@ def dataset_args(p: argparse.ArgumentParser, required: bool) -> None:
                         "JPEG); mixed cycles through these four, on which the cuts were "
                         "chosen; held-out cycles through crop, rotate, jitter, blur, jpeg, "
                         "overlay and aspect, which they were not (docs/method.md)")
+    g.add_argument("--duplicate-family", type=cli_type("duplicate_family"), default=1,
+                   metavar="K", help="copies come in families: each chosen sample gets 1 to K "
+                                     "copies (drawn at random) until --inject-duplicates' "
+                                     "total is made; 1 to 10")
+    g.add_argument("--duplicate-across", type=cli_type("duplicate_across"), default=0.0,
+                   metavar="SHARE", help="this share of the injected copies (chosen at random) "
+                                         "carry the label of a class other than their "
+                                         "source's: copies filed in another class's folder; "
+                                         "0 to 1")
     g.add_argument("--inject-outliers", type=cli_type("inject_outliers"), default=0,
                    metavar="N", help="add N images from other sources with random labels")
     g.add_argument("--inject-leaks", type=cli_type("inject_leaks"), default=0, metavar="N",
@@ -149,7 +158,8 @@ def dataset_opts(a: argparse.Namespace, read: bool = True):
         open_dataset(spec)
     opts = DatasetOptions(spec, a.labels, a.label_column, a.true_label_column, a.inject_noise,
                           a.seed, a.noise_kind, a.inject_duplicates, a.inject_outliers,
-                          a.duplicate_strength, a.outlier_sources, a.inject_leaks)
+                          a.duplicate_strength, a.outlier_sources, a.inject_leaks,
+                          a.duplicate_family, a.duplicate_across)
     if read:
         out = getattr(a, "out", None)
         check_dataset(opts, rundir(out) if out else None)

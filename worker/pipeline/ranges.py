@@ -81,6 +81,9 @@ PARAMS: dict[str, Param] = {
     "inject_duplicates": Param("--inject-duplicates", False, 0.0, 1.0),
     "inject_outliers": Param("--inject-outliers", True, 0, 1_000_000),
     "inject_leaks": Param("--inject-leaks", True, 0, 1_000_000),
+    # Injected copies per source (drawn 1..K) and the share filed under another class.
+    "duplicate_family": Param("--duplicate-family", True, 1, 10, default=1),
+    "duplicate_across": Param("--duplicate-across", False, 0.0, 1.0, default=0.0),
     "seed": Param("--seed", True, 0, 2**32 - 1),
     # Below 32 px the networks' strides leave nothing to see.
     "input_size": Param("--input-size", True, 32, 512),

@@ -265,6 +265,11 @@ def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -
         if d.get("inject_duplicates") or d.get("inject_outliers"):
             dataset |= {k: d.get(k) for k in ("inject_duplicates", "inject_outliers",
                                               "duplicate_strength", "outlier_sources")}
+            # Families change which samples are copied; named only when not 1, so keys
+            # made before the option existed still match. --duplicate-across changes
+            # labels alone (the pixels are those made without it), as injected noise does.
+            if d.get("duplicate_family", 1) != 1:
+                dataset["duplicate_family"] = d["duplicate_family"]
         samples = "\n".join(run.read_samples().paths).encode()
     key = {
         "dataset": dataset, "samples": hashlib.sha256(samples).hexdigest(), "model": opts.model,

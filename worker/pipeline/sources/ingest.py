@@ -67,6 +67,8 @@ class DatasetOptions:
     duplicate_strength: str = "mixed"
     outlier_sources: str = "mixed"
     inject_leaks: int = 0  # copies of test images put into train
+    duplicate_family: int = 1  # copies per chosen source: 1 to this many
+    duplicate_across: float = 0.0  # share of the copies labelled as another class
 
     def __post_init__(self) -> None:
         # Checked when the options are made (CLI, form, job record), before any ingest.
@@ -78,6 +80,10 @@ class DatasetOptions:
         object.__setattr__(self, "inject_outliers", check("inject_outliers",
                                                           self.inject_outliers))
         object.__setattr__(self, "inject_leaks", check("inject_leaks", self.inject_leaks))
+        object.__setattr__(self, "duplicate_family",
+                           check("duplicate_family", self.duplicate_family))
+        object.__setattr__(self, "duplicate_across",
+                           check("duplicate_across", self.duplicate_across))
         if self.duplicate_strength not in DUPLICATE_STRENGTHS:
             raise InputError(f"--duplicate-strength must be one of "
                              f"{', '.join(DUPLICATE_STRENGTHS)}, got {self.duplicate_strength!r}")
@@ -108,6 +114,8 @@ class DatasetOptions:
             "duplicate_strength": self.duplicate_strength,
             "outlier_sources": self.outlier_sources,
             "inject_leaks": self.inject_leaks,
+            "duplicate_family": self.duplicate_family,
+            "duplicate_across": self.duplicate_across,
         }
 
     @staticmethod
@@ -125,6 +133,8 @@ class DatasetOptions:
             duplicate_strength=d.get("duplicate_strength", "mixed"),
             outlier_sources=d.get("outlier_sources", "mixed"),
             inject_leaks=int(d.get("inject_leaks", 0)),
+            duplicate_family=int(d.get("duplicate_family", 1)),
+            duplicate_across=float(d.get("duplicate_across", 0.0)),
         )
 
 
@@ -198,7 +208,7 @@ def _inject(ds: Dataset, opts: DatasetOptions) -> None:
                   opts.inject_duplicates, opts.inject_outliers, opts.duplicate_strength,
                   opts.seed, opts.outlier_sources,
                   _test_images(opts.spec, s.classes) if opts.inject_leaks else None,
-                  opts.inject_leaks)
+                  opts.inject_leaks, opts.duplicate_family, opts.duplicate_across)
     ds.samples = SampleTable(s.paths + made.paths, np.concatenate([s.labels, made.labels]),
                              np.concatenate([s.true_labels, made.true_labels]), s.classes)
     ds.extra = made.images

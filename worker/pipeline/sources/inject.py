@@ -3,7 +3,8 @@
 - ``--inject-duplicates RATE``: ``round(RATE·N)`` copies of samples chosen at random
   (seeded), each made at one strength (``--duplicate-strength``; ``mixed`` cycles
   through the first four, ``held-out`` through the seven after them), carrying its
-  source's label:
+  source's label (one copy per chosen sample unless ``--duplicate-family`` says more; a
+  label of another class for the share ``--duplicate-across`` gives, both below):
 
   ========  ===============================================================
   exact     the same pixels
@@ -24,6 +25,21 @@
   The detectors' cuts were chosen looking at the first four (and the chosen-on outlier
   sources below); the others were made afterwards to report on data the cuts were not
   chosen on (docs/benchmarks.md, "Held-out rows").
+
+- ``--duplicate-family K`` (1 to 10, default 1): the copies come in families: each chosen
+  sample gets from 1 to ``K`` copies (drawn uniformly, seeded), until ``round(RATE·N)``
+  copies are made (the last family may be cut short). A family's copies follow one
+  another, each with the family's source as ``source``; the strengths cycle per copy as
+  above. With 1 (one copy per chosen sample) the copies are those made before the option
+  existed.
+
+- ``--duplicate-across SHARE`` (0 to 1, default 0): ``round(SHARE·copies)`` of the copies,
+  chosen at random (seeded), carry the label of another class than their source's (one
+  chosen at random among the others): a copy filed in another class's folder. Their
+  pixels are those made without it, and their true label stays their source's. The label
+  a copy carries is the run's sample table's (``samples.csv``), so a copy filed across is
+  one whose label differs from its ``source``'s there. With 0 the labels are those made
+  before the option existed.
 
 - ``--inject-leaks N``: copies of ``N`` test images chosen at random (seeded) put into
   train, each made at one strength as ``--duplicate-strength`` says, carrying the test
@@ -54,6 +70,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter
 
+from worker.pipeline.errors import InputError
 from worker.pipeline.names import (
     HELD_OUT,
     HELD_OUT_SOURCES,
@@ -316,25 +333,64 @@ def _copies(load: Callable[[int], Image.Image], chosen: np.ndarray, kind: str, s
         rows.append({"kind": kind, "source": s, "how": how})
 
 
+def family_sizes(total: int, family: int, seed: int) -> np.ndarray:
+    """How many copies each chosen source gets: sizes drawn from 1 to ``family`` until
+    ``total`` copies are made, the last cut short to fit (all ones when ``family`` is 1)."""
+    if family <= 1 or total <= 0:
+        return np.ones(max(total, 0), np.int64)
+    sizes = np.random.default_rng([seed, 13]).integers(1, family + 1, size=total)
+    ends = np.cumsum(sizes)
+    m = int(np.searchsorted(ends, total)) + 1  # the first family that reaches the total
+    sizes = sizes[:m].copy()
+    sizes[-1] -= int(ends[m - 1]) - total
+    return sizes
+
+
+def relabel_across(labels: np.ndarray, n_classes: int, share: float,
+                   seed: int) -> np.ndarray:
+    """``labels`` (the copies' sources' labels) with ``round(share·len)`` of them, chosen
+    at random, changed to another class chosen at random among the others."""
+    out = labels.copy()
+    n_across = int(round(share * len(out)))
+    if not n_across:
+        return out
+    if n_classes < 2:
+        raise InputError("--duplicate-across files copies under another class: the dataset "
+                         "has only one")
+    rng = np.random.default_rng([seed, 17])
+    which = np.sort(rng.choice(len(out), size=n_across, replace=False))
+    out[which] = (out[which] + rng.integers(1, n_classes, size=n_across)) % n_classes
+    return out
+
+
 def inject(load: Callable[[int], Image.Image], labels: np.ndarray, true_labels: np.ndarray,
            n_classes: int, size: int, grey: bool, dataset_kind: str, duplicates: float,
            outliers: int, strength: str, seed: int, sources: str = "mixed",
-           test: TestImages | None = None, leaks: int = 0) -> Injected:
+           test: TestImages | None = None, leaks: int = 0, family: int = 1,
+           across: float = 0.0) -> Injected:
     """Make the injected samples for a dataset of ``len(labels)`` samples whose images
     ``load(i)`` reads; all come out ``size``×``size`` RGB (same values in every channel
-    when ``grey``). ``leaks`` copies of ``test``'s images join train.
+    when ``grey``). ``leaks`` copies of ``test``'s images join train. ``family``: each
+    copied sample gets 1 to ``family`` copies; ``across``: the share of the copies
+    labelled as another class (module docstring). With ``family`` 1 and ``across`` 0 the
+    output is what it was before either existed.
 
     Returns
     -------
-    Injected, in order: the copies, the leaks, then the outliers.
+    Injected, in order: the copies (a family's one after another), the leaks, then the
+    outliers.
     """
     rng = np.random.default_rng([seed, 7])
     n = len(labels)
     n_dup = int(round(duplicates * n))
-    chosen = np.sort(rng.choice(n, size=min(n_dup, n), replace=False)) if n_dup else \
+    # Sizes from their own generator: with families of one, the sources (and everything
+    # drawn after them) are the ones drawn before families existed.
+    sizes = family_sizes(n_dup, family, seed)
+    chosen = np.sort(rng.choice(n, size=min(len(sizes), n), replace=False)) if n_dup else \
         np.empty(0, np.int64)
+    copied = np.repeat(chosen, sizes[:len(chosen)])
     images, rows, paths = [], [], []
-    _copies(load, chosen, "duplicate", size, grey, strength, rng, images, rows, paths)
+    _copies(load, copied, "duplicate", size, grey, strength, rng, images, rows, paths)
     leaked = np.empty(0, np.int64)
     if leaks and test is not None:
         # Its own generator: the copies and outliers stay what they were without leaks.
@@ -351,12 +407,14 @@ def inject(load: Callable[[int], Image.Image], labels: np.ndarray, true_labels: 
     stacked = np.concatenate([np.stack(images) if images else
                               np.zeros((0, size, size, 3), np.uint8), out_imgs])
     leak_labels = test.labels[leaked] if test is not None else np.empty(0, np.int64)
-    labels_new = np.concatenate([labels[chosen], leak_labels,
+    labels_new = np.concatenate([relabel_across(labels[copied], n_classes, across, seed),
+                                 leak_labels,
                                  rng.integers(0, n_classes, len(out_kinds))]).astype(np.int64)
-    # A copy's true label is its source's (unknown stays unknown), a leak's its test
-    # image's where the train split's are known; an outlier has none.
+    # A copy's true label is its source's (unknown stays unknown), also when it is filed
+    # under another class; a leak's its test image's where the train split's are known;
+    # an outlier has none.
     leak_true = leak_labels if (true_labels >= 0).any() else np.full(len(leak_labels), -1)
-    true_new = np.concatenate([true_labels[chosen], leak_true,
+    true_new = np.concatenate([true_labels[copied], leak_true,
                                np.full(len(out_kinds), -1)]).astype(np.int64)
     return Injected(stacked, labels_new, true_new, paths, rows)
 
