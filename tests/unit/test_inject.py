@@ -259,6 +259,28 @@ def test_families_change_the_feature_cache_key_and_across_does_not():
     assert key(duplicate_family=4) != before
 
 
+def test_leaks_and_the_seed_are_part_of_the_feature_cache_key():
+    """Leaks and the seed put other pixels under the same paths: a run with leaks alone at
+    another strength, or the same injection under another seed, gets its own features."""
+    from types import SimpleNamespace
+
+    from worker.pipeline.features.extraction import cache_key
+    from worker.pipeline.features.feature_options import FeatureOptions
+
+    def key(**dataset) -> str:
+        meta = {"dataset": {"spec": "digits", "split": "train", "inject_duplicates": 0,
+                            "inject_outliers": 0, "duplicate_strength": "exact",
+                            "outlier_sources": "mixed", **dataset}}
+        run = SimpleNamespace(read_meta=lambda: meta,
+                              read_samples=lambda: SimpleNamespace(paths=["a", "b"]))
+        return cache_key(run, FeatureOptions(model="pixels"), precision="fp32")
+
+    leaks = key(inject_leaks=10)
+    assert leaks != key(inject_leaks=10, duplicate_strength="light")
+    assert leaks != key(inject_leaks=10, seed=1)
+    assert key(inject_duplicates=0.05) == key(inject_duplicates=0.05, seed=0, inject_leaks=0)
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("duplicate_family", 0, "--duplicate-family must be a whole number from 1 to 10"),
     ("duplicate_family", 11, "--duplicate-family must be a whole number from 1 to 10"),

@@ -262,9 +262,14 @@ def cache_key(run: RunDir, opts: FeatureOptions, precision: str | None = None) -
         dataset = {k: d.get(k) for k in ("spec", "split")}
         # Injected images (sources/inject.py) have the same paths whatever their pixels:
         # their options are part of the key.
-        if d.get("inject_duplicates") or d.get("inject_outliers"):
+        if d.get("inject_duplicates") or d.get("inject_outliers") or d.get("inject_leaks"):
             dataset |= {k: d.get(k) for k in ("inject_duplicates", "inject_outliers",
                                               "duplicate_strength", "outlier_sources")}
+            # Leaks and the seed pick other images under the same paths; named only when
+            # they do, so keys made before them still match where nothing differs.
+            for k, same in (("inject_leaks", 0), ("seed", 0)):
+                if d.get(k, same) != same:
+                    dataset[k] = d[k]
             # Families change which samples are copied; named only when not 1, so keys
             # made before the option existed still match. --duplicate-across changes
             # labels alone (the pixels are those made without it), as injected noise does.
