@@ -179,7 +179,7 @@ def probe_stress(work: Path) -> dict[str, float]:
     """bench/stress.py's ``ci`` cells."""
     from bench.stress import GRIDS, run_cell
 
-    cells = {c.name: run_cell(c, work / "runs" / "stress") for c in GRIDS["ci"]}
+    cells = {c.name: run_cell(c, "ci", work / "runs" / "stress") for c in GRIDS["ci"]}
     return {"copies_5pct_f1": cells["copies-5pct-mixed"]["f1"],
             "copies_26pct_f1": cells["copies-26.5pct-mixed"]["f1"],
             "copies_26pct_precision": cells["copies-26.5pct-mixed"]["precision"],
