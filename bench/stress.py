@@ -145,13 +145,14 @@ def run_cell(cell: Cell, size: str, runs: Path) -> dict:
     split = () if cell.data == "digits" else ("--split", "train")
     cmd = [*curator_cmd(), "pipeline", "--dataset", dataset(cell.data, size), *split,
            *cell.flags, "--seed", "0", "--out", str(out)]
-    t = time.perf_counter()
+    t, since = time.perf_counter(), time.time()
     subprocess.run(cmd, check=True, capture_output=True, env=bench_env())
     seconds = time.perf_counter() - t
     meta = RunDir(out).read_meta()
     found = evaluate(RunDir(out), with_cleanlab=False)["findings"]
     row = {"cell": cell.name, "kind": cell.kind, "chosen": cell.chosen,
-           "n": meta.get("n_samples"), "seconds": round(seconds, 1)}
+           "n": meta.get("n_samples"), "seconds": round(seconds, 1),
+           "findings_s": step_seconds(meta, "findings", since)}
     if cell.kind == "outliers":
         o = found["outlier"]
         row |= {"marked": o["marked"],
@@ -166,6 +167,20 @@ def run_cell(cell: Cell, size: str, runs: Path) -> dict:
             if leak.get("recall") is not None and any(f == "--inject-leaks" for f in cell.flags):
                 row |= {"leak_recall": leak["recall"], "leak_precision": leak["precision"]}
     return row
+
+
+def step_seconds(meta: dict, step: str, since: float) -> float | None:
+    """How long ``step`` took in a run's record: from the end of the step before it to its
+    own end, when both ended after ``since`` (a POSIX time; None otherwise: a run resumed
+    from earlier steps does not say)."""
+    from datetime import datetime
+
+    ends = sorted((datetime.fromisoformat(v["at"]).timestamp(), k)
+                  for k, v in meta.get("steps", {}).items() if isinstance(v, dict) and "at" in v)
+    for (before, _), (at, name) in zip(ends, ends[1:], strict=False):
+        if name == step and before >= since - 1:
+            return round(at - before, 1)
+    return None
 
 
 def recall_drop(results: list[dict]) -> float | None:

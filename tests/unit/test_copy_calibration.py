@@ -95,3 +95,22 @@ def test_a_set_too_small_for_the_ring_reads_the_best_matches():
     near = near_matches(grey_views(thumbs), nbrs)
     assert near.reference is None
     assert near.tail_cut(1.0) == NearMatches(near.best, near.best).tail_cut(1.0)
+
+
+def test_a_family_of_copies_still_stands_out(photos):
+    """Six copies of one photograph fill its 4th-best match with a copy: the ratio test
+    then reads its closest different picture below them, and every copy passes."""
+    from worker.pipeline.findings.copies import RATIO_PROPOSE, distinctness, stands_out
+
+    family = np.stack([_light_copy(photos[i], j) for i in range(20) for j in range(6)])
+    thumbs = np.concatenate([photos, family])
+    grey = grey_views(thumbs)
+    near = near_matches(grey, _index(thumbs))
+    copies = np.arange(300, 420)
+    source = np.repeat(np.arange(20), 6)
+    match = match_pairs(grey, copies, grey, source)
+    assert stands_out(match, near.distinct[copies], RATIO_PROPOSE).mean() >= 0.9
+    # the REFERENCE_RANK + 1-th best alone, as before, is another copy: nothing stands out
+    m = match_pairs(grey, np.repeat(copies, 10), grey, _index(thumbs)[copies, :10].ravel())
+    plain = distinctness(m.reshape(-1, 10), cut=2.0)  # no match passes a cut of 2
+    assert stands_out(match, plain, RATIO_PROPOSE).mean() < 0.5

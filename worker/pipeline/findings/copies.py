@@ -35,7 +35,7 @@ copies of one picture, and the evidence a copy needs in this dataset.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -126,17 +126,39 @@ def near_matches(views: np.ndarray, neighbours: np.ndarray, seed: int = 0) -> Ne
         return NearMatches(np.zeros(n, np.float32), np.ones(n, np.float32))
     a = np.repeat(np.arange(n, dtype=np.int64), k)
     m = match_pairs(views, a, views, neighbours[:, :k].ravel()).reshape(n, k)
-    rank = min(REFERENCE_RANK, k - 1)
-    ref = -np.partition(-m, rank, axis=1)[:, rank]
     far, reference = ring(neighbours), None
     if far is not None:
         rows = reference_rows(n, seed)
-        r = far.shape[1]
-        reference = match_pairs(views, np.repeat(rows, r), views,
-                                far[rows].ravel()).reshape(len(rows), r).max(1)
-    return NearMatches(m.max(1).astype(np.float32),
-                       np.maximum(1.0 - ref, 1e-3).astype(np.float32),
+        reference = _ring_best(views, rows, far[rows])
+    near = NearMatches(m.max(1).astype(np.float32), np.ones(n, np.float32),
                        None if reference is None else reference.astype(np.float32))
+    return replace(near, distinct=distinctness(
+        m, near.tail_cut(TAIL_PROPOSE),
+        None if far is None else lambda rows: _ring_best(views, rows, far[rows])))
+
+
+def _ring_best(views: np.ndarray, rows: np.ndarray, far: np.ndarray) -> np.ndarray:
+    """Each of ``rows``' best pixel match with its neighbours ``far`` (R, r): (R,)."""
+    r = far.shape[1]
+    return match_pairs(views, np.repeat(rows, r), views, far.ravel()).reshape(len(rows),
+                                                                             r).max(1)
+
+
+def distinctness(match: np.ndarray, cut: float, beyond=None) -> np.ndarray:  # noqa: ANN001
+    """``1 −`` each row's closest different picture among its matches (N, k): its
+    ``REFERENCE_RANK + 1``-th best, or, when more of its matches pass the tail ``cut``
+    (a family of more copies), the best below them; a row whose every match passes reads
+    ``beyond(rows)`` (its best among farther neighbours; None: its worst match). float32
+    (N,), at least 1e-3."""
+    n, k = match.shape
+    ordered = -np.sort(-match, axis=1)
+    rank = np.maximum(np.minimum(REFERENCE_RANK, k - 1), (match >= cut).sum(1))
+    inside = rank < k
+    ref = np.where(inside, ordered[np.arange(n), np.minimum(rank, k - 1)], ordered[:, -1])
+    if beyond is not None and not inside.all():
+        rows = np.flatnonzero(~inside)
+        ref[rows] = beyond(rows)
+    return np.maximum(1.0 - ref, 1e-3).astype(np.float32)
 
 
 def stands_out(match: np.ndarray, distinct: np.ndarray, ratio: float) -> np.ndarray:

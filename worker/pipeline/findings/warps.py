@@ -494,17 +494,18 @@ def _row_ranks(a: np.ndarray, match: np.ndarray, n: int) -> np.ndarray:
     return rank
 
 
-def _per_row(a: np.ndarray, match: np.ndarray, n: int, rank: int) -> tuple[np.ndarray,
-                                                                            np.ndarray]:
-    """Each row's best ``match`` (P, V) and its ``rank + 1``-th best: float32 (N, V) each
-    (-1 and 1 for a row without pairs)."""
+def _per_row(a: np.ndarray, match: np.ndarray, n: int, rank: int | np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best ``match`` (P, V) and its ``rank + 1``-th best (``rank``: one for
+    every row, or int64 (N,)): float32 (N, V) each (-1 and 1 for a row without pairs)."""
     v = match.shape[1]
     best = np.full((n, v), -1.0, np.float32)
     ref = np.ones((n, v), np.float32)
     counts = np.bincount(a, minlength=n)
+    rank = np.broadcast_to(np.asarray(rank, np.int64), (n,))
     for c in range(v):
         np.maximum.at(best[:, c], a, match[:, c])
-        at = _row_ranks(a, match[:, c], n) == np.minimum(rank, counts[a] - 1)
+        at = _row_ranks(a, match[:, c], n) == np.minimum(rank[a], counts[a] - 1)
         ref[a[at], c] = match[at, c]
     return best, ref
 
@@ -555,6 +556,11 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
     if promise is None and far is not None:  # its own reference, from the ring
         ring_grid, reference = _ring_reference(va, far, seed)
         promise = NearMatches(ring_grid, ring_grid).tail_cut(PROMISE)
+        # Distinctness past a family: a row with more candidates beyond the grid's tail
+        # than REFERENCE_RANK reads the best below them (copies.distinctness).
+        tail = NearMatches(ring_grid, ring_grid).tail_cut(TAIL_WARP)
+        family = np.bincount(a[on_grid >= tail], minlength=n)
+        _, grid_ref = _per_row(a, on_grid[:, None], n, np.maximum(rank, family))
     elif promise is None:  # a reference of the rows' best candidates
         promise = NearMatches(grid_best[:, 0], grid_best[:, 0]).tail_cut(PROMISE)
         in_reference[reference_rows(n, seed, REFERENCE_ROWS)] = True

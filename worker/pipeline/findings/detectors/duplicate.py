@@ -101,12 +101,14 @@ def star_groups(units: np.ndarray, pairs: np.ndarray, n: int) -> np.ndarray:
     return group
 
 
-# Scored against injected copies (FindingKind.score_truth): an injected copy and its source
-# form a family. A marked sample is right when its kept copy is of its own family
-# (whichever of the two was kept), or when it shares a group with the other member of its
-# family; a family is found when its two members share a group and one of them is marked
-# (both may be dropped for a third, nearly identical sample). Natural duplicates the
-# dataset already held count against precision, so precision is a lower bound.
+# Scored against injected copies (FindingKind.score_truth): a source and its injected
+# copies (one, or up to ten with --duplicate-family) form a family. A marked sample is
+# right when its kept copy is of its own family (whichever member was kept), or when it
+# shares a group with another member of its family; a copy is found when it shares a group
+# with another member of its family and one of the two is marked (both may be dropped for
+# a third, nearly identical sample). Recall is over copies: with one copy each, over
+# families. Natural duplicates the dataset already held count against precision, so
+# precision is a lower bound.
 def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[dict],
                      group: np.ndarray | None = None) -> dict:
     """P/R/F1 of duplicate marks against injected copies, and recall per strength
@@ -125,16 +127,23 @@ def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[d
     right = found[((related[found] >= 0)
                    & (family[found] == family[np.maximum(related[found], 0)]))
                   | np.isin(family[found], list(together))]
-    hit = set(family[right].tolist()) | together
+    members: dict[int, list[int]] = {}
+    for r in copies:
+        members.setdefault(r["source"], [r["source"]]).append(r["index"])
+
+    def found_copy(i: int, source: int) -> bool:
+        g = group[i]
+        return bool(g >= 0 and any(group[m] == g and (marked[i] or marked[m])
+                                   for m in members[source] if m != i))
+
+    hit = np.array([found_copy(r["index"], r["source"]) for r in copies], bool)
     out = prf(len(right), len(found), len(copies))
-    out["recall"] = round(len(hit) / len(copies), 4) if copies else 0.0
+    out["recall"] = round(float(hit.mean()), 4) if copies else 0.0
     p, r = out["precision"], out["recall"]
     out["f1"] = round(2 * p * r / (p + r), 4) if p + r else 0.0
-    by = {}
-    for how in sorted({c["how"] for c in copies}):
-        fams = [c["source"] for c in copies if c["how"] == how]
-        by[how] = round(sum(f in hit for f in fams) / len(fams), 4)
-    out["recall_by_strength"] = by
+    how = np.array([c["how"] for c in copies])
+    out["recall_by_strength"] = {h: round(float(hit[how == h].mean()), 4)
+                                 for h in sorted(set(how.tolist()))}
     return out
 
 
@@ -143,8 +152,9 @@ class DuplicateKind(FindingKind):
     name = "duplicate"
     # 1: feature distance; 2: pixel match among feature candidates; 3: the ratio test,
     # proposed or dropped; 4: the warp match (findings/warps.py); 5: its tail at 3.5,
-    # a caption band; 6: the tails read off the ring of 11th-20th neighbours (copies.RING)
-    version = "6"
+    # a caption band; 6: the tails read off the ring of 11th-20th neighbours (copies.RING); 7:
+    # distinctness past a family of copies
+    version = "7"
     title = "near-duplicate"
     decision = DROP
     order = 10

@@ -104,8 +104,9 @@ class LeakKind(FindingKind):
     # 1: feature distance; 2: the duplicate rule across the split; 3: ratio test; 4: the
     # warp match (findings/warps.py); 5: the queue's score (queue_score); 6: the warp
     # test's tail at 3.5, a caption band, every train image's best candidate refined; 7: the
-    # tails read off the ring of 11th-20th neighbours (copies.RING)
-    version = "7"
+    # tails read off the ring of 11th-20th neighbours (copies.RING); 8: distinctness past a
+    # family of copies
+    version = "8"
     title = "leak into the test split"
     decision = DROP
     order = 20
