@@ -44,12 +44,15 @@ def source_images(root: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     return classes, np.stack(images), np.asarray(labels)
 
 
-def photo(src: np.ndarray, rng: np.random.Generator) -> bytes:
-    """One JPEG file: ``src`` cropped, resized to 256–500 px a side, quality 90."""
+def photo(src: np.ndarray, rng: np.random.Generator, square: bool = False) -> bytes:
+    """One JPEG file: ``src`` cropped, resized to 256–500 px a side (``square``: the same
+    side both ways), quality 90."""
     h, w = src.shape[:2]
     kh, kw = (int(round(s * rng.uniform(*KEEP))) for s in (h, w))
     y, x = int(rng.integers(0, h - kh + 1)), int(rng.integers(0, w - kw + 1))
     size = tuple(int(s) for s in rng.integers(SIDES[0], SIDES[1] + 1, 2))
+    if square:
+        size = (size[0], size[0])
     img = Image.fromarray(src[y:y + kh, x:x + kw]).resize(size, Image.Resampling.BICUBIC)
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=QUALITY)
@@ -57,8 +60,9 @@ def photo(src: np.ndarray, rng: np.random.Generator) -> bytes:
 
 
 def write_folder(out: Path, n: int, source: Path, seed: int = 0,
-                 workers: int | None = None) -> Path:
-    """Write (or complete) ``out`` with ``n`` files; returns ``out``."""
+                 workers: int | None = None, square: bool = False) -> Path:
+    """Write (or complete) ``out`` with ``n`` files (``square``: each as wide as it is
+    tall); returns ``out``."""
     classes, images, labels = source_images(source)
     for name in classes:
         (out / name).mkdir(parents=True, exist_ok=True)
@@ -72,7 +76,7 @@ def write_folder(out: Path, n: int, source: Path, seed: int = 0,
             dest = out / classes[labels[j]] / f"{i:07d}.jpg"
             if dest.exists():
                 continue
-            dest.write_bytes(photo(images[j], np.random.default_rng([seed, i])))
+            dest.write_bytes(photo(images[j], np.random.default_rng([seed, i]), square))
             made += 1
         return made
 

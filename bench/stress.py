@@ -19,9 +19,10 @@ evaluate``'s findings scores:
 
 Data: ``cifar`` is the shared ``cifar10-mini`` folder (2,000 train photographs, 1,000
 test) at size ``2k``, and CIFAR-10's 50,000 train and 10,000 test images at size
-``50k``; ``digits`` is scikit-learn's digits; ``photos`` is a folder of 2,000 JPEGs of
-256–500 px made from CIFAR photographs (bench/jpeg_folder.py), with CIFAR-10 mini's
-test split beside it.
+``50k``; ``digits`` is scikit-learn's digits; ``photos`` is a folder of 2,000 square JPEGs of
+256–500 px made from CIFAR photographs (bench/jpeg_folder.py), with 1,000 made from
+CIFAR-10 mini's test split beside it (square: the injector stores a copy as a square
+image, so a copy of a non-square photograph would be squashed, not a copy).
 
 Sizes:
 
@@ -124,13 +125,15 @@ def dataset(data: str, size: str) -> str:
 
         root = Path("runs") / "stress-data"
         mini = cifar_mini_folder()
-        photos = root / "photos"
-        write_folder(photos / "train", 2000, mini)
+        # Square files: the injector stores a copy as a square image, so a copy of a
+        # 400×300 photograph would be squashed, not the copy a user's folder holds.
+        photos = root / "photos-square"
+        write_folder(photos / "train", 2000, mini, square=True)
         as_train = root / "mini-test" / "train"  # write_folder reads a source's train/
         if not as_train.exists():
             as_train.parent.mkdir(parents=True, exist_ok=True)
             as_train.symlink_to((mini / "test").resolve())
-        write_folder(photos / "test", 1000, as_train.parent)
+        write_folder(photos / "test", 1000, as_train.parent, square=True)
         return f"folder:{photos}"
     return f"folder:{cifar_folder() if size == '50k' else cifar_mini_folder()}"
 
