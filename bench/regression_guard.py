@@ -20,7 +20,8 @@ measured by one probe:
   backbone's row on ``cifar10-mini`` (40% pairs noise, bench/detection.py
   ``lite-mini-pair40``): our F1 over the best peer's on the same features.
 - ``stress``: the findings' cells of bench/stress.py at its ``ci`` size: copies at 5% and
-  at 26.5% of the images, a batch of 40 grey photographs among the colour ones.
+  at 26.5% of the images, at 20% in families of up to ten, a batch of 40 grey photographs
+  among the colour ones.
 - ``startup``: ``curator --help``, ``import tsne_curator`` and the digits demo's pipeline
   on its finished run (every step reused) against a bare ``python -c pass`` (the same
   interpreter, in the same run), and the CLI's start against the eager imports it had
@@ -183,6 +184,7 @@ def probe_stress(work: Path) -> dict[str, float]:
     return {"copies_5pct_f1": cells["copies-5pct-mixed"]["f1"],
             "copies_26pct_f1": cells["copies-26.5pct-mixed"]["f1"],
             "copies_26pct_precision": cells["copies-26.5pct-mixed"]["precision"],
+            "copies_families_f1": cells["copies-20pct-mixed-family10"]["f1"],
             "outliers_batch40_queue2x": cells["outliers-40-grey"]["queue2x"],
             "outliers_batch40_auroc": cells["outliers-40-grey"]["auroc"],
             "outliers_batch40_f1": cells["outliers-40-grey"]["f1"]}

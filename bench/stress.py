@@ -28,7 +28,8 @@ Sizes:
 
 - ``ci``: the cells the regression guard (bench/regression_guard.py) runs in CI's time:
   copies at 5% and at 26.5% of the images (530 copies of 2,000 photographs: 42% of the
-  images in a copy pair), and one batch of 40 grey photographs among the colour ones.
+  images in a copy pair), at 20% in families of up to ten copies of one photograph, and
+  one batch of 40 grey photographs among the colour ones.
 - ``2k``: the grid at 2,000 images: copy rates 0–50% (one copy each, families of up to
   ten, a share filed in another class), our four strengths and the seven held-out ones
   (inject.py), on photographs and 256–500 px JPEGs; digits without copies; outliers alone
@@ -103,7 +104,8 @@ def clean(data: str, chosen: bool = False) -> Cell:
 
 SOURCES = ("grey", "lines", "texture", "shapes")  # held-out outlier sources (inject.py)
 GRIDS = {
-    "ci": (copies(0.05, leaks=0), copies(0.265, leaks=0), outliers(40, "grey")),
+    "ci": (copies(0.05, leaks=0), copies(0.265, leaks=0), copies(0.2, family=10, leaks=0),
+           outliers(40, "grey")),
     "2k": (clean("digits", chosen=True), clean("cifar"),
            *(copies(r, chosen=r == 0.05) for r in (0.01, 0.05, 0.1, 0.2, 0.35, 0.5)),
            copies(0.05, "held-out"), copies(0.35, "held-out"),
