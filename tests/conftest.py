@@ -124,6 +124,25 @@ def digits_run(tmp_path_factory):
     return run
 
 
+@pytest.fixture(scope="session")
+def island_root(tmp_path_factory) -> Path:
+    """A runs root holding ``digits``: scikit-learn's digits with 30 injected line drawings
+    filed under random labels (an island of outliers), short map, built once per session."""
+    from worker.pipeline.features.feature_options import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
+    from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.storage.rundir import RunDir
+
+    root = tmp_path_factory.mktemp("islands")
+    run_pipeline(RunDir(root / "digits"),
+                 DatasetOptions(parse_spec("digits"), inject_outliers=30,
+                                outlier_sources="lines", seed=0),
+                 FeatureOptions(), EmbeddingOptions(n_iter=50, exaggeration_iter=25))
+    return root
+
+
 @pytest.fixture
 def fresh_run(digits_run, tmp_path):
     """A private copy of the digits run, safe to curate and export."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from app import ids
 from app.curate.logic import set_decision
-from app.curate.review_queue import keep_member, relabel_to
+from app.curate.review_queue import decide_island, keep_member, relabel_to
 from worker.pipeline.errors import InputError
 
 Operation = Callable[[Path, str, int, dict], int]
@@ -44,6 +44,12 @@ def _relabel(runs_root: Path, run_id: str, sample: int, key: dict) -> int:
 
 def _keep_member(runs_root: Path, run_id: str, sample: int, key: dict) -> int:
     return keep_member(runs_root, run_id, sample)
+
+
+def _island(decision: str) -> Operation:
+    def op(runs_root: Path, run_id: str, sample: int, key: dict) -> int:
+        return decide_island(runs_root, run_id, sample, decision)
+    return op
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ ACTIONS: tuple[Action, ...] = (
     Action("pick_class", ("l",), "press", "relabel to any class", target=ids.RELABEL_TO),
     Action("keep_member", ("m",), "review", "keep this copy, drop its near-duplicates",
            operation=_keep_member),
+    Action("drop_island", ("i",), "review", "drop this outlier's whole island",
+           operation=_island("drop")),
+    Action("keep_island", ("Shift+i",), "review", "keep this outlier's whole island",
+           operation=_island("keep")),
     Action("undo", ("u", "Ctrl+z"), "press", "undo", target=ids.UNDO),
     Action("redo", ("Ctrl+Shift+z",), "press", "redo", target=ids.REDO),
     Action("apply", ("Enter",), "params"),

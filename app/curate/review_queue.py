@@ -39,6 +39,7 @@ STATE_OF_REASON = {"override_keep": "kept", "override_drop": "dropped", "relabel
 BULK = {"accept": "Accept suggestions", "keep": "Keep all", "drop": "Drop all",
         "drop_duplicates": "Drop duplicates (keep one per group)", "drop_leaks": "Drop leaks"}
 CONFUSION_TOP = 12
+ISLAND_SHOWN = 24  # an island's members the side-by-side view shows (the focused one first)
 
 
 def finding_marks(data: RunData, state: RunState) -> dict[str, np.ndarray]:
@@ -225,6 +226,35 @@ def group_members(data: RunData, sample: int) -> np.ndarray:
     return np.flatnonzero(group == group[sample])
 
 
+def island_members(data: RunData, sample: int) -> np.ndarray:
+    """The members of ``sample``'s outlier island (findings/detectors/outlier.py
+    ``islands``; empty when it is in none), itself included."""
+    out = data.findings.get("outlier")
+    island = None if out is None else out.facts.get("island")
+    if island is None or island[sample] < 0:
+        return np.empty(0, np.int64)
+    return np.flatnonzero(island == island[sample])
+
+
+def decide_island(runs_root: Path, run_id: str, sample: int, decision: str) -> int:
+    """Keep or drop every member of ``sample``'s outlier island: one undoable step (the
+    ``i`` and ``Shift+I`` keys). Returns how many samples changed."""
+    data = run_data(runs_root, run_id)
+    members = island_members(data, sample)
+    if not len(members):
+        raise InputError(f"#{sample} is in no island of outliers: nothing to decide together")
+    overrides = current_state(data).overrides
+    values = {"overrides": {int(m): decision for m in members
+                            if overrides.get(int(m)) != decision}}
+    if not values["overrides"]:
+        done = "dropped" if decision == "drop" else "kept"
+        raise InputError(f"every member of #{sample}'s island is already {done}")
+    open_store(data.run).set_sample_values(
+        values, f"{decision} the island of {len(members)} outliers around #{sample}",
+        n_samples=len(data.samples), n_classes=len(data.samples.classes))
+    return len(values["overrides"])
+
+
 def _keep_one_per_group(data: RunData, state: RunState, chosen: list[int]) -> BulkPlan:
     """Every duplicate group with a listed member keeps one member (the one a reviewer
     kept, else the representative) and drops the others, as explicit decisions."""
@@ -262,12 +292,15 @@ def keep_member(runs_root: Path, run_id: str, sample: int) -> int:
 
 def related_images(data: RunData, state: RunState, sample: int, run_id: str) -> list[dict]:
     """What the side-by-side view shows for ``sample``: its duplicate group's members
-    (itself first) and, for a leak, the test image it nearly copies. Each item:
-    ``{"src", "caption", "kept"}`` (kept None for a test image); [] when it has neither."""
+    (itself first), or its outlier island's (up to ``ISLAND_SHOWN``), and, for a leak, the
+    test image it nearly copies. Each item: ``{"src", "caption", "kept"}`` (kept None for
+    a test image); [] when it has none of them."""
     run = quote(run_id, safe="")
     classes, labels, kept = data.samples.classes, data.samples.labels, state.decisions.kept
     items = []
     members = group_members(data, sample)
+    if len(members) < 2:
+        members = island_members(data, sample)[:ISLAND_SHOWN]
     if len(members) > 1:
         for m in [sample, *[int(x) for x in members if x != sample]]:
             items.append({"src": f"/thumb/{run}/{m}.png", "kept": bool(kept[m]),

@@ -42,6 +42,12 @@ from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.map.neighbours import knn_query
 
 K_OUTLIER = 10
+# An island (:func:`islands`): marked outliers joined through their K_OUTLIER nearest, at
+# least ISLAND_MIN of them, carrying at least ISLAND_LABELS labels: a batch from one
+# source filed at random, not a class's rare corner. Chosen looking at the stress grid's
+# outlier cells (each batch of 13-399 marked is one island) and scikit-learn's digits
+# (three of its ten marked outliers, of three labels, lie together: no island at 5).
+ISLAND_MIN, ISLAND_LABELS = 5, 3
 # A member is in its class's core when at least this share of its K_OUTLIER nearest
 # images carries its label; the core stands for the class when it holds at least
 # CORE_MIN of its members (else every member does).
@@ -129,10 +135,40 @@ def class_fit(x: np.ndarray, labels: np.ndarray, neighbours: np.ndarray, n_class
     return rel[ar, j].astype(np.float32), cand[ar, j].astype(np.int64)
 
 
+def islands(marked: np.ndarray, neighbours: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Which island each sample belongs to (-1: none): the connected groups of ``marked``
+    samples (bool (N,)) in which each member has another among its ``neighbours`` (N, k),
+    of at least ``ISLAND_MIN`` members with at least ``ISLAND_LABELS`` different
+    ``labels`` (N,). A batch of images from another source gathers so (each one's nearest
+    images are others of the batch) and carries every label it was filed under. int64
+    (N,), islands numbered from 0 by their lowest member."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(marked)
+    out = np.full(n, -1, np.int64)
+    rows = np.flatnonzero(marked)
+    if len(rows) < ISLAND_MIN:
+        return out
+    a = np.repeat(rows, neighbours.shape[1])
+    b = neighbours[rows].ravel()
+    keep = marked[b]
+    graph = coo_matrix((np.ones(int(keep.sum()), np.int8), (a[keep], b[keep])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    comp = np.where(marked, comp, -1)
+    found = 0
+    for c in np.unique(comp[rows]):  # in order of the lowest member (components are)
+        members = np.flatnonzero(comp == c)
+        if len(members) >= ISLAND_MIN and len(np.unique(labels[members])) >= ISLAND_LABELS:
+            out[members] = found
+            found += 1
+    return out
+
+
 @register
 class OutlierKind(FindingKind):
     name = "outlier"
-    version = "3"  # 1: k-NN distance; 2: class fit; 3: against class cores
+    version = "4"  # 1: k-NN distance; 2: class fit; 3: against class cores; 4: islands
     title = "outlier"
     decision = DROP
     order = 30
@@ -171,10 +207,12 @@ class OutlierKind(FindingKind):
         rank = np.empty(n, np.float32)
         rank[np.argsort(score, kind="stable")] = np.arange(n, dtype=np.float32) / max(n, 1)
         drop_cut = max(float(self.drop_cut(ctx)), t)
+        island = islands(score >= t, sp.neighbours[:, :k], s.labels)
         return FindingTable(score >= t, score, np.full(n, -1, np.int64),
                             {"class_fit": fit, "crowd": crowd.astype(np.float32),
-                             "nearest_class": nearest, "percentile": rank},
-                            {"threshold": t, "drop_cut": drop_cut, "k": k}, score >= drop_cut)
+                             "nearest_class": nearest, "percentile": rank, "island": island},
+                            {"threshold": t, "drop_cut": drop_cut, "k": k,
+                             "islands": int(island.max() + 1)}, score >= drop_cut)
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
         return {"outlier_score": [f"{s:.4f}" for s in table.score.tolist()],
@@ -190,4 +228,12 @@ class OutlierKind(FindingKind):
         else:
             how = (f"{float(f['class_fit'][i]):.1f}× farther from the nearest class ({near}) "
                    "than that class's own images are")
-        return f"fits no class: {how}, more than {pct:.1f}% of the dataset"
+        words = f"fits no class: {how}, more than {pct:.1f}% of the dataset"
+        island = f.get("island")
+        if island is not None and island[i] >= 0:
+            members = np.flatnonzero(island == island[i])
+            n_labels = len(np.unique(view.labels[members]))
+            words += (f"; one of an island of {len(members)} outliers filed under "
+                      f"{n_labels} labels, each nearest to others of it: a batch from one "
+                      "source ('i' drops them all, Shift+I keeps them)")
+        return words
