@@ -38,7 +38,8 @@ def test_every_key_is_one_action_and_every_store_action_has_its_operation():
         assert (a.scope == "press") == (a.target is not None), a
         assert all(re.fullmatch(r"(Ctrl\+)?(Shift\+)?([a-z]|Enter)", k) for k in a.keys), a
     assert {a.name for a in ACTIONS if a.operation} == {"keep", "drop", "relabel",
-                                                        "keep_member"}
+                                                        "keep_member", "drop_island",
+                                                        "keep_island"}
 
 
 def test_one_script_listens_for_keys():
