@@ -236,49 +236,42 @@ def test_ingest_passes_families_and_across_on():
     assert (ds.samples.labels[n:] != own).sum() == round(0.5 * len(rows))
 
 
-def test_families_change_the_feature_cache_key_and_across_does_not():
-    """Families copy other samples under the same paths, so they are part of the features'
-    key; filing copies across changes labels only, as injected noise does. Families of one
-    keep the key a run recorded before the option existed had."""
+def _feature_key(**dataset) -> str:
+    """The features' cache key of a pixels run of digits whose recorded dataset options
+    are these (besides no injection at all)."""
     from types import SimpleNamespace
 
     from worker.pipeline.features.extraction import cache_key
     from worker.pipeline.features.feature_options import FeatureOptions
 
-    def key(**dataset) -> str:
-        meta = {"dataset": {"spec": "digits", "split": "train", "inject_duplicates": 0.05,
-                            "inject_outliers": 0, "duplicate_strength": "mixed",
-                            "outlier_sources": "mixed", **dataset}}
-        run = SimpleNamespace(read_meta=lambda: meta,
-                              read_samples=lambda: SimpleNamespace(paths=["a", "b"]))
-        return cache_key(run, FeatureOptions(model="pixels"), precision="fp32")
+    meta = {"dataset": {"spec": "digits", "split": "train", "inject_duplicates": 0,
+                        "inject_outliers": 0, "duplicate_strength": "mixed",
+                        "outlier_sources": "mixed", **dataset}}
+    run = SimpleNamespace(read_meta=lambda: meta,
+                          read_samples=lambda: SimpleNamespace(paths=["a", "b"]))
+    return cache_key(run, FeatureOptions(model="pixels"), precision="fp32")
 
-    before = key()
-    assert key(duplicate_family=1, duplicate_across=0.0) == before
-    assert key(duplicate_family=1, duplicate_across=0.5) == before
-    assert key(duplicate_family=4) != before
+
+def test_families_change_the_feature_cache_key_and_across_does_not():
+    """Families copy other samples under the same paths, so they are part of the features'
+    key; filing copies across changes labels only, as injected noise does. Families of one
+    keep the key a run recorded before the option existed had."""
+    before = _feature_key(inject_duplicates=0.05)
+    assert _feature_key(inject_duplicates=0.05, duplicate_family=1,
+                        duplicate_across=0.0) == before
+    assert _feature_key(inject_duplicates=0.05, duplicate_family=1,
+                        duplicate_across=0.5) == before
+    assert _feature_key(inject_duplicates=0.05, duplicate_family=4) != before
 
 
 def test_leaks_and_the_seed_are_part_of_the_feature_cache_key():
     """Leaks and the seed put other pixels under the same paths: a run with leaks alone at
     another strength, or the same injection under another seed, gets its own features."""
-    from types import SimpleNamespace
-
-    from worker.pipeline.features.extraction import cache_key
-    from worker.pipeline.features.feature_options import FeatureOptions
-
-    def key(**dataset) -> str:
-        meta = {"dataset": {"spec": "digits", "split": "train", "inject_duplicates": 0,
-                            "inject_outliers": 0, "duplicate_strength": "exact",
-                            "outlier_sources": "mixed", **dataset}}
-        run = SimpleNamespace(read_meta=lambda: meta,
-                              read_samples=lambda: SimpleNamespace(paths=["a", "b"]))
-        return cache_key(run, FeatureOptions(model="pixels"), precision="fp32")
-
-    leaks = key(inject_leaks=10)
-    assert leaks != key(inject_leaks=10, duplicate_strength="light")
-    assert leaks != key(inject_leaks=10, seed=1)
-    assert key(inject_duplicates=0.05) == key(inject_duplicates=0.05, seed=0, inject_leaks=0)
+    leaks = _feature_key(inject_leaks=10, duplicate_strength="exact")
+    assert leaks != _feature_key(inject_leaks=10, duplicate_strength="light")
+    assert leaks != _feature_key(inject_leaks=10, duplicate_strength="exact", seed=1)
+    assert _feature_key(inject_duplicates=0.05) == \
+        _feature_key(inject_duplicates=0.05, seed=0, inject_leaks=0)
 
 
 @pytest.mark.parametrize("field, value, message", [
