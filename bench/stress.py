@@ -111,6 +111,7 @@ GRIDS = {
            copies(0.05, "held-out"), copies(0.35, "held-out"),
            copies(0.2, family=10), copies(0.1, across=0.5),
            copies(0.05, data="photos"), copies(0.35, data="photos"),
+           copies(0.2, data="digits", leaks=0),
            outliers(5, "held-out"),
            *(outliers(n, s) for s in SOURCES for n in (20, 100)),
            outliers(400, "grey"), outliers(400, "shapes")),
