@@ -24,7 +24,9 @@ copies of one picture, and the evidence a copy needs in this dataset.
      test as Lowe's for local features): ``1 − match`` is at most ``RATIO_PROPOSE``
      (``RATIO_DROP`` to drop) times the sample's *distinctness*, ``1 −`` its
      ``REFERENCE_RANK + 1``-th best match among its ``K_REFERENCE`` nearest (a group of up
-     to that many copies still leaves a different picture there).
+     to that many copies still leaves a different picture there), or, where more of
+     those pass the tail test (a family of more copies), of the best match below them
+     (:func:`distinctness`).
 
   Neither alone holds on data it was not chosen on: the tail alone marks close pictures in
   a sparse corner, the ratio alone marks a lone look-alike where the other near pictures
@@ -35,6 +37,7 @@ copies of one picture, and the evidence a copy needs in this dataset.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -76,7 +79,8 @@ class NearMatches:
     Attributes
     ----------
     best : float32 (N,), its best match (the closest picture it resembles)
-    distinct : float32 (N,), ``1 −`` its ``REFERENCE_RANK + 1``-th best match, ≥ 1e-3
+    distinct : float32 (N,), ``1 −`` its closest different picture's match
+        (:func:`distinctness`), ≥ 1e-3
     reference : float32 (R,), what different pictures of the dataset reach (module
         docstring, test 1); None: :attr:`best` stands for it (a set too small for the
         ring)
@@ -115,7 +119,7 @@ def reference_rows(n: int, seed: int = 0, most: int = REFERENCE_ROWS) -> np.ndar
 
 def ring(neighbours: np.ndarray) -> np.ndarray | None:
     """The reference neighbours of each row (module docstring, test 1): int64 (N, r), or
-    None when the index holds no neighbour past ``RING[0]`` (fewer than 12 samples)."""
+    None when the index holds fewer than two past ``RING[0]`` (a set of under 13)."""
     return neighbours[:, RING[0]:RING[1]] if neighbours.shape[1] > RING[0] + 1 else None
 
 
@@ -144,7 +148,8 @@ def _ring_best(views: np.ndarray, rows: np.ndarray, far: np.ndarray) -> np.ndarr
                                                                              r).max(1)
 
 
-def distinctness(match: np.ndarray, cut: float, beyond=None) -> np.ndarray:  # noqa: ANN001
+def distinctness(match: np.ndarray, cut: float,
+                 beyond: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """``1 −`` each row's closest different picture among its matches (N, k): its
     ``REFERENCE_RANK + 1``-th best, or, when more of its matches pass the tail ``cut``
     (a family of more copies), the best below them; a row whose every match passes reads
