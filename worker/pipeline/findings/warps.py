@@ -436,8 +436,9 @@ class WarpEvidence:
     a, b : int64 (P,), the directed candidate pairs (row, other)
     match : float32 (P, V), their warp match (refined where promising: :func:`warp_evidence`)
     best : float32 (N, V), each row's best warp match among its candidates
-    distinct : float32 (N, V), ``1 −`` its ``REFERENCE_RANK + 1``-th best on the grid
-        (findings/copies.py), at least 1e-3
+    distinct : float32 (N, V), ``1 −`` its ``REFERENCE_RANK + 1``-th best on the grid, or
+        the best below its candidates beyond the grid's tail (a family of copies:
+        findings/copies.py ``distinctness``), at least 1e-3
     reference : float32 (R, V), what different pictures reach once refined: for each of
         up to ``REFERENCE_ROWS`` rows, its best pair with its neighbours of rank
         copies.RING on the grid, refined (the tail test's centre and spread; copies lie
