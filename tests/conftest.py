@@ -125,9 +125,10 @@ def digits_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def island_root(tmp_path_factory) -> Path:
+def island_build(tmp_path_factory) -> Path:
     """A runs root holding ``digits``: scikit-learn's digits with 30 injected line drawings
-    filed under random labels (an island of outliers), short map, built once per session."""
+    filed under random labels (an island of outliers), short map, built once per session;
+    tests take a private copy (``island_root``)."""
     from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
@@ -141,6 +142,15 @@ def island_root(tmp_path_factory) -> Path:
                                 outlier_sources="lines", seed=0),
                  FeatureOptions(), EmbeddingOptions(n_iter=50, exaggeration_iter=25))
     return root
+
+
+@pytest.fixture
+def island_root(island_build, tmp_path) -> Path:
+    """A private copy of ``island_build``'s runs root, safe to curate."""
+    import shutil
+
+    shutil.copytree(island_build, tmp_path / "island-runs")
+    return tmp_path / "island-runs"
 
 
 @pytest.fixture
