@@ -32,7 +32,8 @@ Sizes:
   one batch of 40 grey photographs among the colour ones.
 - ``2k``: the grid at 2,000 images: copy rates 0–50% (one copy each, families of up to
   ten, a share filed in another class), our four strengths and the seven held-out ones
-  (inject.py), on photographs and 256–500 px JPEGs; digits without copies; outliers alone
+  (inject.py), on photographs and 256–500 px JPEGs; digits without copies and with 20%
+  (only exact copies are told apart at 8 px: docs/benchmarks.md); outliers alone
   (five, one of each held-out source) and in batches of 20, 100 and 400 from four
   sources no outlier cut was chosen on.
 - ``50k``: CIFAR-10's train split at 5% and 50% copies, and a batch of 400 grey outliers
