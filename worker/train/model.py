@@ -33,38 +33,6 @@ def build_model(name: str, num_classes: int, image_size: int) -> nn.Module:
     return net
 
 
-class LARS(torch.optim.Optimizer):
-    """Layer-wise adaptive rate scaling (You et al. 2017) around SGD with momentum.
-
-    Each weight tensor's step is scaled by ``trust · ‖w‖ / (‖g‖ + wd·‖w‖)``; biases and
-    BatchNorm parameters (1-d tensors) are left unscaled and undecayed, as usual.
-    """
-
-    def __init__(self, params, lr: float, momentum: float = 0.9, weight_decay: float = 0.0,
-                 trust: float = 0.001, nesterov: bool = True) -> None:
-        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
-                                      trust=trust, nesterov=nesterov))
-
-    @torch.no_grad()
-    def step(self, closure=None):  # noqa: ANN001, ANN201
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                g = p.grad
-                if p.ndim > 1:
-                    g = g.add(p, alpha=group["weight_decay"])
-                    w_norm, g_norm = torch.norm(p), torch.norm(g)
-                    scale = torch.where((w_norm > 0) & (g_norm > 0),
-                                        group["trust"] * w_norm / g_norm,
-                                        torch.ones_like(w_norm))
-                    g = g.mul(scale)
-                buf = self.state[p].setdefault("momentum", torch.zeros_like(p))
-                buf.mul_(group["momentum"]).add_(g)
-                update = g.add(buf, alpha=group["momentum"]) if group["nesterov"] else buf
-                p.add_(update, alpha=-group["lr"])
-
-
 def make_optimizer(model: nn.Module, name: str, lr: float,
                    weight_decay: float) -> torch.optim.Optimizer:
     """SGD with Nesterov momentum, or LARS (meant for global batches of 4k and more)."""
@@ -72,8 +40,24 @@ def make_optimizer(model: nn.Module, name: str, lr: float,
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, nesterov=True,
                                weight_decay=weight_decay)
     if name == "lars":
-        return LARS(model.parameters(), lr=lr, weight_decay=weight_decay)
+        return lars(model, lr, weight_decay)
     raise InputError(f"unknown optimizer {name!r}: use sgd or lars")
+
+
+def lars(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
+    """Layer-wise adaptive rate scaling (You et al. 2017) around SGD with Nesterov momentum,
+    as timm implements it: each weight tensor's step ``g + wd·w`` is scaled by
+    ``0.001 · ‖w‖ / (‖g‖ + wd·‖w‖)`` (the paper's local rate); biases and BatchNorm
+    parameters (1-d tensors) are left unscaled and undecayed, as usual."""
+    from timm.optim import Lars
+
+    weights = [p for p in model.parameters() if p.ndim > 1]
+    others = [p for p in model.parameters() if p.ndim <= 1]
+    # always_adapt: the weights' rate is scaled at any weight decay (timm scales only
+    # where the decay is not 0); the 1-d group is neither scaled nor decayed.
+    return Lars([{"params": weights, "weight_decay": weight_decay, "always_adapt": True},
+                 {"params": others, "weight_decay": 0.0, "always_adapt": False}],
+                lr=lr, momentum=0.9, nesterov=True, trust_coeff=0.001)
 
 
 def lr_at(step: int, total_steps: int, warmup_steps: int, peak: float) -> float:
