@@ -1,4 +1,4 @@
-"""A run damaged while its Curate page is open says why on the page (issue 46, item 6), in
+"""A run damaged while its Curate page is open says why on the page, in
 real headless Chromium against a real ``curator serve``: the class switch drawn by the
 server and the one the browser fetches ahead both name the file and what to do."""
 

@@ -188,7 +188,7 @@ def test_training_reports_accuracy_without_the_leaked_test_images(leak_run):
 
 
 def test_injected_leaks_are_scored_with_the_review_queue(leak_run, tmp_path):
-    """``--inject-leaks`` (issue 46, item 5): exact copies of 10 test images put into train
+    """``--inject-leaks``: exact copies of 10 test images put into train
     are all found, each with its own test image, and the leak review queue holds all of
     them within its first 20 rows; ``curator evaluate`` scores them."""
     from worker.pipeline.evaluation.findings_scores import findings_scores

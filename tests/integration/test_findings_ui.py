@@ -1,4 +1,4 @@
-"""Findings in the review list (issue 34), in real headless Chromium against a real
+"""Findings in the review list, in real headless Chromium against a real
 ``curator serve``: a CIFAR-10 folder with a test split, injected near copies and train
 copies of test images. The finding buttons filter the list by kind; a focused copy shows
 its group side by side, ``m`` keeps it instead of the kept copy (one undoable step); a
@@ -134,7 +134,7 @@ def test_leak_filter_shows_the_test_image_beside_the_train_copy(page):
 
 
 def test_proposed_rows_filter_by_state_and_a_bulk_keep_settles_them(page, findings_root):
-    """Issue 46, item 1: marks below a kind's drop cut are listed as ``proposed`` (kept);
+    """Marks below a kind's drop cut are listed as ``proposed`` (kept);
     the state's button filters the list to them, and Keep all settles them in one step."""
     from worker.pipeline.findings import ensure_findings, get_kind
     from worker.pipeline.storage.rundir import RunDir

@@ -1,5 +1,5 @@
 """Class names are text, never markup: hostile names from a labels CSV and from folder
-names, in real headless Chromium against a real ``curator serve`` (issue 21, item 1)."""
+names, in real headless Chromium against a real ``curator serve``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The example notebook (issue 48), executed headless as a user's Jupyter would run it:
+"""The example notebook, executed headless as a user's Jupyter would run it:
 ``examples/quickstart.ipynb`` in a real IPython kernel of this venv (nbclient, ipykernel),
 every cell, on the digits demo and the CIFAR-10 sample in the shared data folder."""
 

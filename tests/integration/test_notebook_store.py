@@ -1,4 +1,4 @@
-"""One store for the notebook and the browser (issue 48): a decision made through
+"""One store for the notebook and the browser: a decision made through
 ``tsne_curator`` shows on an open Curate page at its next refresh, a decision made on the
 page shows in ``run.findings()``, and both share one undo history. Real ``curator serve``,
 real headless Chromium, the digits run."""

@@ -1,4 +1,4 @@
-"""The review list across classes (issue 22), in real headless Chromium against a real
+"""The review list across classes, in real headless Chromium against a real
 ``curator serve`` on the digits run: every class's flags in one grid, the confusion
 table filters it, relabel to any class, bulk actions that say what they change first."""
 

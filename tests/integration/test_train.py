@@ -68,7 +68,7 @@ def test_cancel_keeps_a_checkpoint_and_resume_continues(fresh_run):
 
 
 def test_a_compiled_training_learns_what_the_eager_one_learns(fresh_run):
-    """``--compile default`` (issue 47, item 4): the same seed's first epoch, through
+    """``--compile default``: the same seed's first epoch, through
     torch.compile, within float noise of the eager one's; its own name, so neither reuses
     the other; a checkpoint an eager model loads (no compiled module's prefixes)."""
     import torch
@@ -170,7 +170,7 @@ def test_experiment_table_and_plot(fresh_run):
     assert (out / "accuracy_vs_batch.png").read_bytes()[:4] == b"\x89PNG"
     summary = list(csv.DictReader(open(out / "summary.csv")))
     assert len(summary) == 6
-    # One epoch is too few to have converged (issue 47): every row says so, and each batch
+    # One epoch is too few to have converged: every row says so, and each batch
     # size's verdict names no winner and says what to run instead.
     assert {row["converged"] for row in summary} == {"False"}
     assert {row["converged"] for row in rows} == {"False"}
@@ -188,7 +188,7 @@ def test_experiment_table_and_plot(fresh_run):
 
 
 def test_pruned_and_random_subsets_train_end_to_end(fresh_run):
-    """Issue 47, item 5: ``--subsets full,pruned@0.5,random@0.5`` through the CLI's job:
+    """``--subsets full,pruned@0.5,random@0.5`` through the CLI's job:
     pruned@F and random@F the same size, about half of filtered, each timed with its
     subset's choice (the scoring) recorded; the verdict compares pruned@0.5 with its own
     control, and the Results page draws accuracy against the fraction kept. Two trainings

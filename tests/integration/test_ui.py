@@ -471,7 +471,7 @@ def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_roo
     assert head == ["class", "size", "flagged", "overridden", "relabelled", "kept",
                     "proposed", "duplicate", "leak", "outlier", "reduction"] \
         and "total" in table[0].text
-    # Under it, what pruned@F would train at 70/50/30% (issue 47): the sizes the training
+    # Under it, what pruned@F would train at 70/50/30%: the sizes the training
     # job's own subset selection gives.
     pruning = wait_for(lambda: driver.find_element(By.ID, "curate-summary-pruning").text)
     for f in (0.7, 0.5, 0.3):

@@ -470,8 +470,8 @@ def test_progress_bars_go_through_tqdm_auto(monkeypatch):
 
 
 def test_experiment_is_curator_experiment(fresh_run):
-    """Issue 48: ``run.experiment(...)`` takes ``curator experiment``'s options as keywords,
-    runs its job, and returns its summary as a DataFrame with its verdict (issue 47's
+    """``run.experiment(...)`` takes ``curator experiment``'s options as keywords,
+    runs its job, and returns its summary as a DataFrame with its verdict (the
     steps budget and convergence included); bad values are the CLI's one line."""
     run = tc.open(fresh_run.path)
     for bad, err in (({"seeds": 0}, InputError), ({"budget": "time"}, InputError),

@@ -214,7 +214,7 @@ def test_the_form_reads_files_only_under_the_data_roots(root, tmp_path):
 
 
 def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_folder):
-    """Issue 21: the New-run form's pipeline job (run in-process, as the app's dispatcher
+    """The New-run form's pipeline job (run in-process, as the app's dispatcher
     runs it) never reads a linked file or class folder that leaves the dataset folder."""
     import shutil
 
@@ -439,7 +439,7 @@ def test_results_page_reads_trainings_and_gives_a_verdict(root):
         {"epoch": e, "test_acc": 0.5, "loss": 1.0} for e in range(3)]}], n_classes=10)
     assert tuple(fig.layout.yaxis.range) == (0, 100) and fig.layout.xaxis.tickformat == "d"
     assert fig.layout.legend.orientation == "h" and fig.layout.shapes[0].y0 == 10
-    # Pruning by value (issue 47): pruned@F judged against random@F, and the figure of
+    # Pruning by value: pruned@F judged against random@F, and the figure of
     # accuracy against the fraction kept under the table.
     pruned = root / "digits" / "experiments" / "p"
     pruned.mkdir()

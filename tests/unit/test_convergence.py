@@ -1,4 +1,4 @@
-"""Verdicts that know when training stopped early (issue 47, item 2): the plateau rule on
+"""Verdicts that know when training stopped early: the plateau rule on
 per-epoch rows, the verdict that names no winner while a compared run was still
 learning (tests/integration/test_train.py runs a real under-trained experiment)."""
 
@@ -103,7 +103,7 @@ def test_a_gain_smaller_than_the_test_set_can_tell_is_no_gain():
 
 
 def test_the_results_page_draws_accuracy_against_batch_size():
-    """Issue 47, item 3: the paper's Fig. 6–7 on the Results page: a trace per subset over
+    """The paper's Fig. 6–7 on the Results page: a trace per subset over
     batch sizes with the seeds' spread as error bars, hollow where a run had not
     converged."""
     from app.result_figures import accuracy_vs_batch

@@ -1,4 +1,4 @@
-"""Damage stays local and is named (issue 21, item 3): a truncated, unreadable or forbidden
+"""Damage stays local and is named: a truncated, unreadable or forbidden
 run file is one line that names it and what to do, exit 2, in every command; in the app
 that run is one broken row, and the other runs list and work."""
 

@@ -161,7 +161,7 @@ def _links_out(folder: Path, outside: Path) -> None:
 
 
 def test_links_that_leave_the_dataset_folder_are_skipped_and_listed(small_folder, tmp_path):
-    """Issue 21: a symlink to a file or class folder outside the dataset folder is never
+    """A symlink to a file or class folder outside the dataset folder is never
     read; it is listed in skipped.csv with the reason, and the CLI's summary counts it."""
     from tests.unit.test_cli import curator
 

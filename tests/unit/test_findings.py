@@ -615,7 +615,7 @@ def test_pipeline_injection_flags_bad_input_is_one_line(tmp_path, args, message)
 
 # --------------------------------------------------------------------------- clean output
 def test_findings_listing_has_no_progress_bars_off_a_terminal(fresh_run):
-    """Issue 46, item 7: piped, ``curator findings --redo`` prints the listing and nothing
+    """Piped, ``curator findings --redo`` prints the listing and nothing
     else, on either stream; on a terminal its bars go to stderr, never into stdout."""
     import fcntl
     import os

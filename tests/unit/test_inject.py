@@ -1,4 +1,4 @@
-"""The injector's held-out transformations and outlier sources (issue 46, item 2): made
+"""The injector's held-out transformations and outlier sources: made
 after the cuts were chosen, to report on data they were not chosen on. Real CIFAR-10
 photographs."""
 

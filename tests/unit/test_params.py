@@ -1,4 +1,4 @@
-"""Every number is checked before use (issue 21, item 4): one definition per parameter
+"""Every number is checked before use: one definition per parameter
 (worker.pipeline.ranges) used by the CLI, the forms, the callbacks and the jobs."""
 
 from __future__ import annotations

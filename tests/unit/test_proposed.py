@@ -1,4 +1,4 @@
-"""Precision first where the default is to drop (issue 46, item 1): a finding kind drops by
+"""Precision first where the default is to drop: a finding kind drops by
 default only the marks whose evidence reaches its drop cut, and proposes the rest (listed,
 kept until a person decides); data that holds no copies gets none dropped, and at most two
 marked. Real images throughout: scikit-learn's digits (as arrays, and written as JPEG

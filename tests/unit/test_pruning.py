@@ -1,4 +1,4 @@
-"""Pruning by value (issue 47, item 5): the subset names ``pruned@F`` / ``random@F``, the
+"""Pruning by value: the subset names ``pruned@F`` / ``random@F``, the
 prototype score against a plain computation, CCS's coverage sampling, and the subsets a
 training would take on the digits run."""
 

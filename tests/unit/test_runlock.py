@@ -38,7 +38,7 @@ def test_out_dir_rules(tmp_path, digits_run):
 
 
 def test_a_users_own_file_is_never_taken_for_a_run(tmp_path):
-    """Issue 21: a folder holding only the user's own ``curation.sqlite`` (or a temp-like
+    """A folder holding only the user's own ``curation.sqlite`` (or a temp-like
     name) is not ours: refused in one line, the file untouched; a file, or a place this
     user cannot write, as --out is one line too."""
     mine = tmp_path / "mine"

@@ -119,7 +119,7 @@ def test_the_token_never_reaches_the_access_log(caplog):
 
 
 def test_the_servers_edges_answer_4xx_and_log_no_traceback(client, caplog):
-    """Issue 21, item 6: nesting, NaN/Infinity, over-long or odd run names."""
+    """Nesting, NaN/Infinity, over-long or odd run names."""
     hover = _hover_request(client, {"points": [{"customdata": [3], "bbox": {"x0": 1}}]},
                            "digits")
     caplog.set_level(logging.INFO)

@@ -149,7 +149,7 @@ def test_the_verdict_names_the_subset_to_ship():
 
 
 def test_the_steps_budget_gives_a_smaller_subset_more_epochs(fresh_run):
-    """Issue 47, item 1: with ``--budget steps`` (the default) every subset gets at least
+    """With ``--budget steps`` (the default) every subset gets at least
     full's optimizer steps; with ``epochs`` every subset gets the epochs given. The plan
     says each subset's epochs and steps."""
     from worker.train.config import TrainConfig
@@ -180,7 +180,7 @@ def test_the_steps_budget_gives_a_smaller_subset_more_epochs(fresh_run):
 
 
 def test_optimizer_auto_is_lars_from_a_batch_of_4096():
-    """Issue 47, item 3: ``--optimizer auto`` (the default) trains the paper's large
+    """``--optimizer auto`` (the default) trains the paper's large
     batches with LARS and the others with SGD; a named optimizer is kept at any batch."""
     from worker.train.config import TrainConfig
     from worker.train.plan import LARS_FROM, optimizer_for, resolve

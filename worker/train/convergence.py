@@ -2,9 +2,9 @@
 
 A comparison of under-trained runs compares how fast each subset learns, not what it
 learns: on one H200 at batch 8192 with LARS, filtered lost to full by 8.1 pp after 20
-epochs and won by 10.5 pp after 60, with filtered still gaining 1–2 pp an epoch at 20
-(issue 47). So every training says whether it converged, and a verdict names no winner
-while a compared run has not.
+epochs and won by 10.5 pp after 60, with filtered still gaining 1–2 pp an epoch at 20.
+So every training says whether it converged, and a verdict names no winner while a
+compared run has not.
 
 **The plateau rule.** Over its last ``WINDOW_SHARE`` of epochs (at least ``MIN_WINDOW``),
 a training has converged when its test accuracy's trend gains at most ``MAX_GAIN_PP``

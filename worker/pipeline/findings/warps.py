@@ -1,6 +1,5 @@
 """A copy test that follows crops, stretches, rotations, blur and overlays: warped views,
-refined alignments, and a second neighbour index to find the candidates (issue 46,
-item 3).
+refined alignments, and a second neighbour index to find the candidates.
 
 The pixel match (findings/pixels.py) compares 16-px grey views over mirroring and
 one-pixel shifts, and only among a sample's nearest samples in feature space: a crop, a

@@ -123,7 +123,7 @@ def ordered_map(task: Callable[[int], T], n_tasks: int, workers: int) -> Iterato
         return
     if multiprocessing.current_process().daemon:
         # Inside a Celery job a forked pool hung now and then at the end of an ingest
-        # (test_cancel_stops_a_running_job, 1 run in 4): threads there, as before issue 45
+        # (test_cancel_stops_a_running_job, 1 run in 4): threads there
         # (PIL releases the GIL while it decodes).
         with ThreadPoolExecutor(workers) as ex:
             yield from (f.result() for f in _window(lambda i: ex.submit(task, i), n_tasks,

@@ -124,7 +124,7 @@ class LeakKind(FindingKind):
         right when it is an injected copy and its test image is the one it was made from;
         leaks the dataset already held count against precision (a lower bound). Recall per
         strength, and the review queue's: the share of injected leaks among the first 2×
-        as many train samples by leak score (issue 46: ≥ 0.95)."""
+        as many train samples by leak score (≥ 0.95)."""
         leaks = [r for r in truth if r["kind"] == "leak"]
         if not leaks:
             return {}
