@@ -147,6 +147,77 @@ def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[d
     return out
 
 
+def near_copy_pairs(ctx: FindingContext, cut: float, warp_cut: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate pairs that are copies by the pixel test at ``cut`` or, where there are
+    images, by the warp test at ``warp_cut`` (findings/warps.py): int64 (P, 2); and each
+    sample's best pixel match among its candidates (copies.py ``copy_pairs``), (N,)."""
+    sp, near = ctx.space, ctx.near
+    pairs, best = copy_pairs(sp.neighbours, sp.distances / sp.scale, ctx.grey, ctx.grey,
+                             cut, near and near.distinct)
+    if ctx.warp is not None:  # copies that move: a second test
+        pairs = np.unique(np.concatenate([pairs, ctx.warp.pairs(warp_cut, RATIO_WARP)]),
+                          axis=0)
+    return pairs, best
+
+
+def kept_members(group: np.ndarray, support: np.ndarray) -> np.ndarray:
+    """Each grouped sample's kept member (-1: no group): the one whose label the evidence
+    supports best (lowest mislabel ``support``), then the lowest index. int64 (N,)."""
+    rep = np.full(len(group), -1, np.int64)
+    members = np.flatnonzero(group >= 0)
+    if not len(members):
+        return rep
+    order = members[np.lexsort((members, support[members], group[members]))]
+    firsts = order[np.r_[True, group[order][1:] != group[order][:-1]]]
+    rep_of_group = np.empty(group.max() + 1, np.int64)
+    rep_of_group[group[firsts]] = firsts
+    rep[members] = rep_of_group[group[members]]
+    return rep
+
+
+def group_facts(ctx: FindingContext, group: np.ndarray, rep: np.ndarray,
+                units: np.ndarray) -> dict[str, np.ndarray]:
+    """What the why-lines and the drop read of each grouped sample against its kept member
+    (N,) each: ``ratio`` (feature distance over the typical), ``match`` (pixel match),
+    ``warped`` (warp match), ``exact`` (same pixels), ``group_size`` and
+    ``label_conflict`` (its group holds other labels, its kept member's among them)."""
+    n, labels, x = len(group), ctx.samples.labels, ctx.space.x
+    members = np.flatnonzero(group >= 0)
+    diff = x[members] - x[rep[members]]
+    ratio = np.zeros(n, np.float32)
+    ratio[members] = np.sqrt((diff * diff).sum(1)) / ctx.space.scale
+    match = np.zeros(n, np.float32)
+    warped = np.zeros(n, np.float32)
+    if ctx.grey is not None and len(members):
+        match[members] = match_pairs(ctx.grey, members, ctx.grey, rep[members])
+        copies = members[rep[members] != members]  # not the kept copy with itself
+        warped[copies] = warp_match(ctx.views, copies, ctx.views, rep[copies]).max(1)
+    exact = np.zeros(n, bool)
+    exact[members] = units[members] == units[rep[members]]
+    size = np.zeros(n, np.int64)
+    n_labels = np.zeros(n, np.int64)
+    if len(members):
+        size[members] = np.bincount(group[members])[group[members]]
+        pairs_gl = np.unique(np.stack([group[members], labels[members]], 1), axis=0)
+        n_labels[members] = np.bincount(pairs_gl[:, 0])[group[members]]
+    conflict = (n_labels > 1) & (rep >= 0) & (labels != labels[np.maximum(rep, 0)])
+    return {"ratio": ratio, "match": match, "warped": warped, "exact": exact,
+            "group_size": size, "label_conflict": conflict}
+
+
+def copy_scores(ctx: FindingContext, best: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """What copies are ranked by (N,): how far their evidence lies above what different
+    pictures here reach (robust spreads, the larger of the pixel and warp tests'); without
+    images, ``best`` (feature distance). An exact copy ranks first."""
+    near, warp = ctx.near, ctx.warp
+    score = best.copy() if near is None else \
+        np.maximum(near.spreads(best), warp.spreads(warp.best))
+    exact_any = np.bincount(units, minlength=len(units))[units] > 1
+    score[exact_any] = 1.0 if near is None else float(score.max(initial=0.0)) + 1.0
+    return score
+
+
 @register
 class DuplicateKind(FindingKind):
     name = "duplicate"
@@ -169,73 +240,39 @@ class DuplicateKind(FindingKind):
         return duplicate_scores(marked, table.related, truth, table.facts.get("group"))
 
     def compute(self, ctx: FindingContext) -> FindingTable:
-        n, labels = len(ctx.samples), ctx.samples.labels
-        sp, t = ctx.space, float(self.cut(ctx))
-        scale = sp.scale
+        n, t, scale = len(ctx.samples), float(self.cut(ctx)), ctx.space.scale
         units = exact_units(ctx.pixel_hash, n)
         cut = ctx.copy_cut(t, TAIL_PROPOSE) or t
-        near = ctx.near
-        pairs, best = copy_pairs(sp.neighbours, sp.distances / scale, ctx.grey, ctx.grey, cut,
-                                 near and near.distinct)
-        warp, warp_cut = ctx.warp, ctx.warp_cut(t, TAIL_WARP)
-        if warp is not None:  # copies that move: a second test (findings/warps.py)
-            pairs = np.unique(np.concatenate([pairs, warp.pairs(warp_cut, RATIO_WARP)]),
-                              axis=0)
+        warp_cut = ctx.warp_cut(t, TAIL_WARP)
+        pairs, best = near_copy_pairs(ctx, cut, warp_cut)
         group = star_groups(units, pairs, n)
-        # The kept member: best-supported label, then the lowest index.
         support = ctx.label_score if ctx.label_score is not None else np.zeros(n, np.float32)
-        rep = np.full(n, -1, np.int64)
-        members = np.flatnonzero(group >= 0)
-        order = members[np.lexsort((members, support[members], group[members]))]
-        firsts = order[np.r_[True, group[order][1:] != group[order][:-1]]] if len(order) \
-            else order
-        rep_of_group = np.empty(group.max() + 1 if len(members) else 0, np.int64)
-        rep_of_group[group[firsts]] = firsts
-        rep[members] = rep_of_group[group[members]]
-        diff = sp.x[members] - sp.x[rep[members]]
-        ratio = np.zeros(n, np.float32)
-        ratio[members] = np.sqrt((diff * diff).sum(1)) / scale
-        match = np.zeros(n, np.float32)
-        warped = np.zeros(n, np.float32)
-        if ctx.grey is not None and len(members):
-            match[members] = match_pairs(ctx.grey, members, ctx.grey, rep[members])
-            copies = members[rep[members] != members]  # not the kept copy with itself
-            warped[copies] = warp_match(ctx.views, copies, ctx.views, rep[copies]).max(1)
-        exact = np.zeros(n, bool)
-        exact[members] = units[members] == units[rep[members]]
-        size = np.zeros(n, np.int64)
-        size[members] = np.bincount(group[members])[group[members]]
-        n_labels = np.zeros(n, np.int64)
-        if len(members):
-            pairs_gl = np.unique(np.stack([group[members], labels[members]], 1), axis=0)
-            n_labels[members] = np.bincount(pairs_gl[:, 0])[group[members]]
-        conflict = (n_labels > 1) & (rep >= 0) & (labels != labels[np.maximum(rep, 0)])
+        rep = kept_members(group, support)
+        facts = group_facts(ctx, group, rep, units)
         issue = (rep >= 0) & (rep != np.arange(n))
-        # Dropped by default: identical pixels, or a match to the kept copy that reaches the
-        # drop cut and stands out from the sample's other near pictures (copies.py); the
-        # other copies are proposed. Without images, the feature distance decides alone.
-        drop = issue.copy()
-        drop_cut = None
-        if near is not None:
-            drop_cut = ctx.copy_cut(max(float(self.drop_cut(ctx)), cut), TAIL_DROP)
-            strong = (match >= drop_cut) & stands_out(match, near.distinct, RATIO_DROP)
-            drop &= exact | strong
-        # The score ranks copies by how far their evidence lies above what different
-        # pictures here reach (robust spreads, the larger of the two tests'); without
-        # images, by feature distance. An exact copy ranks first.
-        score = best.copy() if near is None else \
-            np.maximum(near.spreads(best), warp.spreads(warp.best))
-        exact_any = np.bincount(units, minlength=n)[units] > 1
-        score[exact_any] = 1.0 if near is None else float(score.max(initial=0.0)) + 1.0
+        drop, drop_cut = self._drops(ctx, issue, facts, cut)
         return FindingTable(
-            issue, score, np.where(issue, rep, -1),
-            {"group": group, "representative": rep, "ratio": ratio, "match": match,
-             "warped": warped, "exact": exact, "group_size": size, "label_conflict": conflict,
+            issue, copy_scores(ctx, best, units), np.where(issue, rep, -1),
+            {"group": group, "representative": rep, **facts,
              "support": support.astype(np.float32)},
-            {"threshold": t, "pixel_cut": cut if near is not None else None,
+            {"threshold": t, "pixel_cut": cut if ctx.near is not None else None,
              "warp_cut": listed(warp_cut), "drop_cut": drop_cut, "scale": scale,
-             "groups": int(group.max() + 1) if len(members) else 0,
-             "exact_copies": int((issue & exact).sum())}, drop)
+             "groups": int(group.max() + 1) if (group >= 0).any() else 0,
+             "exact_copies": int((issue & facts["exact"]).sum())}, drop)
+
+    def _drops(self, ctx: FindingContext, issue: np.ndarray, facts: dict[str, np.ndarray],
+               cut: float) -> tuple[np.ndarray, float | None]:
+        """Which marked copies are dropped by default (N,), and the drop cut: identical
+        pixels, or a match to the kept copy that reaches the drop cut and stands out from
+        the sample's other near pictures (copies.py); the other copies are proposed.
+        Without images the feature distance decides alone (every mark is dropped)."""
+        near = ctx.near
+        if near is None:
+            return issue.copy(), None
+        drop_cut = ctx.copy_cut(max(float(self.drop_cut(ctx)), cut), TAIL_DROP)
+        match = facts["match"]
+        strong = (match >= drop_cut) & stands_out(match, near.distinct, RATIO_DROP)
+        return issue & (facts["exact"] | strong), drop_cut
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
         group = table.facts.get("group", np.full(len(table), -1))

@@ -98,6 +98,55 @@ def queue_score(ctx: FindingContext, best: np.ndarray, warp_best: np.ndarray,
             + robust_z(-np.log(np.maximum(lowe, 1e-3)))).astype(np.float32)
 
 
+def moved_test_copies(ctx: FindingContext, nearest: np.ndarray, pairs: np.ndarray,
+                      warp_cut: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pixel test's (train, test) ``pairs`` and those the warp test adds across the
+    split (each train image's test candidates by feature, ``nearest`` (N, k), and by
+    copy-robust key), judged against the train set's reference and distinctness.
+
+    Returns
+    -------
+    pairs : int64 (P, 2), sorted; by_pixels : bool (P,), which the pixel test found;
+    cross_best : float32 (N, V), each train image's best warp match across the split
+    """
+    a, b = candidates(nearest[:, :K_FEATURE],
+                      key_neighbours(ctx.test_views.key, ctx.views.key, K_KEY), same=False)
+    cross = warp_evidence(ctx.views, ctx.test_views, a, b, len(ctx.samples), REFERENCE_RANK,
+                          same=False, promise=ctx.warp.promise, every_best=True)
+    moved = cross.pairs(warp_cut, RATIO_WARP, ctx.warp.distinct)
+    found = np.r_[np.ones(len(pairs), bool), np.zeros(len(moved), bool)]
+    pairs, first = np.unique(np.concatenate([pairs, moved]), axis=0, return_index=True)
+    return pairs, found[first], cross.best
+
+
+def best_test_copies(ctx: FindingContext, pairs: np.ndarray, by_pixels: np.ndarray,
+                     test_x: np.ndarray, pixels: bool
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each train image's best-matching test copy among ``pairs`` (-1: none), and its pixel
+    and warp match to it ((N,) each; 0 without images). A pair the pixel test found
+    (``by_pixels``) is ranked by its pixel match, before any the warp test alone found;
+    without images, by feature distance (``test_x``: the test split in the map's space)."""
+    n = len(ctx.samples)
+    related = np.full(n, -1, np.int64)
+    match = np.zeros(n, np.float32)
+    warped = np.zeros(n, np.float32)
+    if not len(pairs):
+        return related, match, warped
+    if pixels:
+        w = warp_match(ctx.views, pairs[:, 0], ctx.test_views, pairs[:, 1]).max(1)
+        p = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1])
+        m = np.where(by_pixels, 2.0 + p, w)  # the pixel test's first: it decides the drop
+    else:
+        m = -np.linalg.norm(ctx.space.x[pairs[:, 0]] - test_x[pairs[:, 1]], axis=1)
+    order = np.lexsort((-m, pairs[:, 0]))
+    first = order[np.r_[True, pairs[order, 0][1:] != pairs[order, 0][:-1]]]
+    related[pairs[first, 0]] = pairs[first, 1]
+    if pixels:
+        match[pairs[first, 0]] = p[first]
+        warped[pairs[first, 0]] = w[first]
+    return related, match, warped
+
+
 @register
 class LeakKind(FindingKind):
     name = "leak"
@@ -144,17 +193,15 @@ class LeakKind(FindingKind):
         return f"t={self.cut(ctx)};test={test.key if test else None}"
 
     def compute(self, ctx: FindingContext) -> FindingTable:
-        n = len(ctx.samples)
-        test = ctx.test
+        n, test = len(ctx.samples), ctx.test
         if test is None:
             table = FindingTable.empty(n)
             table.info = {"note": "no test split"}
             return table
         sp, t = ctx.space, float(self.cut(ctx))
-        scale = sp.scale
         test_x = sp.project(test.features)
         nearest, dist = knn_query(test_x, sp.x, max(K_CANDIDATES, K_FEATURE))
-        ratio = dist / scale
+        ratio = dist / sp.scale
         pixels = ctx.grey is not None and ctx.test_grey is not None
         # The train set's tail and distinctness, as for duplicates.
         cut = ctx.copy_cut(t, TAIL_PROPOSE) if pixels else None
@@ -165,34 +212,9 @@ class LeakKind(FindingKind):
         by_pixels = np.ones(len(pairs), bool)  # which pairs the pixel test found
         if pixels:  # copies that move (findings/warps.py)
             warp_cut = ctx.warp_cut(t, TAIL_WARP)
-            a, b = candidates(nearest[:, :K_FEATURE],
-                              key_neighbours(ctx.test_views.key, ctx.views.key, K_KEY),
-                              same=False)
-            cross = warp_evidence(ctx.views, ctx.test_views, a, b, n, REFERENCE_RANK,
-                                  same=False, promise=ctx.warp.promise, every_best=True)
-            # judged against the train set's own distinctness, as the pixel match is
-            moved = cross.pairs(warp_cut, RATIO_WARP, ctx.warp.distinct)
-            score = queue_score(ctx, best, cross.best, ratio)
-            found = np.r_[np.ones(len(pairs), bool), np.zeros(len(moved), bool)]
-            pairs, first = np.unique(np.concatenate([pairs, moved]), axis=0, return_index=True)
-            by_pixels = found[first]
-        related = np.full(n, -1, np.int64)
-        match = np.zeros(n, np.float32)
-        warped = np.zeros(n, np.float32)
-        if len(pairs):  # the best-matching test copy of each train image
-            if pixels:
-                w = warp_match(ctx.views, pairs[:, 0], ctx.test_views, pairs[:, 1]).max(1)
-                p = match_pairs(ctx.grey, pairs[:, 0], ctx.test_grey, pairs[:, 1])
-                # a copy the pixel test found first: its pixel match decides the drop
-                m = np.where(by_pixels, 2.0 + p, w)
-            else:
-                m = -np.linalg.norm(sp.x[pairs[:, 0]] - test_x[pairs[:, 1]], axis=1)
-            order = np.lexsort((-m, pairs[:, 0]))
-            first = order[np.r_[True, pairs[order, 0][1:] != pairs[order, 0][:-1]]]
-            related[pairs[first, 0]] = pairs[first, 1]
-            if pixels:
-                match[pairs[first, 0]] = p[first]
-                warped[pairs[first, 0]] = w[first]
+            pairs, by_pixels, cross_best = moved_test_copies(ctx, nearest, pairs, warp_cut)
+            score = queue_score(ctx, best, cross_best, ratio)
+        related, match, warped = best_test_copies(ctx, pairs, by_pixels, test_x, pixels)
         issue = related >= 0
         # Dropped by default as a copy is (duplicate.py): the match to its test copy reaches
         # the drop cut and passes the stricter ratio test; the other leaks are proposed.
@@ -202,7 +224,7 @@ class LeakKind(FindingKind):
             drop_cut = ctx.copy_cut(max(float(self.drop_cut(ctx)), cut or t), TAIL_DROP)
             drop &= (match >= drop_cut) & stands_out(match, distinct, RATIO_DROP)
         j = np.where(issue, related, nearest[:, 0])
-        r_rel = np.linalg.norm(sp.x - test_x[j], axis=1) / scale
+        r_rel = np.linalg.norm(sp.x - test_x[j], axis=1) / sp.scale
         same = np.asarray(test.labels)[j] == ctx.samples.labels
         return FindingTable(issue, score, related,
                             {"ratio": r_rel.astype(np.float32),
@@ -210,7 +232,7 @@ class LeakKind(FindingKind):
                              "warped": warped, "same_label": same},
                             {"threshold": t, "pixel_cut": cut, "warp_cut": listed(warp_cut),
                              "drop_cut": drop_cut,
-                             "scale": scale, "test_images": len(test.paths),
+                             "scale": sp.scale, "test_images": len(test.paths),
                              "leaked_test_images": int(len(np.unique(related[issue])))}, drop)
 
     def column_values(self, table: FindingTable, view: View) -> dict[str, list[str]]:
