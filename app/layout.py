@@ -67,9 +67,9 @@ def feature_badges(meta: dict) -> list:
     was not pretrained, and the feature-quality gauge with its verdict (its advice in the
     tooltip). Empty before the extract and cluster steps."""
     from worker.pipeline.evaluation.gauge import judge
+    from worker.pipeline.storage.rundir import step_record
 
-    steps = meta.get("steps", {}) if isinstance(meta, dict) else {}
-    extract, evidence = steps.get("extract", {}), steps.get("evidence", {})
+    extract, evidence = step_record(meta, "extract"), step_record(meta, "evidence")
     out = []
     if extract.get("pretrained") is False:
         out.append(dbc.Badge("random weights", color="danger", class_name="me-1 feature-badge",
@@ -87,12 +87,12 @@ def feature_advice(meta: dict) -> html.Div | None:
     """The gauge's verdict and what to do next, spelled out, when the flags need care
     (a fair or weak gauge); None when they are strong or not computed yet."""
     from worker.pipeline.evaluation.gauge import judge
+    from worker.pipeline.storage.rundir import step_record
 
-    steps = meta.get("steps", {}) if isinstance(meta, dict) else {}
-    value = steps.get("evidence", {}).get("gauge")
+    value = step_record(meta, "evidence").get("gauge")
     if not isinstance(value, int | float):
         return None
-    g = judge(float(value), steps.get("extract"))
+    g = judge(float(value), step_record(meta, "extract") or None)
     if g.level == "strong":
         return None
     return html.Div(g.line, id="feature-advice",

@@ -17,7 +17,7 @@ from typing import Any
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.curation_store import connect
-from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.rundir import RunDir, step_record
 
 STORE = "curation.sqlite"
 MAX_DEPTH = 4  # how deep run folders may be nested under the root
@@ -100,7 +100,7 @@ def _check(run_id: str, path: Path) -> RunEntry:
                                               "re-create the run")
     store = path / STORE
     if not store.is_file():
-        if meta.get("steps", {}).get("cluster"):
+        if step_record(meta, "cluster"):
             return RunEntry(run_id, path, meta, f"{STORE} is missing: its curation is lost; "
                                                 "run 'curator cluster' to start a new one")
         return RunEntry(run_id, path, meta)

@@ -21,6 +21,7 @@ from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions, check_dataset
 from worker.pipeline.storage.job_store import FINAL, JobStore
+from worker.pipeline.storage.rundir import step_record
 from worker.pipeline.storage.runlock import claim_out_dir
 from worker.run_catalog import list_runs, resolve_run
 from worker.settings import data_roots_of
@@ -44,14 +45,14 @@ def run_rows() -> list[dict]:
     states; a run that cannot be read keeps its row, with the reason."""
     out = []
     for entry in list_runs(settings().runs_root):
-        steps = entry.meta.get("steps", {})
         dataset = entry.meta.get("dataset", {})
         out.append({"id": entry.id, "error": entry.error, "store": entry.store,
                     "dataset": dataset.get("spec") if isinstance(dataset, dict) else None,
-                    "model": steps.get("extract", {}).get("model", "-"),
+                    "model": step_record(entry.meta, "extract").get("model", "-"),
                     "badges": feature_badges(entry.meta),
                     "n": entry.meta.get("n_samples", 0),
-                    "steps": {s: steps.get(s, {}).get("status") == "done" for s in STEPS}})
+                    "steps": {s: step_record(entry.meta, s).get("status") == "done"
+                              for s in STEPS}})
     return out
 
 

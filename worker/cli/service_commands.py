@@ -69,10 +69,11 @@ def _check_port_free(host: str, port: int) -> None:
 def _run_to_open(runs_root: Path) -> str | None:
     """The run to point a new user at: ``demo`` when it is ready, else the most recently
     clustered run, else None."""
+    from worker.pipeline.storage.rundir import step_record
     from worker.run_catalog import list_runs
 
     ready = [e for e in list_runs(runs_root) if e.error is None
-             and e.meta.get("steps", {}).get("cluster", {}).get("status") == "done"]
+             and step_record(e.meta, "cluster").get("status") == "done"]
     if any(e.id == "demo" for e in ready):
         return "demo"
     return max(ready, key=lambda e: (e.path / "run.json").stat().st_mtime).id if ready else None

@@ -82,9 +82,8 @@ def ensure_ingested(run: RunDir, opts: DatasetOptions | None,
 def ensure_embedded(run: RunDir, opts: EmbeddingOptions,
                     progress: ProgressFn | None = None) -> None:
     """Embed unless ``embedding.npy`` was made from the current features with ``opts``."""
-    meta = run.read_meta().get("steps", {})
-    features_key = meta.get("extract", {}).get("cache_key")
-    done = meta.get("embed", {})
+    features_key = run.step("extract").get("cache_key")
+    done = run.step("embed")
     wanted = {**asdict(opts), "features_key": features_key}
     if run.embedding.is_file() and all(done.get(k) == v for k, v in wanted.items()):
         return

@@ -157,7 +157,7 @@ def evaluate(run: RunDir, with_cleanlab: bool = True) -> dict:
 
 def _features_info(run: RunDir) -> dict:
     """The model, whether its weights were learned, and the feature-quality gauge."""
-    extract = run.read_meta().get("steps", {}).get("extract", {})
+    extract = run.step("extract")
     gauge = run_gauge(run)
     return {"model": extract.get("model"), "pretrained": extract.get("pretrained"),
             "gauge": None if gauge is None else asdict(gauge)}

@@ -50,7 +50,7 @@ class FindingContext:
     @functools.cached_property
     def space(self) -> FeatureSpace:
         """The map's PCA space and the stored neighbours (findings/index.py)."""
-        embed = self.run.read_meta().get("steps", {}).get("embed", {})
+        embed = self.run.step("embed")
         neighbours = self.run.load_array(self.run.path / "neighbours.npy", "cluster")
         return fit_space(self.features, run_pca(self.run, int(embed.get("pca_dims", 50)),
                                                 int(embed.get("seed", 0))), neighbours)

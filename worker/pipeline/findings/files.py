@@ -45,7 +45,7 @@ def load_table(run: RunDir, name: str, n: int) -> FindingTable | None:
                            ) from None
     if len(arrays.get("issue", ())) != n:
         return None
-    info = run.read_meta().get("steps", {}).get("findings", {}).get("kinds", {}).get(name, {})
+    info = run.step("findings").get("kinds", {}).get(name, {})
     return FindingTable(arrays["issue"].astype(bool), arrays["score"], arrays["related"],
                         {k[5:]: v for k, v in arrays.items() if k.startswith("fact_")},
                         dict(info),

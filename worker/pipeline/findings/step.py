@@ -19,15 +19,14 @@ FINDINGS_VERSION = "1"
 
 def stored_thresholds(run: RunDir) -> dict[str, float]:
     """The cuts given before (``curator findings --duplicate-threshold``…), by kind."""
-    return dict(run.read_meta().get("steps", {}).get("findings", {}).get("thresholds", {}))
+    return dict(run.step("findings").get("thresholds", {}))
 
 
 def _base_key(run: RunDir, labels: np.ndarray) -> hashlib._Hash:
-    steps = run.read_meta().get("steps", {})
     h = hashlib.sha256(FINDINGS_VERSION.encode())
-    h.update(str(steps.get("extract", {}).get("cache_key")).encode())
-    h.update(str(steps.get("embed", {}).get("at")).encode())
-    h.update(str(steps.get("evidence", {}).get("key")).encode())
+    h.update(str(run.step("extract").get("cache_key")).encode())
+    h.update(str(run.step("embed").get("at")).encode())
+    h.update(str(run.step("evidence").get("key")).encode())
     h.update(np.ascontiguousarray(labels, np.int64).tobytes())
     return h
 
@@ -47,7 +46,7 @@ def ensure_findings(run: RunDir, thresholds: dict[str, float] | None = None,
     samples = run.read_samples()
     cuts = {**stored_thresholds(run), **(thresholds or {})}
     ctx = FindingContext(run, samples, cuts, progress)
-    record = dict(run.read_meta().get("steps", {}).get("findings", {}).get("kinds", {}))
+    record = dict(run.step("findings").get("kinds", {}))
     base = _base_key(run, samples.labels)
     todo = [k for k in kinds() if getattr(k, "stored", True)]
     for done, kind in enumerate(todo, 1):

@@ -28,7 +28,7 @@ from worker.pipeline.sources.datasets import (
     split_spec,
 )
 from worker.pipeline.sources.ingest import DatasetOptions, decode_thumbnails
-from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
+from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy, step_record
 
 
 @dataclass
@@ -80,7 +80,7 @@ def load_test_split(run: RunDir, progress: ProgressFn | None = None) -> TestSpli
     fine-tuned network is not kept; ``pixels`` and ``features:`` have no backbone)."""
     spec = test_spec(run)
     meta = run.read_meta()
-    done = meta.get("steps", {}).get("extract", {})
+    done = step_record(meta, "extract")
     if spec is None or done.get("finetune_epochs") or done.get("model") in (None, "pixels",
                                                                               "features"):
         return None

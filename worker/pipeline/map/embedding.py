@@ -145,7 +145,7 @@ def run_pca(run: RunDir, dims: int, seed: int = 0) -> Pca:
     """:func:`fit_pca` of the run's features, fitted once per features file and kept in
     ``cache/``: the embed step, the label evidence and the findings all read the map's PCA,
     and each fitted it again (4.2 s apiece at 50,000 × 1,280 on 2 cores)."""
-    key = run.read_meta().get("steps", {}).get("extract", {}).get("cache_key")
+    key = run.step("extract").get("cache_key")
     features = run.load_array(run.features, "extract", mmap=True)
     path = run.cache / f"pca-{key}-{dims}-{seed}-{PCA_FIT_MAX}.npz"
     if key and path.is_file():
@@ -277,6 +277,6 @@ def embed(run: RunDir, opts: EmbeddingOptions, progress: ProgressFn | None = Non
     else:
         neighbours.unlink(missing_ok=True)  # stale: the cluster step computes them anew
     save_npy(run.embedding, emb)
-    features_key = run.read_meta().get("steps", {}).get("extract", {}).get("cache_key")
+    features_key = run.step("extract").get("cache_key")
     run.mark_step("embed", **asdict(opts), features_key=features_key)
     return emb

@@ -160,7 +160,7 @@ def has_features_copy(run: RunDir, file: Path) -> bool:
     if not run.run_json.is_file() or not run.features.is_file():
         return False
     try:
-        done = run.read_meta().get("steps", {}).get("extract", {})
+        done = run.step("extract")
     except InputError:
         return False
     return isinstance(done, dict) and done.get("cache_key") == features_file_key(file)

@@ -90,8 +90,7 @@ def _evidence_key(run: RunDir, labels: np.ndarray) -> str:
     key), the neighbours file, the labels and the evidence's own version. A
     re-extraction, a new embedding, new labels or a new rule change it, so stale evidence
     is never read."""
-    steps = run.read_meta().get("steps", {})
-    h = hashlib.sha256(str(steps.get("extract", {}).get("cache_key")).encode())
+    h = hashlib.sha256(str(run.step("extract").get("cache_key")).encode())
     h.update(EVIDENCE_VERSION.encode())
     if len(labels) * len(run.read_meta()["classes"]) > DENSE_MAX:
         h.update(b"knn-only")  # the other method (evidence.knn_evidence)
@@ -105,7 +104,7 @@ def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
     """Write ``neighbours.npy``, ``knn_agreement.npy`` and the evidence files unless they
     are current (:func:`_evidence_key`)."""
     derived = [agreement_path(run), *evidence_paths(run).values()]
-    step = run.read_meta().get("steps", {}).get("evidence", {})
+    step = run.step("evidence")
     if all(p.is_file() for p in derived) and neighbours_path(run).is_file() \
             and step.get("key") == _evidence_key(run, samples.labels):
         if "gauge" not in step:  # clustered before the gauge existed: add it once
@@ -133,8 +132,7 @@ def ensure_evidence(run: RunDir, samples: SampleTable) -> None:
 def run_gauge(run: RunDir) -> Gauge | None:
     """The run's feature-quality gauge (worker.pipeline.evaluation.gauge), or None before the
     cluster step. Runs clustered before the gauge existed get it from their files."""
-    steps = run.read_meta().get("steps", {})
-    done, extract = steps.get("evidence", {}), steps.get("extract")
+    done, extract = run.step("evidence"), run.step("extract") or None
     if isinstance(done.get("gauge"), int | float):
         return judge(float(done["gauge"]), extract)
     evidence = load_evidence(run)
@@ -157,7 +155,7 @@ def class_code(samples: SampleTable, name: str) -> int:
 def _map_identity(run: RunDir) -> str:
     """Which map the class parameters were set on: the embed step's record (the features
     it was made from and when)."""
-    done = run.read_meta().get("steps", {}).get("embed", {})
+    done = run.step("embed")
     return f"{done.get('features_key')}@{done.get('at')}"
 
 
@@ -246,7 +244,7 @@ def recorded_clusters(run: RunDir, samples: SampleTable
     or None when there is none, when it is older than the embedding (it may describe
     another map), or when run.json's record is not of this very file."""
     path = run.path / "clusters.npy"
-    step = run.read_meta().get("steps", {}).get("cluster", {})
+    step = run.step("cluster")
     if not path.is_file() or not run.embedding.is_file() \
             or path.stat().st_mtime_ns < run.embedding.stat().st_mtime_ns \
             or step.get("clusters_mtime") != path.stat().st_mtime_ns:

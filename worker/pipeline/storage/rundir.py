@@ -58,6 +58,22 @@ def damaged_file(path: Path, what: str, fix: str) -> InputError:
     return InputError(f"{path} is damaged ({what}): {fix}")
 
 
+# The steps a run records in run.json's "steps", in the order they run.
+STEP_NAMES = ("ingest", "extract", "embed", "evidence", "cluster", "findings")
+
+
+def step_record(meta: Any, step: str) -> dict[str, Any]:
+    """What a run's record ``meta`` (``run.json``, as read) holds of ``step``: its status,
+    when it ended and the parameters it ran with; empty when it has not run, or when the
+    record is not what a run writes. A name that is no step (``STEP_NAMES``) raises
+    ValueError: a misspelt step never reads as "not run yet"."""
+    if step not in STEP_NAMES:
+        raise ValueError(f"no step {step!r}: the steps are {', '.join(STEP_NAMES)}")
+    steps = meta.get("steps") if isinstance(meta, dict) else None
+    record = steps.get(step) if isinstance(steps, dict) else None
+    return dict(record) if isinstance(record, dict) else {}
+
+
 def load_npy(path: Path, step: str, mmap: bool = False) -> np.ndarray:
     """Load an .npy a run owns; a missing, damaged or forbidden file is one
     :class:`InputError` that names the file and how ``step`` (a key of ``REMAKE``) makes
@@ -288,13 +304,18 @@ class RunDir:
 
     def mark_step(self, step: str, **info: Any) -> None:
         """Record that ``step`` finished, with its parameters, in ``run.json``."""
+        step_record({}, step)  # a name that is no step is refused before anything is written
         with self.update_meta() as meta:
             meta.setdefault("steps", {})[step] = {"status": "done", "at": now_iso(), **info}
+
+    def step(self, name: str) -> dict[str, Any]:
+        """What ``run.json`` records of step ``name`` (:func:`step_record`)."""
+        return step_record(self.read_meta(), name)
 
     def step_done(self, step: str) -> bool:
         if not self.exists():
             return False
-        return self.read_meta().get("steps", {}).get(step, {}).get("status") == "done"
+        return self.step(step).get("status") == "done"
 
     # -- samples ------------------------------------------------------------
     def write_samples(self, samples: SampleTable) -> None:
