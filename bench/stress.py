@@ -53,6 +53,7 @@ recall lost from one copy rate to a higher one (mixed strengths, one copy each).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -125,21 +126,28 @@ def dataset(data: str, size: str) -> str:
     if data == "digits":
         return "digits"
     if data == "photos":
-        from bench.jpeg_folder import write_folder
-
-        root = Path("runs") / "stress-data"
-        mini = cifar_mini_folder()
-        # Square files: the injector stores a copy as a square image, so a copy of a
-        # 400×300 photograph would be squashed, not the copy a user's folder holds.
-        photos = root / "photos-square"
-        write_folder(photos / "train", 2000, mini, square=True)
-        as_train = root / "mini-test" / "train"  # write_folder reads a source's train/
-        if not as_train.exists():
-            as_train.parent.mkdir(parents=True, exist_ok=True)
-            as_train.symlink_to((mini / "test").resolve())
-        write_folder(photos / "test", 1000, as_train.parent, square=True)
-        return f"folder:{photos}"
+        return f"folder:{photo_folder()}"
     return f"folder:{cifar_folder() if size == '50k' else cifar_mini_folder()}"
+
+
+@functools.cache
+def photo_folder() -> Path:
+    """The square photographs' folder (module docstring), written once per process (the
+    files already there are kept)."""
+    from bench.jpeg_folder import write_folder
+
+    root = Path("runs") / "stress-data"
+    mini = cifar_mini_folder()
+    # Square files: the injector stores a copy as a square image, so a copy of a
+    # 400×300 photograph would be squashed, not the copy a user's folder holds.
+    photos = root / "photos-square"
+    write_folder(photos / "train", 2000, mini, square=True)
+    as_train = root / "mini-test" / "train"  # write_folder reads a source's train/
+    if not as_train.exists():
+        as_train.parent.mkdir(parents=True, exist_ok=True)
+        as_train.symlink_to((mini / "test").resolve())
+    write_folder(photos / "test", 1000, as_train.parent, square=True)
+    return photos
 
 
 def run_cell(cell: Cell, size: str, runs: Path) -> dict:

@@ -70,6 +70,18 @@ def cifar_mini(tmp_path_factory) -> Path:
     return out / "cifar10-mini"
 
 
+def train_photos(cifar_mini: Path, per_class: int) -> np.ndarray:
+    """The first ``per_class`` CIFAR-10 mini train photographs of each class, classes in
+    name order: uint8 (10 · per_class, 32, 32, 3)."""
+    from PIL import Image
+
+    out = []
+    for cls in sorted(p.name for p in (cifar_mini / "train").iterdir()):
+        for f in sorted((cifar_mini / "train" / cls).glob("*.jpg"))[:per_class]:
+            out.append(np.asarray(Image.open(f).convert("RGB")))
+    return np.stack(out)
+
+
 @pytest.fixture(scope="session")
 def cifar_batches(cifar_mini, tmp_path_factory) -> Path:
     """A real ``cifar-10-batches-py`` folder holding the mini JPEGs (train: 5 batches)."""

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageEnhance
 
+from tests.conftest import train_photos
 from worker.pipeline.findings.copies import (
     RING,
     TAIL_PROPOSE,
@@ -33,11 +34,7 @@ from worker.pipeline.map.neighbours import exact_neighbours
 @pytest.fixture(scope="module")
 def photos(cifar_mini) -> np.ndarray:
     """300 CIFAR-10 train photographs, 30 a class: uint8 (300, 32, 32, 3)."""
-    out = []
-    for cls in sorted(p.name for p in (cifar_mini / "train").iterdir()):
-        for f in sorted((cifar_mini / "train" / cls).glob("*.jpg"))[:30]:
-            out.append(np.asarray(Image.open(f).convert("RGB")))
-    return np.stack(out)
+    return train_photos(cifar_mini, 30)
 
 
 def _light_copy(img: np.ndarray, i: int) -> np.ndarray:

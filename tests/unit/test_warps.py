@@ -9,6 +9,7 @@ import pytest
 import torch
 from PIL import Image, ImageFilter
 
+from tests.conftest import train_photos
 from worker.pipeline.findings import get_kind
 from worker.pipeline.findings.files import load_findings
 from worker.pipeline.findings.pixels import grey_views, match_pairs
@@ -28,11 +29,7 @@ from worker.pipeline.findings.warps import (
 @pytest.fixture(scope="module")
 def photos(cifar_mini) -> np.ndarray:
     """200 CIFAR-10 train photographs, 20 a class: uint8 (200, 32, 32, 3)."""
-    out = []
-    for cls in sorted(p.name for p in (cifar_mini / "train").iterdir()):
-        for f in sorted((cifar_mini / "train" / cls).glob("*.jpg"))[:20]:
-            out.append(np.asarray(Image.open(f).convert("RGB")))
-    return np.stack(out)
+    return train_photos(cifar_mini, 20)
 
 
 def _moved(img: np.ndarray, how: str) -> np.ndarray:

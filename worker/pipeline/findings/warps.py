@@ -550,18 +550,19 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
         uniq, inverse = np.stack([a, b], 1).reshape(-1, 2), np.arange(len(a))
     grid = _grid(va, uniq[:, 0], vb, uniq[:, 1])
     on_grid = grid[0][inverse]
-    grid_best, grid_ref = _per_row(a, on_grid[:, None], n, rank)
     reference = np.empty((0, len(VARIANTS)), np.float32)
     in_reference = np.zeros(n, bool)
+    rank_of_row: int | np.ndarray = rank
     if promise is None and far is not None:  # its own reference, from the ring
         ring_grid, reference = _ring_reference(va, far, seed)
-        promise = NearMatches(ring_grid, ring_grid).tail_cut(PROMISE)
+        ring = NearMatches(ring_grid, ring_grid)
+        promise = ring.tail_cut(PROMISE)
         # Distinctness past a family: a row with more candidates beyond the grid's tail
         # than REFERENCE_RANK reads the best below them (copies.distinctness).
-        tail = NearMatches(ring_grid, ring_grid).tail_cut(TAIL_WARP)
-        family = np.bincount(a[on_grid >= tail], minlength=n)
-        _, grid_ref = _per_row(a, on_grid[:, None], n, np.maximum(rank, family))
-    elif promise is None:  # a reference of the rows' best candidates
+        family = np.bincount(a[on_grid >= ring.tail_cut(TAIL_WARP)], minlength=n)
+        rank_of_row = np.maximum(rank, family)
+    grid_best, grid_ref = _per_row(a, on_grid[:, None], n, rank_of_row)
+    if promise is None:  # a reference of the rows' best candidates
         promise = NearMatches(grid_best[:, 0], grid_best[:, 0]).tail_cut(PROMISE)
         in_reference[reference_rows(n, seed, REFERENCE_ROWS)] = True
     wanted = np.zeros(len(uniq), bool)

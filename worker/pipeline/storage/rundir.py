@@ -62,13 +62,20 @@ def damaged_file(path: Path, what: str, fix: str) -> InputError:
 STEP_NAMES = ("ingest", "extract", "embed", "evidence", "cluster", "findings")
 
 
+def check_step(step: str) -> str:
+    """``step`` when it is one (``STEP_NAMES``); else ValueError: a misspelt step never
+    reads as "not run yet", nor is written."""
+    if step not in STEP_NAMES:
+        raise ValueError(f"no step {step!r}: the steps are {', '.join(STEP_NAMES)}")
+    return step
+
+
 def step_record(meta: Any, step: str) -> dict[str, Any]:
     """What a run's record ``meta`` (``run.json``, as read) holds of ``step``: its status,
     when it ended and the parameters it ran with; empty when it has not run, or when the
-    record is not what a run writes. A name that is no step (``STEP_NAMES``) raises
-    ValueError: a misspelt step never reads as "not run yet"."""
-    if step not in STEP_NAMES:
-        raise ValueError(f"no step {step!r}: the steps are {', '.join(STEP_NAMES)}")
+    record is not what a run writes. A name that is no step raises ValueError
+    (:func:`check_step`)."""
+    check_step(step)
     steps = meta.get("steps") if isinstance(meta, dict) else None
     record = steps.get(step) if isinstance(steps, dict) else None
     return dict(record) if isinstance(record, dict) else {}
@@ -304,7 +311,7 @@ class RunDir:
 
     def mark_step(self, step: str, **info: Any) -> None:
         """Record that ``step`` finished, with its parameters, in ``run.json``."""
-        step_record({}, step)  # a name that is no step is refused before anything is written
+        check_step(step)
         with self.update_meta() as meta:
             meta.setdefault("steps", {})[step] = {"status": "done", "at": now_iso(), **info}
 
