@@ -195,6 +195,20 @@ def decide(driver, sample: int, key: str) -> None:
     driver.find_element(By.TAG_NAME, "body").send_keys(key)
 
 
+def press_undo(driver) -> None:
+    """Press ``u`` once the page has drawn the decision it undoes.
+
+    The store is written before the page hears back; the undo button is enabled only then,
+    and a key pressed on a disabled button does nothing, so wait on the button, not on the
+    store."""
+    from selenium.webdriver.common.by import By
+
+    from app import ids
+
+    wait_for(lambda: driver.find_element(By.ID, ids.UNDO).is_enabled())
+    driver.find_element(By.TAG_NAME, "body").send_keys("u")
+
+
 def listed_of_class(driver) -> list[int]:
     """The review list's samples among the shown class's points, as the map draws them,
     that only the label rule lists (a near-duplicate lies on its copy's spot of the map, so

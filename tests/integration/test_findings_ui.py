@@ -19,6 +19,7 @@ from tests.integration.browser import (
     focused_sample,
     grid_rows,
     open_review_list,
+    press_undo,
     served,
     shown_text,
     wait_for,
@@ -114,7 +115,7 @@ def test_finding_filter_side_by_side_keep_another_copy_and_undo(page, findings_r
              and store.overrides().get(other) == "drop")
     focus_row(d, next(k for k, r in enumerate(grid_rows(d)) if r["sample"] == sample))
     wait_for(lambda: (lambda r: r and r[0][0].endswith("· kept"))(_related(d)))
-    d.find_element(By.TAG_NAME, "body").send_keys("u")  # one step undoes both
+    press_undo(d)  # one step undoes both
     wait_for(lambda: sample not in store.overrides() and other not in store.overrides())
 
 

@@ -15,6 +15,7 @@ from tests.integration.browser import (
     focused_sample,
     grid_rows,
     open_review_list,
+    press_undo,
     served,
     shown_text,
     wait_for,
@@ -50,7 +51,7 @@ def test_an_island_is_shown_and_decided_together(island_root):
         body.send_keys("i")  # drop the whole island
         wait_for(lambda: all(store.overrides().get(s) == "drop" for s in INJECTED))
         assert set(store.overrides()) == INJECTED
-        body.send_keys("u")  # one step undoes it
+        press_undo(d)  # one step undoes it
         wait_for(lambda: not store.overrides())
         focus_row(d, next(k for k, r in enumerate(grid_rows(d)) if r["sample"] == sample))
         wait_for(lambda: focused_sample(d) == sample)

@@ -22,6 +22,7 @@ from tests.integration.browser import (
     open_review_list,
     pick_class,
     point_position,
+    press_undo,
     ringed_point,
     scroll_click,
     served,
@@ -201,7 +202,7 @@ def test_keys_triage_the_focused_row_and_decisions_compose(page, review_root):
     wait_for(lambda: _state(d, rows[1]["sample"]) == "dropped")
     body.send_keys("k", "k", "a")
     wait_for(lambda: store.overrides().get(rows[0]["sample"]) == "keep")
-    body.send_keys("u")  # undo the keep
+    press_undo(d)  # undo the keep
     wait_for(lambda: rows[0]["sample"] not in store.overrides())
 
     # Compose on one row with a suggestion.
