@@ -38,6 +38,7 @@ browser:
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 # OPENBLAS_CORETYPE: one BLAS kernel on every x86-64 CPU, for the golden values (tests/conftest.py).
 # Two pytest workers, a test file each at a time (--dist loadfile: a file's module fixtures,
@@ -49,6 +50,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP) browser
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The regression guard: what earlier work won (the Curate page's speed as ratios, the

@@ -66,7 +66,7 @@ def feature_badges(meta: dict) -> list:
     """Badges on a run's features from its ``run.json``: "random weights" when the network
     was not pretrained, and the feature-quality gauge with its verdict (its advice in the
     tooltip). Empty before the extract and cluster steps."""
-    from worker.pipeline.evaluation.gauge import judge
+    from worker.pipeline.curation.gauge import judge
     from worker.pipeline.storage.rundir import step_record
 
     extract, evidence = step_record(meta, "extract"), step_record(meta, "evidence")
@@ -86,7 +86,7 @@ def feature_badges(meta: dict) -> list:
 def feature_advice(meta: dict) -> html.Div | None:
     """The gauge's verdict and what to do next, spelled out, when the flags need care
     (a fair or weak gauge); None when they are strong or not computed yet."""
-    from worker.pipeline.evaluation.gauge import judge
+    from worker.pipeline.curation.gauge import judge
     from worker.pipeline.storage.rundir import step_record
 
     value = step_record(meta, "evidence").get("gauge")

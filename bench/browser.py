@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.integration.conftest import CURATOR
+from bench.common import curator_cmd
 
 CHROMIUM = os.environ.get("CURATOR_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CURATOR_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -54,7 +54,7 @@ class Server:
                     **(env or {})}
         self.log = open(runs_root.parent / f"serve-{self.port}.log", "w")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [CURATOR, "serve", "--runs-root", str(runs_root), "--port", str(self.port)],
+            [*curator_cmd(), "serve", "--runs-root", str(runs_root), "--port", str(self.port)],
             env=full_env, stdout=self.log, stderr=subprocess.STDOUT)
         end = time.monotonic() + 60
         while time.monotonic() < end:

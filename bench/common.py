@@ -23,10 +23,10 @@ SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "da
 
 
 def curator_cmd() -> list[str]:
-    """``curator`` of this checkout's venv, or ``python -m worker.cli`` where there is none
+    """``curator`` of this checkout's venv, or ``python -m app.cli`` where there is none
     (a GPU host runs the working tree as it is: ../shared/gpu-host/README.md)."""
     venv = ROOT / ".venv" / "bin" / "curator"
-    return [str(venv)] if venv.is_file() else [sys.executable, "-m", "worker.cli"]
+    return [str(venv)] if venv.is_file() else [sys.executable, "-m", "app.cli"]
 
 
 def bench_env() -> dict[str, str]:
@@ -211,9 +211,9 @@ def run_row(row: Row, run):  # noqa: ANN001, ANN201 - RunDir → (s, samples, de
     """Run (or reuse) the pipeline of ``row`` in ``run`` with default settings; returns
     (seconds, samples, decisions, noisy) where ``noisy`` (bool, shape (N,)) marks the
     samples whose label differs from the true one."""
+    from worker.pipeline.curation.snapshot import current_decisions
     from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
-    from worker.pipeline.storage.curation import current_decisions
 
     t = time.perf_counter()
     _share_cached_features(row, run)

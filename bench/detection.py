@@ -48,12 +48,12 @@ from bench.common import (
     run_row,
 )
 from bench.peers import cleanlab_peer, simifeat_vote
+from worker.pipeline.curation.rule_evidence import load_evidence, load_rule_inputs, run_gauge
 from worker.pipeline.evaluation.metrics import auroc, detection_scores
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.clustering import DEFAULT_RULE, RULES, decide
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
-from worker.pipeline.storage.curation import load_evidence, load_rule_inputs, run_gauge
 from worker.pipeline.storage.rundir import RunDir
 
 SCRATCH_PER_CLASS = 1000

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import machine
-from worker.pipeline.storage.curation import current_decisions
+from worker.pipeline.curation.snapshot import current_decisions
 from worker.pipeline.storage.rundir import RunDir
 
 CURATOR = str(Path(sys.executable).parent / "curator")

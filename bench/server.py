@@ -31,8 +31,8 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bench.browser import free_port
 from bench.common import ROOT, machine
-from tests.integration.browser import free_port
 
 FLASK = ("from app.server import create_app; from worker.settings import load_settings; "
          "create_app(load_settings()).run(host='127.0.0.1', port={port}, threaded=True)")

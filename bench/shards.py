@@ -1,7 +1,7 @@
 """Feature extraction shared out to Celery workers: two workers against one.
 
 On a copy of an ingested run (e.g. ``runs/cifar10n``: 50,000 CIFAR-10 images), times the
-extract step as ``curator pipeline`` runs it with a broker (worker.extract_shards: one
+extract step as ``curator pipeline`` runs it with a broker (worker.jobs.extract_shards: one
 ``extract-shard`` job per range of images, merged in row order), with real ``curator
 worker`` subprocesses on the ``gpu`` queue, each limited to one thread
 (``OMP_NUM_THREADS=1``):
@@ -99,8 +99,8 @@ def main() -> None:
     os.environ.update(CURATOR_BROKER_URL=BROKER, CURATOR_RUNS_ROOT=str(root))
     import redis
 
-    from worker.extract_shards import sharded
     from worker.jobs.dispatchers import CeleryDispatcher
+    from worker.jobs.extract_shards import sharded
     from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.storage.rundir import RunDir
     from worker.settings import load_settings

@@ -38,8 +38,7 @@ from pathlib import Path
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
-from bench.common import machine
-from tests.integration.browser import (
+from bench.browser import (
     Server,
     class_cell,
     pick_class,
@@ -48,6 +47,7 @@ from tests.integration.browser import (
     trace_markers,
     wait_for,
 )
+from bench.common import machine
 
 HOOKS = """
 const gd = document.querySelector('#curate-graph .js-plotly-plot');

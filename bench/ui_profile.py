@@ -23,9 +23,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from bench.browser import pick_class, trace_markers, wait_for
 from bench.common import machine
 from bench.ui_latency import HOOKS, repaint_ms, served_run
-from tests.integration.browser import pick_class, trace_markers, wait_for
 
 MARKERS = """
 const gd = document.querySelector('#curate-graph .js-plotly-plot');

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
-from tests.integration.browser import (  # noqa: E402
+from bench.browser import (  # noqa: E402
     Server,
     chrome,
     pick_class,

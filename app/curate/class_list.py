@@ -88,7 +88,7 @@ def grid_rows(rows: list[dict]) -> tuple[list[dict], dict]:
 
     Parameters
     ----------
-    rows : per-class count rows (``worker.pipeline.storage.curation.summary_rows``), the total last
+    rows : per-class count rows (``worker.pipeline.curation.snapshot.summary_rows``), the total last
 
     Returns
     -------

@@ -14,14 +14,15 @@ import numpy as np
 from app.caching import memoized
 from app.curate.figures import MARKER_STYLE, finding_slots, look_table, override_codes, typed_array
 from app.run_data import RunData, RunState, current_state, run_data
+from worker.pipeline.curation.cluster_step import set_cut
+from worker.pipeline.curation.snapshot import summary_rows
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import DROP, View, kinds
 from worker.pipeline.findings.step import PERSON_DECIDED, marks
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_eps, flag_bits
 from worker.pipeline.map.dbscan import SMALL_N, check_params, noise_until
-from worker.pipeline.storage.curation import open_store, set_cut, summary_rows
-from worker.pipeline.storage.curation_store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore, open_store
 
 # Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
 # The finding kinds besides label (worker/pipeline/findings), each counted under its name.
@@ -235,7 +236,8 @@ def rule_facts(data: RunData, state: RunState, code: int) -> RuleFacts:
 def move_cut(runs_root: Path, run_id: str, code: int | None, direction: int) -> int:
     """Flag one step more (``direction`` 1) or fewer (-1) of class ``code``'s highest
     scores, starting from what is flagged now, or give the class back to the rule (0);
-    one undoable step (:func:`~worker.pipeline.storage.curation.set_cut`). Returns the revision."""
+    one undoable step (:func:`~worker.pipeline.curation.cluster_step.set_cut`). Returns the
+    revision."""
     data = run_data(runs_root, run_id)
     if not (isinstance(code, int) and 0 <= code < len(data.members)):
         raise InputError("pick a class first: the cut is per class")

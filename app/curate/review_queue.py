@@ -26,7 +26,7 @@ from app.run_data import RunData, RunState, current_state, run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import View, kinds, marks, sample_findings
 from worker.pipeline.findings.testsplit import read_test_paths
-from worker.pipeline.storage.curation import open_store
+from worker.pipeline.storage.curation_store import open_store
 
 STATES = {"flagged": "flagged: dropped by default, not reviewed yet",
           "proposed": "proposed: a finding lists it, kept until you decide",

@@ -7,7 +7,7 @@ repaint's JavaScript time. Findings: docs/benchmarks.md ("Where a drag's frames 
 
     python -m bench.webgl_repaint.run bench baseline symbol-scalar-circle antialias-off
 
-Browser configs: BROWSERS ("bench" is the flags of tests/integration/browser.py); page
+Browser configs: BROWSERS ("bench" is the flags of bench/browser.py); page
 variants: PAGES. Options: --trace FILE (a Chromium trace of the session), --profile FILE
 (a DevTools JS profile of the first variant's drag). The "direct" and "aa" variants reach
 into Plotly's private WebGL scene or patch getContext: measurements, not designs.

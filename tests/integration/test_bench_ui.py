@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.browser import browser_marks
+from bench.browser import browser_marks
 
 pytestmark = browser_marks()
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from app.ids import PAGE_ERROR
-from tests.integration.browser import (
+from bench.browser import (
     Server,
     browser_marks,
     chrome,

@@ -191,9 +191,9 @@ def test_injected_leaks_are_scored_with_the_review_queue(leak_run, tmp_path):
     """``--inject-leaks``: exact copies of 10 test images put into train
     are all found, each with its own test image, and the leak review queue holds all of
     them within its first 20 rows; ``curator evaluate`` scores them."""
+    from worker.pipeline.curation.snapshot import current_snapshot
     from worker.pipeline.evaluation.findings_scores import findings_scores
     from worker.pipeline.sources.inject import read_truth
-    from worker.pipeline.storage.curation import current_snapshot
     from worker.pipeline.storage.rundir import RunDir
 
     _, root, _ = leak_run

@@ -12,8 +12,7 @@ import shutil
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.conftest import shared_file
-from tests.integration.browser import (
+from bench.browser import (
     browser_marks,
     focus_row,
     focused_sample,
@@ -24,6 +23,7 @@ from tests.integration.browser import (
     shown_text,
     wait_for,
 )
+from tests.conftest import shared_file
 from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.integration.browser import (
+from bench.browser import (
     browser_marks,
     listed_classes,
     pick_class,

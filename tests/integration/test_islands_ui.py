@@ -9,7 +9,7 @@ import numpy as np
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.integration.browser import (
+from bench.browser import (
     browser_marks,
     focus_row,
     focused_sample,

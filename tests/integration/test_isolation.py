@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.integration.browser import Server
+from bench.browser import Server
 from tests.unit.test_cli import CURATOR
 
 

@@ -11,7 +11,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 import tsne_curator as tc
-from tests.integration.browser import (
+from bench.browser import (
     browser_marks,
     decide,
     listed_of_class,

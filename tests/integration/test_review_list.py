@@ -12,7 +12,7 @@ from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.integration.browser import (
+from bench.browser import (
     browser_marks,
     class_rows,
     focus_row,

@@ -18,7 +18,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 from app.curate.retrain import train_field
-from tests.integration.browser import (
+from bench.browser import (
     Server,
     browser_marks,
     chrome,

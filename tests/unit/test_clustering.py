@@ -145,8 +145,9 @@ def test_a_new_map_rederives_every_class_s_eps_as_the_pipeline_s_own_step(fresh_
     over to a new embedding. Deriving them again is the pipeline's step, which undo passes
     by; undoing the reviewer's eps then leaves the new map's value (it measured another
     map)."""
+    from worker.pipeline.curation.cluster_step import cluster_step
     from worker.pipeline.map.embedding import EmbeddingOptions, embed
-    from worker.pipeline.storage.curation import cluster_step, open_store
+    from worker.pipeline.storage.curation_store import open_store
 
     store = open_store(fresh_run)
     store.set_class_params({0: (0.123, 7)}, "a reviewer's eps")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.cli import build_parser
+from app.cli import build_parser
 from worker.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def test_the_app_service_serves_on_the_production_server_and_passes_its_healthch
     import sys
     import urllib.request
 
-    from tests.integration.browser import Server
+    from bench.browser import Server
 
     command = compose["services"]["app"]["command"]
     assert command[:2] == ["curator", "serve"]

@@ -12,12 +12,14 @@ from hypothesis import strategies as st
 
 from app.curate import logic
 from app.run_data import current_state, run_data
+from worker.pipeline.curation.cluster_step import set_cut
+from worker.pipeline.curation.rule_evidence import load_evidence
+from worker.pipeline.curation.snapshot import current_decisions
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import export
 from worker.pipeline.map.clustering import RuleInputs, cut_bands
 from worker.pipeline.map.dbscan import noise_until, sklearn_dbscan
-from worker.pipeline.storage.curation import current_decisions, load_evidence, open_store, set_cut
-from worker.pipeline.storage.curation_store import CurationStore
+from worker.pipeline.storage.curation_store import CurationStore, open_store
 
 from .test_cli import curator
 

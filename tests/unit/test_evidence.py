@@ -14,8 +14,8 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.map.clustering import feature_neighbours
 from worker.pipeline.map.embedding import pca_reduce
 from worker.pipeline.map.evidence import label_evidence, neighbour_votes
-from worker.pipeline.sources.datasets import SampleTable
 from worker.pipeline.sources.labels import inject_noise, noise_partners
+from worker.pipeline.storage.sample_table import SampleTable
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +105,9 @@ def test_pairs_noise_flips_each_class_to_one_partner():
 
 
 def test_score_and_suggestion_reach_the_run_and_the_manifest(fresh_run):
+    from worker.pipeline.curation.rule_evidence import load_evidence
+    from worker.pipeline.curation.snapshot import current_decisions
     from worker.pipeline.export import export
-    from worker.pipeline.storage.curation import current_decisions, load_evidence
 
     ev = load_evidence(fresh_run)
     samples, decisions, _ = current_decisions(fresh_run)
@@ -123,7 +124,8 @@ def test_score_and_suggestion_reach_the_run_and_the_manifest(fresh_run):
 
 def test_evidence_is_recomputed_when_the_labels_change(fresh_run):
     """A run whose labels changed (a new samples table) never reads stale evidence."""
-    from worker.pipeline.storage.curation import cluster_step, load_evidence
+    from worker.pipeline.curation.cluster_step import cluster_step
+    from worker.pipeline.curation.rule_evidence import load_evidence
 
     before = load_evidence(fresh_run)["score"].copy()
     cluster_step(fresh_run)  # current: nothing recomputed
@@ -182,8 +184,8 @@ def test_knn_evidence_is_the_confident_joint_of_the_votes_without_dense_matrices
 
 def test_large_runs_use_the_neighbour_evidence(fresh_run, monkeypatch):
     """Above DENSE_MAX = N·C the cluster step stores knn_evidence's result."""
+    from worker.pipeline.curation import rule_evidence as curation
     from worker.pipeline.map.evidence import knn_evidence
-    from worker.pipeline.storage import curation
 
     samples = fresh_run.read_samples()
     monkeypatch.setattr(curation, "DENSE_MAX", len(samples) * 10 - 1)

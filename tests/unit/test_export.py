@@ -9,9 +9,10 @@ import os
 import numpy as np
 import pytest
 
+from worker.pipeline.curation.snapshot import current_decisions
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import export
-from worker.pipeline.storage.curation import current_decisions, open_store
+from worker.pipeline.storage.curation_store import open_store
 
 
 def test_csv_manifest_in_sample_order(fresh_run):
@@ -121,8 +122,8 @@ def test_saved_clusters_are_reused_only_for_the_file_and_params_they_were_made_w
     recorded with it; a clusters.npy that run.json does not describe is not trusted."""
     import os
 
+    from worker.pipeline.curation.snapshot import current_snapshot, read_curation, recorded_clusters
     from worker.pipeline.map.clustering import cluster_all
-    from worker.pipeline.storage.curation import current_snapshot, read_curation, recorded_clusters
 
     samples = fresh_run.read_samples()
     recorded = recorded_clusters(fresh_run, samples)

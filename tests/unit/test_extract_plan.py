@@ -1,4 +1,4 @@
-"""How a shared-out extraction splits the images (worker.extract_shards): ranges that
+"""How a shared-out extraction splits the images (worker.jobs.extract_shards): ranges that
 cover every image once, each starting on a batch boundary (so each shard sees the batches
 a single-worker run sees), and when it shares out by itself."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.extract_shards import plan, shard_count
+from worker.jobs.extract_shards import plan, shard_count
 from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 
 

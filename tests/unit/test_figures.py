@@ -60,7 +60,7 @@ def test_marker_colours_travel_as_channel_arrays_that_round_back_to_their_hex():
     MARKER_STYLE) draw the same channel arrays; each is four numbers in 0-1 (Plotly reads
     one whose largest channel is above 1 as 0-255) that round back to the named hex."""
     from app.curate.figures import CLUSTER_COLOURS, LOOKS, MARKER_STYLE, channels
-    from tests.integration.browser import hex_colours  # how the browser tests read them
+    from bench.browser import hex_colours  # how the browser tests read them
 
     named = [look.colour for look in LOOKS if look.colour is not None] + CLUSTER_COLOURS
     sent = [look["colour"] for look in MARKER_STYLE["looks"] if look["colour"] is not None]

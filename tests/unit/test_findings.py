@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import shared_file
+from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.export import export, manifest_columns
 from worker.pipeline.findings import (
     DROP,
@@ -40,7 +41,7 @@ from worker.pipeline.findings.detectors.duplicate import exact_units, star_group
 from worker.pipeline.findings.files import table_path
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.sources.inject import read_truth
-from worker.pipeline.storage.curation import current_snapshot, open_store
+from worker.pipeline.storage.curation_store import open_store
 from worker.pipeline.storage.rundir import RunDir
 
 TOY_EVERY = 7  # the toy kind marks every 7th sample
@@ -185,8 +186,8 @@ def test_a_toy_kind_reaches_the_review_list(toy_run):
 def test_a_toy_kind_reaches_the_findings_report_and_evaluate(toy_run):
     """(c): ``curator findings``' report has the kind with its count and its top items by
     score with their why-lines; ``curator evaluate`` counts it."""
+    from worker.pipeline.curation.findings_report import findings_report, format_findings
     from worker.pipeline.evaluation.run_report import evaluate
-    from worker.pipeline.findings.report import findings_report, format_findings
 
     run, decision, marked = toy_run["run"], toy_run["decision"], toy_run["marked"]
     report = findings_report(run)
@@ -230,8 +231,8 @@ def test_a_table_stored_by_an_earlier_method_is_computed_again(fresh_run):
     """An outlier table as the first version of the kind wrote it (facts ratio and
     percentile) under that version's key (each kind's ``version`` is part of the key):
     the findings step computes it again, and its why-lines read the new facts."""
+    from worker.pipeline.curation.findings_report import findings_report
     from worker.pipeline.findings.files import save_table
-    from worker.pipeline.findings.report import findings_report
 
     n = len(fresh_run.read_samples())
     score = np.linspace(0.5, 3.0, n, dtype=np.float32)

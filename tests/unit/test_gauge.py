@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from tests.unit.test_cli import curator
-from worker.pipeline.evaluation.gauge import FAIR_FROM, STRONG_FROM, judge, neighbour_agreement
+from worker.pipeline.curation.gauge import FAIR_FROM, STRONG_FROM, judge, neighbour_agreement
 
 
 def _blobs(n_per: int, n_classes: int, spread: float, seed: int = 0):

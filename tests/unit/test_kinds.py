@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.celery_app import app
+from worker.jobs.celery_app import app
 from worker.jobs.job_params import (
     ExperimentParams,
     ExportParams,
@@ -18,12 +18,12 @@ from worker.jobs.job_params import (
 )
 from worker.jobs.job_params import TestSplitParams as SplitParams  # not a test class to pytest
 from worker.jobs.registry import KINDS, QUEUES, kind
+from worker.jobs.tasks import TASKS
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.embedding import EmbeddingOptions
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
-from worker.tasks import TASKS
 from worker.train.config import TrainConfig
 
 

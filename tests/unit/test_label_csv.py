@@ -93,7 +93,7 @@ def test_override_indices_must_be_in_range(fresh_run):
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
         assert "out of range" in r.stderr or "invalid" in r.stderr, r.stderr
-    from worker.pipeline.storage.curation import open_store
+    from worker.pipeline.storage.curation_store import open_store
 
     assert open_store(fresh_run).overrides() == {}  # nothing half-applied
 

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.export import export
 from worker.pipeline.findings import DROPPED, KEPT, PROPOSED, ensure_findings, get_kind
 from worker.pipeline.findings.files import load_findings
 from worker.pipeline.map.embedding import EmbeddingOptions
-from worker.pipeline.storage.curation import current_snapshot, open_store
+from worker.pipeline.storage.curation_store import open_store
 from worker.pipeline.storage.rundir import RunDir
 
 SHORT_MAP = EmbeddingOptions(n_iter=50, exaggeration_iter=25)

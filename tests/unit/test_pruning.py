@@ -198,7 +198,8 @@ def test_a_row_that_is_not_finite_is_scored_nan_and_chosen_last():
 def test_the_retrain_preview_counts_pruned_as_the_training_does_after_a_relabel(fresh_run):
     """A relabel moves a sample to another class: pruned@F's class quotas follow it in
     the Retrain panel's preview (plan_for with the relabelled labels) as in the job."""
-    from worker.pipeline.storage.curation import current_snapshot, open_store
+    from worker.pipeline.curation.snapshot import current_snapshot
+    from worker.pipeline.storage.curation_store import open_store
     from worker.train.config import TrainConfig
     from worker.train.launch import plan_for
 

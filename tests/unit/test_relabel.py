@@ -9,8 +9,9 @@ import subprocess
 import numpy as np
 
 from tests.unit.test_cli import CURATOR
+from worker.pipeline.curation.snapshot import current_snapshot, summary_rows
 from worker.pipeline.export import export
-from worker.pipeline.storage.curation import current_snapshot, open_store, summary_rows
+from worker.pipeline.storage.curation_store import open_store
 from worker.train.data import holdout_mask, select_subset
 
 
@@ -76,7 +77,7 @@ def test_cli_relabel_and_its_errors(fresh_run):
 def test_corrected_takes_back_confident_issues_with_their_suggested_label(fresh_run):
     """``corrected`` = filtered + the rule-dropped label issues whose suggestion differs,
     trained with the suggestion; a reviewer's drop stays out."""
-    from worker.pipeline.storage.curation import load_evidence
+    from worker.pipeline.curation.rule_evidence import load_evidence
 
     snap = current_snapshot(fresh_run)
     ev = load_evidence(fresh_run)

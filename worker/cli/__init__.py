@@ -23,6 +23,7 @@ from worker.cli import (
     step_commands,
     training_commands,
 )
+from worker.cli.arguments import Add
 from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled
 
@@ -78,7 +79,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see '{self.prog} -h')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Each group's ``register`` adds its commands' sub-parsers. ``curator serve`` is the app's
+# (app/cli.py adds it): the worker never imports the app.
+COMMAND_GROUPS: tuple[Callable[[Add], None], ...] = (
+    step_commands.register, report_commands.register, curation_commands.register,
+    training_commands.register, service_commands.register)
+
+
+def build_parser(groups: tuple[Callable[[Add], None], ...] = COMMAND_GROUPS
+                 ) -> argparse.ArgumentParser:
+    """The parser of the ``groups``' commands (by default the worker's)."""
     p = _Parser(
         prog="curator", formatter_class=_Help,
         description="tsne-curator: find training images that hurt a model (t-SNE + per-class "
@@ -94,14 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(fn=fn)
         return sp
 
-    for group in (step_commands, report_commands, curation_commands,
-                  training_commands, service_commands):
-        group.register(add)
+    for register in groups:
+        register(add)
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None,
+         groups: tuple[Callable[[Add], None], ...] = COMMAND_GROUPS) -> int:
+    """Run one command of ``groups``; the exit status (2 for a user's mistake)."""
+    args = build_parser(groups).parse_args(argv)
     try:
         args.fn(args)
     except InputError as exc:

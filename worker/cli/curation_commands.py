@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from worker.cli.arguments import Add, rundir
+from worker.cli.text_tables import format_table
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
@@ -15,7 +16,7 @@ from worker.pipeline.errors import InputError
 
 
 def cmd_params(a: argparse.Namespace) -> None:
-    from worker.pipeline.storage.curation import current_decisions, format_table, summary_rows
+    from worker.pipeline.curation.snapshot import current_decisions, summary_rows
 
     samples, decisions, params = current_decisions(rundir(a.run).require())
     by_name = {samples.classes[c]: (float(eps), int(ms)) for c, (eps, ms) in params.items()}
@@ -28,14 +29,14 @@ def cmd_params(a: argparse.Namespace) -> None:
 
 
 def cmd_undo(a: argparse.Namespace) -> None:
-    from worker.pipeline.storage.curation import open_store
+    from worker.pipeline.storage.curation_store import open_store
 
     done = open_store(rundir(a.run)).undo_or_refuse(redo=a.redo)  # nothing to do: refused
     print(f"{'redid' if a.redo else 'undid'}: {done}")
 
 
 def cmd_override(a: argparse.Namespace) -> None:
-    from worker.pipeline.storage.curation import open_store
+    from worker.pipeline.storage.curation_store import open_store
 
     decision = None if a.decision == "clear" else a.decision
     run = rundir(a.run).require()
@@ -45,7 +46,8 @@ def cmd_override(a: argparse.Namespace) -> None:
 
 
 def cmd_relabel(a: argparse.Namespace) -> None:
-    from worker.pipeline.storage.curation import current_decisions, open_store
+    from worker.pipeline.curation.snapshot import current_decisions
+    from worker.pipeline.storage.curation_store import open_store
 
     run = rundir(a.run).require()
     samples = run.read_samples()

@@ -15,8 +15,8 @@ from worker.pipeline.ranges import cli_type
 
 
 def cmd_findings(a: argparse.Namespace) -> None:
+    from worker.pipeline.curation.findings_report import findings_report, format_findings
     from worker.pipeline.findings import ensure_findings, get_kind
-    from worker.pipeline.findings.report import findings_report, format_findings
 
     run = rundir(a.run).require()
     if a.kind:

@@ -1,4 +1,5 @@
-"""serve, worker, jobs, cancel: the app, the workers and their jobs."""
+"""worker, jobs, cancel: the workers and their jobs (``curator serve`` is the app's:
+    app/cli.py)."""
 
 from __future__ import annotations
 
@@ -15,68 +16,6 @@ from worker.cli.arguments import Add, rundir
 from worker.pipeline.errors import InputError
 from worker.pipeline.ranges import cli_type
 from worker.settings import load_settings
-
-
-def cmd_serve(a: argparse.Namespace) -> None:
-    from dataclasses import replace
-
-    from worker.run_catalog import check_runs_root
-
-    settings = load_settings()
-    settings = replace(settings, runs_root=a.runs_root or settings.runs_root,
-                       host=a.host or settings.host, port=a.port or settings.port)
-    check_runs_root(settings.runs_root)  # before anything is printed
-    if settings.broker_url:
-        from worker.jobs.dispatchers import check_broker
-
-        try:
-            check_broker(settings.broker_url)
-        except InputError as exc:
-            # Curation needs no broker: serve anyway; job buttons show this error until
-            # Redis is back.
-            print(f"warning: {exc}", file=sys.stderr)
-    from app.server import serve
-
-    _check_port_free(settings.host, settings.port)  # before printing a URL that won't answer
-    token = f"?token={settings.auth_token}" if settings.auth_token else ""
-    base = f"http://{settings.host}:{settings.port}"
-    print(f"tsne-curator: {base}/{token} (runs root {settings.runs_root.resolve()})", flush=True)
-    run_id = _run_to_open(settings.runs_root)
-    if run_id:
-        print(f"curate {run_id}: {base}/curate/{run_id}{token}", flush=True)
-    serve(settings, debug=a.debug)
-
-
-def _check_port_free(host: str, port: int) -> None:
-    """Refuse a port another program holds, in one line (the server used to print its URL
-    and only then fail)."""
-    import errno
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
-        try:
-            s.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise InputError(f"port {port} on {host} is in use: stop the program holding "
-                                 "it, or pick another with --port or CURATOR_PORT") from None
-            raise InputError(f"cannot listen on {host}:{port} ({exc.strerror}): check "
-                             "--host/CURATOR_HOST and --port") from None
-
-
-def _run_to_open(runs_root: Path) -> str | None:
-    """The run to point a new user at: ``demo`` when it is ready, else the most recently
-    clustered run, else None."""
-    from worker.pipeline.storage.rundir import step_record
-    from worker.run_catalog import list_runs
-
-    ready = [e for e in list_runs(runs_root) if e.error is None
-             and step_record(e.meta, "cluster").get("status") == "done"]
-    if any(e.id == "demo" for e in ready):
-        return "demo"
-    return max(ready, key=lambda e: (e.path / "run.json").stat().st_mtime).id if ready else None
 
 
 def cmd_worker(a: argparse.Namespace) -> None:
@@ -97,7 +36,7 @@ def cmd_worker(a: argparse.Namespace) -> None:
     # Not only at start-up: a replacement started the moment after a crash must still
     # re-queue the dead worker's job once its heartbeat goes stale.
     watch_stale_jobs(settings)
-    from worker.celery_app import make_celery
+    from worker.jobs.celery_app import make_celery
     from worker.jobs.handlers import preload
 
     preload()
@@ -146,15 +85,8 @@ def cmd_cancel(a: argparse.Namespace) -> None:
 
 
 def register(add: Add) -> None:
-    """serve, worker, jobs, cancel: the app, the workers and their jobs."""
-    sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
-    sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")
-    sp.add_argument("--host", help="default 127.0.0.1 (CURATOR_HOST)")
-    sp.add_argument("--port", type=cli_type("port"), help="default 8050 (CURATOR_PORT)")
-    sp.add_argument("--debug", action="store_true",
-                    help="Dash dev tools and reloader, and the Curate page's test hooks "
-                         "(as CURATOR_DEBUG_HOOKS=1)")
-
+    """worker, jobs, cancel: the workers and their jobs (``curator serve`` is the app's:
+    app/cli.py)."""
     sp = add("worker", cmd_worker, "start a Celery worker (needs CURATOR_BROKER_URL)")
     sp.add_argument("--queues", default="gpu,cpu", help="comma-separated: gpu, cpu")
     sp.add_argument("--concurrency", type=cli_type("concurrency"), default=1, help="jobs at a time")

@@ -22,6 +22,7 @@ from worker.cli.arguments import (
     rundir,
     thresholds,
 )
+from worker.cli.text_tables import format_table
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def _print_summary(run: RunDir) -> None:
-    from worker.pipeline.storage.curation import current_decisions, format_table, summary_rows
+    from worker.pipeline.curation.snapshot import current_decisions, summary_rows
 
     samples, decisions, _ = current_decisions(run)
     print(format_table(summary_rows(samples, decisions)))
@@ -95,7 +96,7 @@ def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: o
 
 
 def cmd_pipeline(a: argparse.Namespace) -> None:
-    from worker.pipeline.runner import claim_run, run_pipeline
+    from worker.pipeline.runner import ClusterOptions, claim_run, run_pipeline
     from worker.pipeline.storage.runlock import PIPELINE_LOCK, run_lock
 
     run = rundir(a.out)  # --eps and --min-samples were checked as they were parsed
@@ -112,10 +113,9 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
     bar = TqdmProgress()  # the findings step's (the other steps' jobs show their own)
     with run_lock(run, f"curator pipeline (pid {os.getpid()})", PIPELINE_LOCK):
         try:
-            run_pipeline(run, dataset, feature_opts(a), embed_opts(a), rule=a.rule,
-                         min_samples=a.min_samples, eps=a.eps,
-                         steps=_JobSteps(dispatcher, run_id, a.shards),
-                         thresholds=thresholds(a), progress=bar)
+            run_pipeline(run, dataset, feature_opts(a), embed_opts(a),
+                         ClusterOptions(a.rule, a.min_samples, a.eps, thresholds(a)),
+                         steps=_JobSteps(dispatcher, run_id, a.shards), progress=bar)
         finally:
             bar.close()
     print(f"run: {run.path}  ({run.read_meta()['n_samples']} samples, {_skipped_text(run)})")
@@ -125,7 +125,7 @@ def cmd_pipeline(a: argparse.Namespace) -> None:
 
 def _findings_line(run: RunDir) -> str:
     """'findings: label 188 · duplicate 3 · leak 0 (no test split) · outlier 12'."""
-    from worker.pipeline.findings.report import counts_line
+    from worker.pipeline.curation.findings_report import counts_line
 
     return counts_line(run)
 
@@ -133,7 +133,7 @@ def _findings_line(run: RunDir) -> str:
 class _JobSteps:
     """The chain's heavy steps as jobs (worker.pipeline.runner.Steps), each followed with a
     progress bar: features as one ``extract`` job or, with a broker, shared out across the
-    gpu queue's workers (worker.extract_shards) once an ``ingest`` job has counted the
+    gpu queue's workers (worker.jobs.extract_shards) once an ``ingest`` job has counted the
     images; then an ``embed`` job, and an ``extract-test`` job for the test split's
     features where the dataset has one. Each job takes the run's step lock itself."""
 
@@ -144,7 +144,7 @@ class _JobSteps:
         return contextlib.nullcontext()
 
     def features(self, run: RunDir, dataset, opts) -> None:  # noqa: ANN001
-        from worker.extract_shards import shard_count, sharded
+        from worker.jobs.extract_shards import shard_count, sharded
         from worker.jobs.job_params import ExtractParams, IngestParams
 
         d, shards = self.dispatcher, 0
@@ -219,7 +219,7 @@ def cmd_embed(a: argparse.Namespace) -> None:
 
 
 def cmd_cluster(a: argparse.Namespace) -> None:
-    from worker.pipeline.storage.curation import class_code, cluster_step, set_cut
+    from worker.pipeline.curation.cluster_step import class_code, cluster_step, set_cut
 
     run = rundir(a.run).require()
     if a.cut is not None and not a.cls:

@@ -1,6 +1,6 @@
 """The Celery app, built from settings: Redis broker, JSON only, queues ``gpu`` and ``cpu``.
 
-Start workers with ``curator worker`` (or ``celery -A worker.celery_app worker``).
+Start workers with ``curator worker`` (or ``celery -A worker.jobs.celery_app worker``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from worker.settings import Settings, load_settings
 
 
 def make_celery(settings: Settings) -> Celery:
-    """A Celery app for ``settings``; tasks come from :mod:`worker.tasks`."""
+    """A Celery app for ``settings``; tasks come from :mod:`worker.jobs.tasks`."""
     app = Celery("curator", broker=settings.broker_url or "memory://",
-                 backend=settings.result_backend or None, include=["worker.tasks"])
+                 backend=settings.result_backend or None, include=["worker.jobs.tasks"])
     app.conf.update(
         task_serializer="json",
         result_serializer="json",

@@ -46,7 +46,7 @@ class CeleryDispatcher:
     """Sends jobs to ``curator worker`` processes through the broker."""
 
     def __init__(self, settings: Settings) -> None:
-        from worker.celery_app import make_celery
+        from worker.jobs.celery_app import make_celery
 
         self.settings = settings
         self.app = make_celery(settings)

@@ -20,6 +20,7 @@ from typing import Any
 from worker.jobs.registry import kind as kind_named
 from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled, ProgressFn
+from worker.pipeline.storage.curation_store import check_store
 from worker.pipeline.storage.job_store import FINAL, JobStore
 from worker.pipeline.storage.rundir import RunDir
 from worker.run_catalog import resolve_run
@@ -142,8 +143,6 @@ def new_job(run: RunDir, kind: str, params: Any) -> tuple[str, dict[str, Any]]:
     """Record a queued job of typed ``params`` in the run's store; returns its id and the
     params' JSON. A clustered run whose store has gone is refused (curation.check_store),
     not given a fresh, empty one."""
-    from worker.pipeline.storage.curation import check_store
-
     encoded = kind_named(kind).encode(params)
     check_store(run)
     return JobStore(run.store).create(kind, encoded), encoded

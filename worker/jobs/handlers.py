@@ -41,7 +41,7 @@ def preload() -> None:
     before Celery forks its pool processes, so that each starts with them loaded, and a
     pool process that replaces a dead one takes its next job at once; a process that only
     submits or lists jobs never calls it."""
-    import worker.extract_shards  # noqa: F401
+    import worker.jobs.extract_shards  # noqa: F401
     import worker.pipeline.features.extraction  # noqa: F401
 
 
@@ -77,7 +77,7 @@ def finetune(run: RunDir, p: ExtractParams, progress: ProgressFn) -> dict:
 
 
 def extract_shard(run: RunDir, p: ShardParams, progress: ProgressFn) -> dict:
-    from worker.extract_shards import run_shard
+    from worker.jobs.extract_shards import run_shard
 
     return run_shard(run, p, progress)
 

@@ -1,6 +1,6 @@
 """The job kinds, named once: each kind's queue, handler and parameter type. The Celery
-routes (worker.celery_app) and tasks (worker.tasks), the dispatchers and the execution of a
-job are made from :data:`KINDS`.
+routes (worker.jobs.celery_app) and tasks (worker.jobs.tasks), the dispatchers and the
+execution of a job are made from :data:`KINDS`.
 
 ``gpu`` kinds need the accelerator (or the extraction workers); ``cpu`` kinds do not.
 """
@@ -45,7 +45,7 @@ class Kind:
     queue: str
     handler: Callable[[RunDir, Any, ProgressFn], dict]
     decode: Callable[[dict], Any]
-    encode: Callable[[Any], dict] = lambda p: p.to_json()
+    encode: Callable[[Any], dict] = lambda p: p.model_dump(mode="json")
 
     @property
     def task(self) -> str:
@@ -57,16 +57,16 @@ def _kinds(*kinds: Kind) -> dict[str, Kind]:
 
 
 KINDS: dict[str, Kind] = _kinds(
-    Kind("ingest", "gpu", handlers.ingest, IngestParams.from_json),
-    Kind("extract", "gpu", handlers.extract, ExtractParams.from_json),
-    Kind("extract-shard", "gpu", handlers.extract_shard, ShardParams.from_json),
-    Kind("extract-test", "gpu", handlers.extract_test, TestSplitParams.from_json),
-    Kind("finetune", "gpu", handlers.finetune, ExtractParams.from_json),
+    Kind("ingest", "gpu", handlers.ingest, IngestParams.model_validate),
+    Kind("extract", "gpu", handlers.extract, ExtractParams.model_validate),
+    Kind("extract-shard", "gpu", handlers.extract_shard, ShardParams.model_validate),
+    Kind("extract-test", "gpu", handlers.extract_test, TestSplitParams.model_validate),
+    Kind("finetune", "gpu", handlers.finetune, ExtractParams.model_validate),
     Kind("train", "gpu", handlers.train, train_config, asdict),
-    Kind("experiment", "gpu", handlers.experiment, ExperimentParams.from_json),
-    Kind("pipeline", "gpu", handlers.pipeline, PipelineParams.from_json),
+    Kind("experiment", "gpu", handlers.experiment, ExperimentParams.model_validate),
+    Kind("pipeline", "gpu", handlers.pipeline, PipelineParams.model_validate),
     Kind("embed", "cpu", handlers.embed, embedding_opts, asdict),
-    Kind("export", "cpu", handlers.export, ExportParams.from_json),
+    Kind("export", "cpu", handlers.export, ExportParams.model_validate),
 )
 
 QUEUES = ("gpu", "cpu")

@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import Task
 
-from worker.celery_app import app
+from worker.jobs.celery_app import app
 from worker.jobs.execution import is_transient, record_failure, run_job
 from worker.jobs.registry import KINDS
 

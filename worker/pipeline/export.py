@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from worker.pipeline.curation.snapshot import current_snapshot, summary_rows
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import PROPOSED, kinds, marks, sample_decisions, sample_findings
 from worker.pipeline.findings.step import stored_thresholds
@@ -27,7 +28,6 @@ from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
 from worker.pipeline.sources.ingest import open_run_dataset
-from worker.pipeline.storage.curation import current_snapshot, summary_rows
 from worker.pipeline.storage.rundir import RunDir, now_iso
 from worker.pipeline.storage.runlock import run_lock
 

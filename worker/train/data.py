@@ -165,7 +165,8 @@ def correctable(labels: np.ndarray, dropped_by_rule: np.ndarray,
                 evidence: dict[str, np.ndarray] | None) -> np.ndarray:
     """bool (N,): the samples ``corrected`` takes back with their suggested label: dropped
     by the rule (not by a reviewer), a confident label issue, suggested class ≠ given.
-    ``evidence`` is :func:`~worker.pipeline.storage.curation.load_evidence`'s; all False without."""
+    ``evidence`` is :func:`~worker.pipeline.curation.rule_evidence.load_evidence`'s; all
+    False without."""
     if evidence is None:
         return np.zeros(len(labels), dtype=bool)
     return dropped_by_rule & evidence["issue"].astype(bool) & (evidence["suggested"] != labels)
@@ -232,14 +233,14 @@ def pruned(run: RunDir, labels: np.ndarray, filtered: np.ndarray, fraction: floa
 def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
     """The samples of ``subset`` (see module docstring), excluding any hold-out, read from
     one snapshot of the curation store."""
-    from worker.pipeline.storage.curation import current_snapshot
+    from worker.pipeline.curation.snapshot import current_snapshot
 
     snap = current_snapshot(run)
     samples, labels = snap.samples, snap.labels
     name = parse_subset(subset)
     rescued = None
     if name.kind == "corrected":
-        from worker.pipeline.storage.curation import load_evidence
+        from worker.pipeline.curation.rule_evidence import load_evidence
 
         evidence = load_evidence(run)
         rescued = correctable(samples.labels, snap.decisions.reason == "noise", evidence)

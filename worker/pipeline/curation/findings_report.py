@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.findings.kind_registry import get_kind, kinds
 from worker.pipeline.findings.step import DROPPED, PROPOSED, marks, sample_decisions
 from worker.pipeline.findings.testsplit import read_test_paths
-from worker.pipeline.storage.curation import current_snapshot
 from worker.pipeline.storage.rundir import RunDir
 
 

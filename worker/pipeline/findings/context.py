@@ -17,6 +17,7 @@ from worker.pipeline.findings.warps import (
     K_KEY,
     CopyViews,
     WarpEvidence,
+    WarpOptions,
     candidates,
     copy_views,
     key_neighbours,
@@ -24,9 +25,9 @@ from worker.pipeline.findings.warps import (
 )
 from worker.pipeline.map.embedding import run_pca
 from worker.pipeline.progress import ProgressFn
-from worker.pipeline.sources.datasets import SampleTable
 from worker.pipeline.sources.pixel_hash import hash_rows
 from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.sample_table import SampleTable
 
 
 @dataclass
@@ -116,8 +117,9 @@ class FindingContext:
             return None
         a, b = candidates(self.space.neighbours[:, :K_FEATURE],
                           key_neighbours(self.views.key, None, K_KEY))
-        return warp_evidence(self.views, self.views, a, b, len(self.samples), REFERENCE_RANK,
-                             same=True, far=ring(self.space.neighbours))
+        return warp_evidence(self.views, self.views, a, b, len(self.samples),
+                             WarpOptions(REFERENCE_RANK, same=True,
+                                         far=ring(self.space.neighbours)))
 
     def warp_cut(self, threshold: float, spreads: float) -> np.ndarray | None:
         """The warp match a copy needs in this run, per variant (findings/warps.py):

@@ -31,6 +31,7 @@ from scipy.spatial import cKDTree
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.dbscan import check_params, dbscan_once
+from worker.pipeline.map.embedding import pca_reduce
 from worker.pipeline.map.evidence import K_EVIDENCE
 from worker.pipeline.map.neighbours import exact_neighbours
 from worker.pipeline.names import DEFAULT_RULE, RULES
@@ -108,8 +109,6 @@ def feature_neighbours(features: np.ndarray, k: int = K_EVIDENCE) -> np.ndarray:
     -------
     ndarray of int64, shape (N, min(k, N-1))
     """
-    from worker.pipeline.map.embedding import pca_reduce
-
     if len(features) < 2:
         return np.empty((len(features), 0), dtype=np.int64)
     return exact_neighbours(pca_reduce(features, 50), k)[0]

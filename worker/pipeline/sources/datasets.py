@@ -28,6 +28,7 @@ from PIL import Image
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.sources.decoding import open_rgb
+from worker.pipeline.storage.sample_table import SampleTable
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff"}
 SPLITS = ("train", "test")
@@ -155,41 +156,6 @@ def split_spec(spec: DatasetSpec, split: str) -> DatasetSpec:
     """
     _check_split(split)
     return _features_split(replace(spec, split=split))
-
-
-@dataclass
-class SampleTable:
-    """One row per sample, in sample order (the row order of ``features.npy``).
-
-    Attributes
-    ----------
-    paths : list of str, length N
-        Path relative to the dataset root (virtual for array datasets).
-    labels : ndarray of int64, shape (N,)
-        Given label, an index into ``classes``.
-    true_labels : ndarray of int64, shape (N,)
-        Known true label, or -1 where unknown.
-    classes : list of str
-        Class names; ``classes[k]`` is the name of label code k.
-    """
-
-    paths: list[str]
-    labels: np.ndarray
-    true_labels: np.ndarray
-    classes: list[str]
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    @property
-    def has_truth(self) -> bool:
-        return bool((self.true_labels >= 0).any())
-
-    def subset(self, keep: np.ndarray) -> SampleTable:
-        """Rows where the boolean mask ``keep`` (shape (N,)) is True, order kept."""
-        idx = np.flatnonzero(keep)
-        return SampleTable([self.paths[i] for i in idx], self.labels[idx],
-                           self.true_labels[idx], self.classes)
 
 
 @dataclass

@@ -22,14 +22,20 @@ from worker.pipeline.ranges import check
 from worker.pipeline.sources.datasets import (
     Dataset,
     DatasetSpec,
-    SampleTable,
     has_split,
     open_dataset,
     parse_spec,
     split_spec,
 )
 from worker.pipeline.sources.decoding import host_cores, open_rgb, ordered_map
-from worker.pipeline.sources.inject import TestImages, inject, truth_path, write_truth
+from worker.pipeline.sources.inject import (
+    InjectionPlan,
+    TestImages,
+    TrainImages,
+    inject,
+    truth_path,
+    write_truth,
+)
 from worker.pipeline.sources.labels import (
     apply_labels_csv,
     check_counts,
@@ -46,6 +52,7 @@ from worker.pipeline.storage.rundir import (
     package_versions,
     save_npy,
 )
+from worker.pipeline.storage.sample_table import SampleTable
 
 MAX_THUMB = 64
 
@@ -203,12 +210,12 @@ def _inject(ds: Dataset, opts: DatasetOptions) -> None:
     else:
         size, grey = min(MAX_INJECTED, _thumb_size(ds, limit=MAX_INJECTED)), False
     s = ds.samples
-    made = inject(ds.load_image if not grey else lambda i: Image.fromarray(ds.arrays[i]),
-                  s.labels, s.true_labels, len(s.classes), size, grey, opts.spec.kind,
-                  opts.inject_duplicates, opts.inject_outliers, opts.duplicate_strength,
-                  opts.seed, opts.outlier_sources,
-                  _test_images(opts.spec, s.classes) if opts.inject_leaks else None,
-                  opts.inject_leaks, opts.duplicate_family, opts.duplicate_across)
+    train = TrainImages(ds.load_image if not grey else lambda i: Image.fromarray(ds.arrays[i]),
+                        s.labels, s.true_labels, len(s.classes), opts.spec.kind, size, grey)
+    plan = InjectionPlan(opts.inject_duplicates, opts.inject_outliers, opts.duplicate_strength,
+                         opts.seed, opts.outlier_sources, opts.inject_leaks,
+                         opts.duplicate_family, opts.duplicate_across)
+    made = inject(train, plan, _test_images(opts.spec, s.classes) if opts.inject_leaks else None)
     ds.samples = SampleTable(s.paths + made.paths, np.concatenate([s.labels, made.labels]),
                              np.concatenate([s.true_labels, made.true_labels]), s.classes)
     ds.extra = made.images

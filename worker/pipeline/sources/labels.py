@@ -24,9 +24,9 @@ import numpy as np
 from worker.pipeline.errors import InputError
 from worker.pipeline.names import NOISE_KINDS
 from worker.pipeline.ranges import check
-from worker.pipeline.sources.datasets import SampleTable
 from worker.pipeline.sources.feature_values import MIN_MAP_SAMPLES, check_feature_values
 from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.sample_table import SampleTable
 
 # --------------------------------------------------------------------------- labels
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.ranges import check
-from worker.pipeline.storage.rundir import no_permission, now_iso
+from worker.pipeline.storage.rundir import RunDir, no_permission, now_iso
 
 DECISIONS = ("keep", "drop")
 # The per-sample tables a reviewer writes, and the column each holds.
@@ -382,10 +382,9 @@ class CurationStore:
                          description: str = "", pipeline: bool = False) -> int:
         """Set (eps, min_samples) for the given class codes; returns how many changed.
         ``pipeline``: the cluster step's own parameters, which undo passes by."""
-        from worker.pipeline.map.dbscan import check_params
-
-        for eps, ms in params.values():
-            check_params(eps, ms)
+        for eps, ms in params.values():  # map.dbscan.check_params, from below the map
+            check("eps", eps)
+            check("min_samples", ms)
         with self._write() as db:
             changes = []
             for label, (eps, ms) in sorted(params.items()):
@@ -532,3 +531,21 @@ class CurationStore:
         db.execute("INSERT INTO history (description, changes, created_at, pipeline) "
                    "VALUES (?, ?, ?, ?)",
                    (description, json.dumps(changes), now_iso(), int(pipeline)))
+
+
+def check_store(run: RunDir) -> None:
+    """A clustered run whose store has gone is an error, not a silent fresh store: its
+    parameters and overrides would be lost without a word. Anything that would create the
+    store file (a job record too) checks this first. A run not made yet passes."""
+    if not run.store.is_file() and run.step_done("cluster"):
+        raise InputError(f"{run.store} is missing: the run's curation is lost; restore it, or "
+                         f"run 'curator cluster {run.path}' to start a new one")
+
+
+def open_store(run: RunDir, create: bool = False) -> CurationStore:
+    """The run's curation store (:func:`check_store`); ``create`` (the cluster step)
+    starts a new one."""
+    run.require()
+    if not create:
+        check_store(run)
+    return CurationStore(run.store)

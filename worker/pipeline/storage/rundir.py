@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.sources.datasets import SampleTable
+from worker.pipeline.storage.sample_table import SampleTable
 
 # How each step's files are made again, for the messages about a missing or damaged one.
 REMAKE = {
