@@ -48,7 +48,7 @@ def neighbour_index(run: Path) -> float:
     knn = exact_neighbours(x, k) if len(x) <= EXACT_KNN_MAX else annoy_neighbours(x, k)
     save_npy(r.path / "neighbours.npy", knn[0][:, :K_EVIDENCE])
     save_npy(r.embedding, np.ascontiguousarray(x[:, :2]))  # a stand-in map (docstring)
-    r.mark_step("embed", pca_dims=50, seed=0, note="bench.findings_scale: index only")
+    r.mark_step("embed", pca_dims=50, seed=0)  # an index-only run: no map was made
     return time.perf_counter() - t0
 
 

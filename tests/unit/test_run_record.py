@@ -27,3 +27,37 @@ def test_every_step_a_pipeline_runs_is_a_step_name(fresh_run):
 @pytest.mark.parametrize("meta", [None, [], {}, {"steps": []}, {"steps": {"embed": 3}}])
 def test_a_record_not_as_a_run_writes_it_reads_as_not_run(meta):
     assert step_record(meta, "embed") == {}
+
+
+def test_a_misspelt_field_is_refused_by_reading_and_by_writing(fresh_run):
+    record = fresh_run.step("extract")
+    assert record.get("cache_key") and "feature_dim" in record
+    with pytest.raises(ValueError, match="step 'extract' records no field 'cache_kye'"):
+        record.get("cache_kye")
+    with pytest.raises(ValueError, match="no field 'eps'"):
+        "eps" in fresh_run.step("embed")  # noqa: B015 - the test is that it raises
+    with pytest.raises(ValueError, match="step 'cluster' records no field 'parms'"):
+        fresh_run.mark_step("cluster", parms={})
+    assert "parms" not in fresh_run.read_meta()["steps"]["cluster"]
+
+
+def test_every_field_a_pipeline_writes_is_declared(fresh_run):
+    """The declarations hold what the steps write: a full pipeline's records read back
+    field by field, and the embed step's options are its declared fields."""
+    from dataclasses import fields
+
+    from worker.pipeline.map.embedding import EmbeddingOptions
+    from worker.pipeline.storage.rundir import STEP_FIELDS
+
+    for step, record in fresh_run.read_meta()["steps"].items():
+        assert set(record) - {"status", "at"} <= STEP_FIELDS[step], step
+    assert {f.name for f in fields(EmbeddingOptions)} | {"features_key"} == STEP_FIELDS["embed"]
+
+
+def test_an_older_records_extra_field_is_kept_but_not_read(fresh_run):
+    with fresh_run.update_meta() as meta:
+        meta["steps"]["ingest"]["retired_field"] = 1
+    record = fresh_run.step("ingest")
+    assert dict(record)["retired_field"] == 1
+    with pytest.raises(ValueError, match="records no field 'retired_field'"):
+        record.get("retired_field")

@@ -59,26 +59,66 @@ def damaged_file(path: Path, what: str, fix: str) -> InputError:
 
 
 # The steps a run records in run.json's "steps", in the order they run.
-STEP_NAMES = ("ingest", "extract", "embed", "evidence", "cluster", "findings")
+# What each step's record holds besides its status and end time: the fields the step
+# writes (``RunDir.mark_step``), declared once. Reading or writing a field not declared
+# here is a ValueError, so a misspelt field fails loudly instead of reading as None.
+# ``embed`` writes its options (map.embedding.EmbeddingOptions: a test holds the two equal).
+STEP_FIELDS: dict[str, frozenset[str]] = {
+    "ingest": frozenset({"n_samples", "n_skipped"}),
+    "extract": frozenset({"model", "precision", "weights", "pretrained", "input_size",
+                          "finetune_epochs", "finetune_lr", "cache_key", "feature_dim"}),
+    "embed": frozenset({"pca_dims", "perplexity", "n_iter", "seed", "gradient",
+                        "exaggeration_iter", "features_key"}),
+    "evidence": frozenset({"key", "gauge"}),
+    "cluster": frozenset({"rule", "params", "clusters_mtime"}),
+    "findings": frozenset({"kinds", "thresholds"}),
+}
+STEP_NAMES = tuple(STEP_FIELDS)
+RECORD_FIELDS = frozenset({"status", "at"})
 
 
 def check_step(step: str) -> str:
     """``step`` when it is one (``STEP_NAMES``); else ValueError: a misspelt step never
     reads as "not run yet", nor is written."""
-    if step not in STEP_NAMES:
+    if step not in STEP_FIELDS:
         raise ValueError(f"no step {step!r}: the steps are {', '.join(STEP_NAMES)}")
     return step
 
 
-def step_record(meta: Any, step: str) -> dict[str, Any]:
+class StepRecord(dict):
+    """What ``run.json`` holds of one step: ``status``, ``at`` and the fields the step
+    writes (:data:`STEP_FIELDS`). A plain dict to JSON; reading a field the step does not
+    declare raises ValueError, present or not (a record from an older version may hold
+    fields no longer declared: they are kept, and never read)."""
+
+    def __init__(self, step: str, record: dict[str, Any] | None = None) -> None:
+        super().__init__(record or {})
+        self.step = check_step(step)
+
+    def _field(self, key: object) -> object:
+        if key not in RECORD_FIELDS and key not in STEP_FIELDS[self.step]:
+            raise ValueError(f"step {self.step!r} records no field {key!r}: it records "
+                             f"{', '.join(sorted(RECORD_FIELDS | STEP_FIELDS[self.step]))}")
+        return key
+
+    def __getitem__(self, key: object) -> Any:
+        return super().__getitem__(self._field(key))
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self._field(key))
+
+    def get(self, key: object, default: Any = None) -> Any:
+        return super().get(self._field(key), default)
+
+
+def step_record(meta: Any, step: str) -> StepRecord:
     """What a run's record ``meta`` (``run.json``, as read) holds of ``step``: its status,
     when it ended and the parameters it ran with; empty when it has not run, or when the
     record is not what a run writes. A name that is no step raises ValueError
-    (:func:`check_step`)."""
-    check_step(step)
+    (:func:`check_step`), and so does reading a field the step does not record."""
     steps = meta.get("steps") if isinstance(meta, dict) else None
-    record = steps.get(step) if isinstance(steps, dict) else None
-    return dict(record) if isinstance(record, dict) else {}
+    record = steps.get(check_step(step)) if isinstance(steps, dict) else None
+    return StepRecord(step, record if isinstance(record, dict) else None)
 
 
 def load_npy(path: Path, step: str, mmap: bool = False) -> np.ndarray:
@@ -310,12 +350,15 @@ class RunDir:
             write_text(self.run_json, json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
     def mark_step(self, step: str, **info: Any) -> None:
-        """Record that ``step`` finished, with its parameters, in ``run.json``."""
-        check_step(step)
+        """Record that ``step`` finished, with its parameters (fields of
+        :data:`STEP_FIELDS`), in ``run.json``."""
+        record = StepRecord(step)
+        for key in info:
+            record._field(key)  # an undeclared field is refused before anything is written
         with self.update_meta() as meta:
             meta.setdefault("steps", {})[step] = {"status": "done", "at": now_iso(), **info}
 
-    def step(self, name: str) -> dict[str, Any]:
+    def step(self, name: str) -> StepRecord:
         """What ``run.json`` records of step ``name`` (:func:`step_record`)."""
         return step_record(self.read_meta(), name)
 
