@@ -83,6 +83,7 @@ def measure(run_path: Path, sweep: bool) -> dict:
         RATIO_WARP,
         TAIL_WARP,
         VARIANTS,
+        WarpOptions,
         candidates,
         copy_views,
         key_neighbours,
@@ -105,7 +106,7 @@ def measure(run_path: Path, sweep: bool) -> dict:
     t_key = time.perf_counter() - t0
     a, b = candidates(sp.neighbours[:, :K_FEATURE], keys)
     t0 = time.perf_counter()
-    ev = warp_evidence(views, views, a, b, n, REFERENCE_RANK, same=True)
+    ev = warp_evidence(views, views, a, b, n, WarpOptions(REFERENCE_RANK, same=True))
     t_match = time.perf_counter() - t0
     kk = min(K_CANDIDATES, sp.neighbours.shape[1])
     rows, cols = np.nonzero(sp.distances[:, :kk] / sp.scale <= CANDIDATE_RATIO)
@@ -175,6 +176,7 @@ def scale(n: int) -> dict:
     from worker.pipeline.findings.warps import (
         K_FEATURE,
         K_KEY,
+        WarpOptions,
         candidates,
         copy_views,
         key_neighbours,
@@ -191,7 +193,7 @@ def scale(n: int) -> dict:
     t["key index"] = time.perf_counter() - t0
     a, b = candidates(near[:, K_KEY:], near[:, :K_KEY])
     t0 = time.perf_counter()
-    warp_evidence(views, views, a, b, len(thumbs), REFERENCE_RANK, same=True)
+    warp_evidence(views, views, a, b, len(thumbs), WarpOptions(REFERENCE_RANK, same=True))
     t["grid and refinement"] = time.perf_counter() - t0
     t0 = time.perf_counter()  # the pixel test's own work on its 10 neighbours, for scale
     near_matches(grey_views(thumbs), near[:, :K_FEATURE])

@@ -34,7 +34,13 @@ from PIL import Image
 
 from bench.common import cifar_folder, machine
 from bench.jpeg_folder import write_folder
-from worker.pipeline.features.datapath import from_thumbnails, host_batches, normalise, to_device
+from worker.pipeline.features.datapath import (
+    LoaderOptions,
+    from_thumbnails,
+    host_batches,
+    normalise,
+    to_device,
+)
 from worker.pipeline.sources.datasets import Dataset, open_dataset, parse_spec
 from worker.pipeline.sources.decoding import host_cores
 
@@ -71,7 +77,7 @@ def old_files(ds: Dataset, side: int, batch: int) -> float:
 
 
 def new_route(ds: Dataset, side: int, batch: int, workers: int, on_device: bool) -> float:
-    return _rate(host_batches(ds, None, side, batch, workers, CPU, jpeg_on_device=on_device),
+    return _rate(host_batches(ds, None, LoaderOptions(side, batch, workers, CPU, on_device)),
                  len(ds.samples))
 
 
@@ -81,7 +87,7 @@ def whole_path(ds: Dataset, side: int, batch: int, workers: int, device: torch.d
     mean, std = (0.5, 0.5, 0.5), (0.25, 0.25, 0.25)
     t = time.perf_counter()
     seen = 0
-    for b in host_batches(ds, None, side, batch, workers, device, jpeg_on_device=on_device):
+    for b in host_batches(ds, None, LoaderOptions(side, batch, workers, device, on_device)):
         seen += len(normalise(to_device(b, side, device, ds), mean, std))
     if device.type == "cuda":
         torch.cuda.synchronize()

@@ -117,7 +117,25 @@ def layout(page: Page) -> html.Div:
     and on every listed row (accept suggestions above a score, keep all, drop all, each
     confirmed with the number it changes), and the confusion table whose cells filter."""
     classes = page.classes
-    selected = dbc.Row([
+    return html.Div([
+        changes.store(PART), dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
+        dcc.Store(id=KEY), dcc.Store(id=FOCUS), dcc.Store(id=REV), dcc.Store(id=FOLLOWED),
+        # Built here once: assets/review.js only looks a class's model up.
+        dcc.Store(id=CLASS_FILTERS,
+                  data={str(code): class_filter(name) for code, name in enumerate(classes)}),
+        html.Div(id=FINDINGS, className="mb-1 review-findings"),
+        html.Div(id=PAIRS, className="mb-1 review-pairs"), _selected_row_actions(classes),
+        _listed_row_actions(), _confirm_box(),
+        html.Div(id=SELECTION, className="small text-muted review-selection"), _review_grid(),
+        html.Div(id=DETAIL, className="small mt-1 review-detail"),
+        html.Div(id=RELATED, className="d-flex flex-wrap gap-2 mt-1 review-related"),
+        _key_line(),
+    ], className="mt-2")
+
+
+def _selected_row_actions(classes: list[str]) -> dbc.Row:
+    """Keep, Drop and Relabel (to any of ``classes``) for the rows selected in the grid."""
+    return dbc.Row([
         dbc.Col(html.Span("Selected rows:", className="small text-muted"), width="auto"),
         dbc.Col(dbc.ButtonGroup([
             small_button("Keep", KEEP, "success",
@@ -132,7 +150,12 @@ def layout(page: Page) -> html.Div:
                              "Give the selected samples the chosen class and keep them"),
                 width="auto"),
     ], class_name="g-2 align-items-center mb-1")
-    listed = dbc.Row([
+
+
+def _listed_row_actions() -> dbc.Row:
+    """The listed-row count and the bulk buttons that act on every listed row (each asks
+    for confirmation first), with Clear filters."""
+    return dbc.Row([
         dbc.Col(html.Span(id=COUNT, className="small text-muted"), width="auto"),
         dbc.Col(dbc.InputGroup([
             small_button(BULK["accept"], {"type": BULK_BTN, "action": "accept"}, "primary",
@@ -160,12 +183,20 @@ def layout(page: Page) -> html.Div:
         dbc.Col(dbc.Button("Clear filters", id=CLEAR_FILTERS, color="link", size="sm"),
                 width="auto"),
     ], class_name="g-2 align-items-center mb-1")
-    confirm = dbc.Alert([
+
+
+def _confirm_box() -> dbc.Alert:
+    """What a bulk action would change, with Confirm and Cancel (hidden until asked)."""
+    return dbc.Alert([
         html.Span(id=CONFIRM_TEXT, className="me-2"),
         dbc.Button("Confirm", id=CONFIRM, color="primary", size="sm", class_name="me-1"),
         dbc.Button("Cancel", id=CANCEL, color="secondary", outline=True, size="sm"),
     ], id=CONFIRM_BOX, color="warning", is_open=False, class_name="py-1 px-2 my-1 small")
-    grid = dag.AgGrid(
+
+
+def _review_grid() -> dag.AgGrid:
+    """The grid itself, empty until the queue's rows arrive (:func:`on_queue`)."""
+    return dag.AgGrid(
         id=GRID, columnDefs=COLUMNS, rowData=[],
         getRowId="params.data.id",
         defaultColDef={"sortable": True, "resizable": True, "filter": True,
@@ -188,22 +219,14 @@ def layout(page: Page) -> html.Div:
                         "modelUpdated": ["reviewCounted(params)"]},
         className="ag-theme-alpine review-grid",
         style={"height": "clamp(260px, calc(100vh - 390px), 900px)"})
-    # The keys as text between Kbd elements (a span each would be 9 more components).
-    keys = html.Div(["keys:", *[part for k, what in key_help() for part in (html.Kbd(k),
-                                                                             f" {what}")]],
+
+
+def _key_line() -> html.Div:
+    """The list's keys, as text between Kbd elements (a span each would be 9 more
+    components)."""
+    return html.Div(["keys:", *[part for k, what in key_help()
+                                for part in (html.Kbd(k), f" {what}")]],
                     className="small text-muted review-keys")
-    return html.Div([
-        changes.store(PART), dcc.Store(id=LISTED), dcc.Store(id=PENDING), dcc.Store(id=PAIR_DATA),
-        dcc.Store(id=KEY), dcc.Store(id=FOCUS), dcc.Store(id=REV), dcc.Store(id=FOLLOWED),
-        # Built here once: assets/review.js only looks a class's model up.
-        dcc.Store(id=CLASS_FILTERS,
-                  data={str(code): class_filter(name) for code, name in enumerate(classes)}),
-        html.Div(id=FINDINGS, className="mb-1 review-findings"),
-        html.Div(id=PAIRS, className="mb-1 review-pairs"), selected, listed, confirm,
-        html.Div(id=SELECTION, className="small text-muted review-selection"), grid,
-        html.Div(id=DETAIL, className="small mt-1 review-detail"),
-        html.Div(id=RELATED, className="d-flex flex-wrap gap-2 mt-1 review-related"), keys,
-    ], className="mt-2")
 
 
 def finding_buttons(counts: dict[str, int]) -> list:
@@ -275,6 +298,13 @@ def class_filter(given: str, suggested: str | None = None) -> dict:
 # ---------------------------------------------------------------------------- callbacks
 def register() -> None:
     """The list's callbacks, for the page module to call as Dash imports it."""
+    _register_rows()
+    _register_actions()
+    _register_map_links()
+
+
+def _register_rows() -> None:
+    """The grid's rows and the filters its buttons set."""
     callback(
         output={"rows": Output(GRID, "rowData"), "changes": Output(GRID, "rowTransaction"),
                 "pairs": Output(PAIRS, "children"), "pair_data": Output(PAIR_DATA, "data"),
@@ -297,6 +327,11 @@ def register() -> None:
         Output(FOLLOWED, "data"), Input(SHOWN, "data"), State(CLASS_FILTERS, "data"),
         prevent_initial_call=True,
     )
+
+
+def _register_actions() -> None:
+    """Keep, drop and relabel: on the selected rows, by key on the focused row, and on
+    every listed row after a confirmation."""
     # The listed rows' ids are read from the grid only when a bulk button asks
     # (review.listed), and "N listed" is written by assets/review.js after the grid has
     # painted: a callback on the grid's virtualRowData ran Dash's callback machinery on
@@ -323,6 +358,10 @@ def register() -> None:
              inputs={"_confirm": Input(CONFIRM, "n_clicks"),
                      "pending": State(PENDING, "data"), "run_id": State(RUN, "data")},
              prevent_initial_call=True)(on_bulk_confirm)
+
+
+def _register_map_links() -> None:
+    """The map and the list linked, and the focused row's detail."""
     # The map and the list, linked in the browser (assets/review.js): a lasso or box
     # filters the list, a clicked point scrolls to its row.
     clientside_callback(

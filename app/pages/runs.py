@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import dash
 import dash_bootstrap_components as dbc
@@ -180,49 +181,73 @@ def inside_data_roots(what: str, path: Path) -> Path:
     return target
 
 
-def new_run_params(name, spec, split, labels, column, true_column, noise, model, weights,
-                   finetune, perplexity) -> tuple[str, PipelineParams]:
+# A NamedTuple, not a dataclass: Dash runs a page module before it is in sys.modules,
+# where dataclasses look their module up.
+class RunForm(NamedTuple):
+    """The New-run form's fields as the browser sends them (None for an empty field)."""
+
+    name: str | None
+    spec: str | None
+    split: str | None
+    labels: str | None
+    column: str | None
+    true_column: str | None
+    noise: float | None
+    model: str | None
+    weights: str | None
+    finetune: float | None
+    perplexity: float | None
+
+
+# The form's fields by RunForm's names: start_run receives them as one dict.
+FORM_FIELDS = {"name": F_NAME, "spec": F_SPEC, "split": F_SPLIT, "labels": F_LABELS,
+               "column": F_COLUMN, "true_column": F_TRUE, "noise": F_NOISE, "model": F_MODEL,
+               "weights": F_WEIGHTS, "finetune": F_FINETUNE, "perplexity": F_PERPLEXITY}
+
+
+def new_run_params(form: RunForm) -> tuple[str, PipelineParams]:
     """Validate the form; returns (run id, pipeline job params)."""
     import re
 
-    name = (name or "").strip()
+    name = (form.name or "").strip()
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name) or ".." in name:
         raise InputError("give the run a name of letters, digits, '.', '_' or '-'")
     run = resolve_run(settings().runs_root, name)
     if run.exists():
         raise InputError(f"a run named {name!r} exists already; choose another name")
-    parsed = parse_spec((spec or "").strip(), split or "train")
+    parsed = parse_spec((form.spec or "").strip(), form.split or "train")
+    labels, weights = form.labels, form.weights
     for what, path in (("dataset", parsed.root), ("labels CSV", labels), ("weights", weights)):
         if path:
             inside_data_roots(what, Path(path))
     opts = DatasetOptions(parsed,
-                          Path(labels) if labels else None, column or "label",
-                          true_column or None, noise or 0, 0)
+                          Path(labels) if labels else None, form.column or "label",
+                          form.true_column or None, form.noise or 0, 0)
     check_dataset(opts)  # a features file's values and labels, as the CLI and API check them
+    model = form.model
     feats = FeatureOptions(model=None if model in (None, "", DEFAULT_CHOICE) else model,
                            weights=Path(weights) if weights else None,
-                           finetune_epochs=finetune or 0, device=settings().device,
+                           finetune_epochs=form.finetune or 0, device=settings().device,
                            num_workers=settings().num_workers)
-    return name, PipelineParams(opts, feats,
-                                EmbeddingOptions(perplexity=perplexity or DEFAULT_PERPLEXITY))
+    return name, PipelineParams(opts, feats, EmbeddingOptions(
+        perplexity=form.perplexity or DEFAULT_PERPLEXITY))
 
 
 @callback(
-    Output(ALERT, "children"), Input(F_GO, "n_clicks"),
-    State(F_NAME, "value"), State(F_SPEC, "value"), State(F_SPLIT, "value"),
-    State(F_LABELS, "value"), State(F_COLUMN, "value"), State(F_TRUE, "value"),
-    State(F_NOISE, "value"), State(F_MODEL, "value"), State(F_WEIGHTS, "value"),
-    State(F_FINETUNE, "value"), State(F_PERPLEXITY, "value"), prevent_initial_call=True,
+    Output(ALERT, "children"),
+    inputs={"_n": Input(F_GO, "n_clicks"),
+            "form": {field: State(id_, "value") for field, id_ in FORM_FIELDS.items()}},
+    prevent_initial_call=True,
 )
-def start_run(_n, *form):
+def start_run(_n, form: dict):
     try:
-        run_id, params = new_run_params(*form)
+        run_id, params = new_run_params(RunForm(**form))
         claim_out_dir(resolve_run(settings().runs_root, run_id).path)
         job = dispatcher().submit(run_id, "pipeline", params)
     except InputError as exc:
         return error_alert(str(exc))
     except Exception:  # noqa: BLE001 - a bug: logged in full, never raw text on the page
-        current_app.logger.exception("could not start run %r", form[0] if form else None)
+        current_app.logger.exception("could not start run %r", form.get("name"))
         return error_alert("could not start the run: an internal error, logged on the server")
     return dbc.Alert(f"run {run_id} started (job {job}); its progress shows below",
                      color="success", duration=6000, class_name="py-2")

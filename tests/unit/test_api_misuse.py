@@ -268,10 +268,10 @@ def test_the_new_run_form_refuses_in_the_same_words(tmp_path):
     with pytest.raises(tc.InputError) as direct:
         check_features_file(feats)
     app = create_app(Settings(runs_root=tmp_path / "runs", data_roots=(tmp_path / "data",)))
-    new_run_params = sys.modules["pages.runs"].new_run_params  # as Dash imported the page
+    page = sys.modules["pages.runs"]  # as Dash imported the page
     with app.server.test_request_context("/"), pytest.raises(tc.InputError) as form:
-        new_run_params("new", f"features:{feats}", "train", str(labels), "label", None, 0,
-                       None, None, 0, 30)
+        page.new_run_params(page.RunForm("new", f"features:{feats}", "train", str(labels),
+                                         "label", None, 0, None, None, 0, 30))
     assert str(form.value) == str(direct.value)
     assert str(form.value).startswith("features file f.npy row 0 has values up to 1.5e+21")
     assert not (tmp_path / "runs" / "new").exists()

@@ -161,6 +161,11 @@ def runs_page():
     return sys.modules["pages.runs"]
 
 
+def form(*fields: object) -> object:
+    """The New-run form's fields, in the page's ``RunForm`` order."""
+    return runs_page().RunForm(*fields)
+
+
 def test_new_run_form_validation(root):
     from app.server import create_app
     from worker.settings import Settings
@@ -170,20 +175,20 @@ def test_new_run_form_validation(root):
     with app.server.test_request_context("/"):
         for name in ("", "../x", "a/b", "digits"):
             with pytest.raises(InputError):
-                new_run_params(name, "digits", "train", None, "label", None, 0, "pixels",
-                               None, 0, 30)
+                new_run_params(form(name, "digits", "train", None, "label", None, 0,
+                                    "pixels", None, 0, 30))
         with pytest.raises(InputError, match="unknown dataset spec"):
-            new_run_params("new", "imagenet", "train", None, "label", None, 0, "pixels",
-                           None, 0, 30)
+            new_run_params(form("new", "imagenet", "train", None, "label", None, 0,
+                                "pixels", None, 0, 30))
         for noise, finetune, perplexity, message in (
                 (float("nan"), 0, 30, "--inject-noise must be"), (1.5, 0, 30, "inject-noise"),
                 (0, 1e20, 30, "--finetune must be"), (0, "2.5", 30, "--finetune must be"),
                 (0, 0, float("inf"), "--perplexity must be"), (0, 0, -5, "--perplexity")):
             with pytest.raises(InputError, match=message):
-                new_run_params("new", "digits", "train", None, "label", None, noise, "pixels",
-                               None, finetune, perplexity)
-        run_id, params = new_run_params("new", "digits", "train", None, "label", None, 0.1,
-                                        "pixels", None, 0, 25)
+                new_run_params(form("new", "digits", "train", None, "label", None, noise,
+                                    "pixels", None, finetune, perplexity))
+        run_id, params = new_run_params(form("new", "digits", "train", None, "label", None,
+                                             0.1, "pixels", None, 0, 25))
     assert run_id == "new" and params.dataset.inject_noise == 0.1
     assert params.embedding.perplexity == 25.0 and params.features.model == "pixels"
 
@@ -205,11 +210,11 @@ def test_the_form_reads_files_only_under_the_data_roots(root, tmp_path):
                 ("digits", f"{data}/../secret.txt", None, "labels CSV"),
                 ("digits", None, "/etc/passwd", "weights")):
             with pytest.raises(InputError, match=f"the {what} must be under a data root") as e:
-                new_run_params("new", spec, "train", labels, "label", None, 0, "pixels",
-                               weights, 0, 30)
+                new_run_params(form("new", spec, "train", labels, "label", None, 0,
+                                    "pixels", weights, 0, 30))
             assert "hunter2" not in str(e.value)
-        run_id, params = new_run_params("new", f"folder:{data}/imgs", "train", None, "label",
-                                        None, 0, "pixels", None, 0, 30)
+        run_id, params = new_run_params(form("new", f"folder:{data}/imgs", "train", None,
+                                             "label", None, 0, "pixels", None, 0, 30))
     assert str(params.dataset.spec) == f"folder:{data}/imgs"
 
 
@@ -229,9 +234,9 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
     _links_out(data / "imgs", tmp_path / "outside")
     app = create_app(Settings(runs_root=root, data_roots=(data,)))
     with app.server.test_request_context("/"):
-        run_id, params = runs_page().new_run_params(
+        run_id, params = runs_page().new_run_params(form(
             "linked", f"folder:{data}/imgs", "train", None, "label", None, 0, "pixels", None,
-            0, 30)
+            0, 30))
     claim_out_dir(root / run_id)  # as the form's start_run does before it submits the job
     run_job(root, run_id, "pipeline", params.to_json(), "job-linked")
     run = RunDir(root / "linked")

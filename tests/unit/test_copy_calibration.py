@@ -23,6 +23,7 @@ from worker.pipeline.findings.warps import (
     K_FEATURE,
     K_KEY,
     TAIL_WARP,
+    WarpOptions,
     candidates,
     copy_views,
     key_neighbours,
@@ -76,7 +77,8 @@ def test_the_warp_cuts_stay_where_they_are_when_copies_abound(photos):
     def cuts(thumbs: np.ndarray) -> np.ndarray:
         views, nbrs = copy_views(thumbs), _index(thumbs)
         a, b = candidates(nbrs[:, :K_FEATURE], key_neighbours(views.key, None, K_KEY))
-        ev = warp_evidence(views, views, a, b, len(thumbs), 3, same=True, far=ring(nbrs))
+        ev = warp_evidence(views, views, a, b, len(thumbs),
+                           WarpOptions(3, same=True, far=ring(nbrs)))
         assert ev.reference.shape == (len(thumbs), 3)  # every row of a set this small
         return ev.cuts(0.0, TAIL_WARP)
 

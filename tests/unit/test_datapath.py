@@ -11,7 +11,7 @@ import torch
 
 from bench.jpeg_folder import write_folder
 from worker.pipeline.errors import InputError
-from worker.pipeline.features.datapath import host_batches, to_device
+from worker.pipeline.features.datapath import LoaderOptions, host_batches, to_device
 from worker.pipeline.features.extraction import network_features
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.sources.datasets import parse_spec
@@ -56,7 +56,7 @@ def test_the_host_hands_over_uint8_only(photos, cifar_mini):
     ds, _ = photos
     cpu = torch.device("cpu")
     for on_device in (False, True):
-        batches = list(host_batches(ds, None, 160, 16, 1, cpu, jpeg_on_device=on_device))
+        batches = list(host_batches(ds, None, LoaderOptions(160, 16, 1, cpu, on_device)))
         assert sum(len(b) for b in batches) == 40
         for b in batches:
             assert b.data.dtype == torch.uint8 and b.data.ndim == 1
@@ -77,7 +77,7 @@ def test_images_smaller_than_the_network_take_both_routes(small_folder, tmp_path
     ds = ingest(RunDir(tmp_path / "run"), DatasetOptions(parse_spec(f"folder:{small_folder}")))
     cpu = torch.device("cpu")
     x = [torch.cat([to_device(b, 160, cpu, ds) for b in host_batches(
-        ds, None, 160, 32, 0, cpu, jpeg_on_device=on_device)]) for on_device in (False, True)]
+        ds, None, LoaderOptions(160, 32, 0, cpu, on_device))]) for on_device in (False, True)]
     assert x[0].shape == (90, 3, 160, 160)
     assert (x[0] - x[1]).abs().mean() < 1.0  # grey levels: two libjpeg builds
 
@@ -89,9 +89,9 @@ def test_a_jpeg_that_changed_since_ingest_is_one_line(photos, tmp_path):
     try:
         path.write_bytes(saved[:200])
         for on_device in (False, True):
+            how = LoaderOptions(160, 16, 0, torch.device("cpu"), on_device)
             with pytest.raises(InputError, match=r"cannot read .*changed since ingest"):
-                for b in host_batches(ds, None, 160, 16, 0, torch.device("cpu"),
-                                      jpeg_on_device=on_device):
+                for b in host_batches(ds, None, how):
                     to_device(b, 160, torch.device("cpu"), ds)
     finally:
         path.write_bytes(saved)

@@ -4,6 +4,8 @@ photographs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -11,13 +13,26 @@ from PIL import Image
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings.pixels import grey_views, match_pairs
 from worker.pipeline.names import HELD_OUT, HELD_OUT_SOURCES, STRENGTHS
-from worker.pipeline.sources.inject import augment, inject, outlier_images
+from worker.pipeline.sources.inject import (
+    InjectionPlan,
+    TrainImages,
+    augment,
+    inject,
+    outlier_images,
+)
 
 
 @pytest.fixture(scope="module")
 def photos(cifar_mini) -> list[Image.Image]:
     files = sorted((cifar_mini / "train").rglob("*.jpg"))[:: 97][:12]
     return [Image.open(f).convert("RGB") for f in files]
+
+
+def _train(photos: list[Image.Image], labels: np.ndarray, n_classes: int) -> TrainImages:
+    """The photographs, in turn, as a 32-px RGB folder dataset given ``labels`` (its true
+    labels too) of ``n_classes`` classes."""
+    return TrainImages(lambda i: photos[i % len(photos)], labels, labels, n_classes,
+                       "folder", 32, False)
 
 
 def _match(a: Image.Image, b: Image.Image) -> float:
@@ -66,11 +81,10 @@ def test_held_out_sources_cycle_and_are_images():
 def test_mixed_is_unchanged_by_the_held_out_rows(photos):
     """``mixed`` cycles the chosen-on strengths exactly as before, so earlier runs and
     benchmark rows reproduce."""
-    made = inject(lambda i: photos[i], np.arange(12) % 3, np.arange(12) % 3, 3, 32, False,
-                  "folder", 0.5, 0, "mixed", 0)
+    made = inject(_train(photos, np.arange(12) % 3, 3), InjectionPlan(0.5, 0, "mixed", 0))
     assert sorted({r["how"] for r in made.rows}) == sorted(STRENGTHS)
-    held = inject(lambda i: photos[i], np.arange(12) % 3, np.arange(12) % 3, 3, 32, False,
-                  "folder", 0.6, 5, "held-out", 0, "held-out")
+    held = inject(_train(photos, np.arange(12) % 3, 3),
+                  InjectionPlan(0.6, 5, "held-out", 0, "held-out"))
     assert {r["how"] for r in held.rows if r["kind"] == "duplicate"} <= set(HELD_OUT)
     assert [r["how"] for r in held.rows if r["kind"] == "outlier"] == list(HELD_OUT_SOURCES)
 
@@ -90,10 +104,9 @@ def test_leaks_are_copies_of_test_images_with_their_labels(photos):
     from worker.pipeline.sources.inject import TestImages
 
     test = TestImages(lambda j: photos[j], np.arange(12) % 4)
-    plain = inject(lambda i: photos[i], np.arange(12) % 3, np.arange(12) % 3, 4, 32, False,
-                   "folder", 0.25, 3, "held-out", 0)
-    made = inject(lambda i: photos[i], np.arange(12) % 3, np.arange(12) % 3, 4, 32, False,
-                  "folder", 0.25, 3, "held-out", 0, test=test, leaks=5)
+    train, plan = _train(photos, np.arange(12) % 3, 4), InjectionPlan(0.25, 3, "held-out", 0)
+    plain = inject(train, plan)
+    made = inject(train, replace(plan, leaks=5), test)
     leaks = [k for k, r in enumerate(made.rows) if r["kind"] == "leak"]
     assert len(leaks) == 5 and [made.paths[k] for k in leaks][0] == "injected/leak/000000"
     sources = [made.rows[k]["source"] for k in leaks]
@@ -131,8 +144,7 @@ def _labels(n: int) -> np.ndarray:
 
 def _families(photos, n: int = 60, rate: float = 0.5, **kw):
     """Copies of ``n`` samples (the photographs in turn), four classes."""
-    return inject(lambda i: photos[i % len(photos)], _labels(n), _labels(n), 4, 32, False,
-                  "folder", rate, 0, "mixed", 0, **kw)
+    return inject(_train(photos, _labels(n), 4), InjectionPlan(rate, 0, "mixed", 0, **kw))
 
 
 def test_copies_come_in_families(photos):
@@ -172,15 +184,14 @@ def test_the_defaults_make_the_copies_made_before_families_and_across(photos):
     gives, which is what the injector made before they existed (the sources and
     strengths below were made then), so earlier benchmark runs keep their meaning."""
     labels = np.arange(12) % 3
+    train = _train(photos, labels, 3)
     for args in [(0.5, 0, "mixed", 0), (0.6, 5, "held-out", 0, "held-out")]:
-        plain = inject(lambda i: photos[i], labels, labels, 3, 32, False, "folder", *args)
-        given = inject(lambda i: photos[i], labels, labels, 3, 32, False, "folder", *args,
-                       family=1, across=0.0)
+        plain = inject(train, InjectionPlan(*args))
+        given = inject(train, InjectionPlan(*args, family=1, across=0.0))
         assert np.array_equal(plain.images, given.images) and plain.rows == given.rows
         assert np.array_equal(plain.labels, given.labels) and plain.paths == given.paths
         assert np.array_equal(plain.true_labels, given.true_labels)
-    made = inject(lambda i: photos[i], labels, labels, 3, 32, False, "folder", 0.5, 0,
-                  "mixed", 0, family=1, across=0.0)
+    made = inject(train, InjectionPlan(0.5, 0, "mixed", 0, family=1, across=0.0))
     assert [(r["source"], r["how"]) for r in made.rows] == [
         (0, "strong"), (2, "light"), (5, "medium"), (6, "exact"), (7, "exact"), (9, "light")]
     assert list(made.labels) == [0, 2, 2, 0, 1, 0]
@@ -208,8 +219,8 @@ def test_a_share_of_the_copies_is_filed_under_another_class(photos):
 
 def test_across_needs_another_class(photos):
     with pytest.raises(InputError, match="--duplicate-across files copies under another"):
-        inject(lambda i: photos[i], np.zeros(12, np.int64), np.zeros(12, np.int64), 1, 32,
-               False, "folder", 0.5, 0, "mixed", 0, across=0.5)
+        inject(_train(photos, np.zeros(12, np.int64), 1),
+               InjectionPlan(0.5, 0, "mixed", 0, across=0.5))
 
 
 def test_ingest_passes_families_and_across_on():

@@ -58,7 +58,7 @@ def test_steps_match_the_training_loop(n, batch, world):
     import numpy as np
     import torch
 
-    from worker.train.batches import InMemory
+    from worker.train.batches import InMemory, RankShare
     from worker.train.data import TrainData
 
     assume(world <= batch <= n)  # what validate() and resolve() let through
@@ -67,7 +67,7 @@ def test_steps_match_the_training_loop(n, batch, world):
                      np.arange(n), "hold-out")
     seen = []
     for rank in range(world):
-        source = InMemory(data, torch.device("cpu"), rank, world, batch)
+        source = InMemory(data, RankShare(torch.device("cpu"), rank, world, batch))
         batches = list(source.train_batches(0, torch.Generator().manual_seed(0)))
         assert len(batches) == source.steps_per_epoch == steps_per_epoch(n, batch, world) >= 1
         assert {len(y) for _, y in batches} == {batch // world}

@@ -4,6 +4,8 @@ rotation or a blur moved, and on what the index finds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -17,6 +19,7 @@ from worker.pipeline.findings.warps import (
     K_KEY,
     VARIANTS,
     WARPS,
+    WarpOptions,
     candidates,
     copy_views,
     key_neighbours,
@@ -128,7 +131,8 @@ def test_candidates_and_the_reference():
     photos = rng.integers(0, 255, (12, 32, 32, 3), dtype=np.uint8)
     v = copy_views(photos)
     a, b = candidates(np.stack([rng.permutation(12)[:6] for _ in range(12)]))
-    ev = warp_evidence(v, v, a, b, 12, 2, same=True, promise=-1.0)  # refine every pair
+    # refine every pair
+    ev = warp_evidence(v, v, a, b, 12, WarpOptions(2, same=True, promise=-1.0))
     np.testing.assert_allclose(ev.match, warp_match(v, a, v, b), atol=1e-6)
     grid = warp_match(v, a, v, b, refine=np.zeros(len(a), bool))[:, 0]
     for i in range(12):
@@ -137,7 +141,7 @@ def test_candidates_and_the_reference():
         m = np.sort(grid[a == i])[::-1]  # distinctness: read on the grid
         assert ev.distinct[i] == pytest.approx(max(1 - m[min(2, len(m) - 1)], 1e-3))
     # its own reference: the best candidate of rows drawn at random is refined
-    ev = warp_evidence(v, v, a, b, 12, 2, same=True)
+    ev = warp_evidence(v, v, a, b, 12, WarpOptions(2, same=True))
     assert len(ev.reference) == 12 and ev.promise > -1.0
 
 
@@ -150,9 +154,10 @@ def test_every_rows_best_candidate_is_refined_when_asked():
     vb = copy_views(rng.integers(0, 255, (10, 32, 32, 3), dtype=np.uint8))
     a, b = candidates(np.stack([rng.permutation(10)[:4] for _ in range(8)]), same=False)
     grid = warp_match(va, a, vb, b, refine=np.zeros(len(a), bool))
-    plain = warp_evidence(va, vb, a, b, 8, 2, same=False, promise=2.0)  # none promising
+    none_promising = WarpOptions(2, same=False, promise=2.0)
+    plain = warp_evidence(va, vb, a, b, 8, none_promising)
     np.testing.assert_allclose(plain.match, grid, atol=1e-6)
-    ev = warp_evidence(va, vb, a, b, 8, 2, same=False, promise=2.0, every_best=True)
+    ev = warp_evidence(va, vb, a, b, 8, replace(none_promising, every_best=True))
     best = np.zeros(len(a), bool)
     for i in range(8):
         row = np.flatnonzero(a == i)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from worker.pipeline.errors import InputError
@@ -134,19 +134,31 @@ class LocalSteps:
         load_test_split(run, self.progress)
 
 
+@dataclass(frozen=True)
+class ClusterOptions:
+    """What the clustering and the findings steps use: the flagging ``rule``, DBSCAN's
+    ``eps`` and ``min_samples`` (None: the run's stored or default ones) and the finding
+    kinds' cuts by kind name (``thresholds``; None: each kind's defaults)."""
+
+    rule: str | None = None
+    min_samples: int | None = None
+    eps: float | None = None
+    thresholds: dict[str, float] | None = None
+
+
 def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureOptions,
-                 embedding: EmbeddingOptions, rule: str | None = None,
-                 min_samples: int | None = None, eps: float | None = None,
-                 progress: ProgressFn | None = None, steps: Steps | None = None,
-                 thresholds: dict[str, float] | None = None) -> Decisions:
+                 embedding: EmbeddingOptions, cluster: ClusterOptions | None = None,
+                 progress: ProgressFn | None = None, steps: Steps | None = None) -> Decisions:
     """ingest → extract → embed → test split → cluster → findings; every step is skipped
     when already current. ``steps`` says where the heavy ones run (default: here, reporting to
-    ``progress``); ``thresholds``: finding kinds' cuts by kind name."""
+    ``progress``); ``cluster``: the clustering's and the findings' choices."""
+    cluster = cluster or ClusterOptions()
+    eps, min_samples = cluster.eps, cluster.min_samples
     # Refuse bad clustering parameters before minutes of extraction, not after.
     check_params(eps if eps is not None else 1.0,
                  min_samples if min_samples is not None else 1)
-    if rule is not None:
-        check_rule(rule)
+    if cluster.rule is not None:
+        check_rule(cluster.rule)
     claim_run(run, dataset)
     steps = steps or LocalSteps(progress)
     with steps.held(run):
@@ -154,6 +166,6 @@ def run_pipeline(run: RunDir, dataset: DatasetOptions | None, features: FeatureO
         steps.embedding(run, embedding)
         steps.test_split(run)
         # Clustering takes seconds even at 1.28M samples: always in this process.
-        cluster_step(run, eps=eps, min_samples=min_samples, rule=rule)
-        ensure_findings(run, thresholds, progress=progress)
+        cluster_step(run, eps=eps, min_samples=min_samples, rule=cluster.rule)
+        ensure_findings(run, cluster.thresholds, progress=progress)
         return current_decisions(run)[1]

@@ -9,6 +9,7 @@ the planner shows the user before the training starts.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -46,14 +47,25 @@ def augment(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return torch.where(flip[:, None, None, None], out.flip(3), out)
 
 
+@dataclass(frozen=True)
+class RankShare:
+    """This process's share of each step: rank ``rank`` of ``world`` processes on
+    ``device``, each taking ``batch // world`` of the ``batch`` samples a step holds."""
+
+    device: torch.device
+    rank: int
+    world: int
+    batch: int
+
+
 class InMemory:
     """The whole subset as a uint8 tensor on the device; each rank takes its slice of one
     shared permutation per epoch."""
 
     kind = "in-memory"
 
-    def __init__(self, data: TrainData, device: torch.device, rank: int, world: int,
-                 batch: int) -> None:
+    def __init__(self, data: TrainData, share: RankShare) -> None:
+        device, rank, world, batch = share.device, share.rank, share.world, share.batch
         self.x = torch.from_numpy(data.x_train).to(device)
         self.y = torch.from_numpy(data.y_train).to(device)
         self.x_test = torch.from_numpy(data.x_test).to(device)
@@ -91,11 +103,11 @@ class Streaming:
     kind = "streaming"
 
     def __init__(self, train: FileImages, test: FileImages, test_source: str,
-                 device: torch.device, rank: int, world: int, batch: int,
-                 seed: int) -> None:
+                 share: RankShare, seed: int) -> None:
         from torch.utils.data import DataLoader, Subset
         from torch.utils.data.distributed import DistributedSampler
 
+        device, rank, world, batch = share.device, share.rank, share.world, share.batch
         workers = max(0, min(4, (os.cpu_count() or 1) // world - 1))
         per_rank = batch // world
         self.sampler = DistributedSampler(train, num_replicas=world, rank=rank, shuffle=True,
@@ -137,6 +149,7 @@ def open_source(run: RunDir, out: Path, device: torch.device, rank: int, world: 
     subset = np.load(out / "subset.npy")
     labels_path = out / "subset_labels.npy"  # older trainings lack it: the given labels
     labels = np.load(labels_path) if labels_path.is_file() else None
+    share = RankShare(device, rank, world, batch)
     if in_memory(run):
-        return InMemory(load_train_data(run, subset, labels), device, rank, world, batch)
-    return Streaming(*streaming_sets(run, subset, labels), device, rank, world, batch, seed)
+        return InMemory(load_train_data(run, subset, labels), share)
+    return Streaming(*streaming_sets(run, subset, labels), share, seed)

@@ -113,7 +113,7 @@ def plan_for(run: RunDir, cfg: TrainConfig, labels: np.ndarray, kept: np.ndarray
     # drop is only told apart when the job takes its snapshot (select_subset).
     rescued = None
     if name.kind == "corrected":
-        from worker.pipeline.storage.curation import load_evidence
+        from worker.pipeline.curation.rule_evidence import load_evidence
 
         rescued = correctable(labels, ~kept, load_evidence(run))
     return resolve(cfg, len(subset_indices(run, labels, kept, cfg.subset, cfg.seed,
@@ -227,25 +227,53 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
     (an experiment's ``parallel``), which divide its CPU cores."""
     prep = prepare(run, cfg)
     out, cfg, total = prep.out, prep.cfg, prep.plan.total_steps
-    if prep.reused and (out / "summary.json").is_file():
-        summary = json.loads((out / "summary.json").read_text())
-        if summary["status"] == "completed":
-            report(progress, total, total, f"train: {prep.reused}; test acc "
-                   f"{summary['final_test_acc']:.3f}")
-            return {**with_convergence(summary, read_metrics(out)), "reused": prep.reused}
+    reused = _reused_summary(prep, progress)
+    if reused is not None:
+        return reused
     report(progress, 0, total, f"train: plan: {prep.plan.describe()}, {cfg.optimizer.upper()}")
     for warning in prep.plan.warnings:
         report(progress, 0, total, f"warning: {warning}")
-    log = open(log_path or out / "torchrun.log", "ab")  # noqa: SIM115
+    with open(log_path or out / "torchrun.log", "ab") as log:
+        proc = subprocess.Popen(torchrun_argv(cfg, out), stdout=log, stderr=subprocess.STDOUT,
+                                env=_torchrun_env(cfg, share), start_new_session=True)
+        cancelled = _follow(proc, prep, progress)
+    summary = _finished_summary(proc, out, cancelled)
+    # the last epoch's line, which the polling above can miss when the process ends fast
+    report(progress, total, total, progress_message(cfg, read_progress(out), read_metrics(out)))
+    report(progress, total, total, f"train: done, test acc {summary['final_test_acc']:.3f}")
+    return with_convergence(summary, read_metrics(out))
+
+
+def _reused_summary(prep: Prepared, progress: ProgressFn | None) -> dict | None:
+    """The summary of the identical training ``prep`` reuses, when it completed; else
+    None (train)."""
+    out, total = prep.out, prep.plan.total_steps
+    if not (prep.reused and (out / "summary.json").is_file()):
+        return None
+    summary = json.loads((out / "summary.json").read_text())
+    if summary["status"] != "completed":
+        return None
+    report(progress, total, total, f"train: {prep.reused}; test acc "
+           f"{summary['final_test_acc']:.3f}")
+    return {**with_convergence(summary, read_metrics(out)), "reused": prep.reused}
+
+
+def _torchrun_env(cfg: TrainConfig, share: int) -> dict[str, str]:
+    """torchrun's environment: this one, with the cores divided among ``cfg.nproc``
+    processes of ``share`` trainings, and the device."""
     # OMP_WAIT_POLICY=PASSIVE: OpenMP threads that spin at barriers collapse when another
     # process (the app's server, a browser) holds a core. ResNet-18 steps on 2 cores with
     # one core busy elsewhere: 40 img/s spinning, 73 passive; 110-113 either way when idle.
-    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1",
-           "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // (cfg.nproc * share))),
-           "CURATOR_DEVICE": cfg.device}
-    proc = subprocess.Popen(torchrun_argv(cfg, out), stdout=log, stderr=subprocess.STDOUT,
-                            env=env, start_new_session=True)
-    cancelled = False
+    return {"OMP_WAIT_POLICY": "PASSIVE", **os.environ, "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // (cfg.nproc * share))),
+            "CURATOR_DEVICE": cfg.device}
+
+
+def _follow(proc: subprocess.Popen, prep: Prepared, progress: ProgressFn | None) -> bool:
+    """Report the training's progress until it ends; True when the progress callback
+    asked it to stop (it was sent SIGTERM and has written its checkpoint). An interrupt
+    or an error here stops it as cleanly, then goes on."""
+    out, cfg, total = prep.out, prep.cfg, prep.plan.total_steps
     try:
         while proc.poll() is None:
             live = read_progress(out)
@@ -253,10 +281,9 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
                 report(progress, min(total, (live or {}).get("step", 0)), total,
                        progress_message(cfg, live, read_metrics(out)))
             except Cancelled:
-                cancelled = True
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(300)
-                break
+                return True
             time.sleep(0.5)
     finally:
         if proc.poll() is None:  # an interrupt (Ctrl-C) or an error here: stop it cleanly,
@@ -265,7 +292,12 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
                 proc.wait(STOP_SECONDS)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+    return False
+
+
+def _finished_summary(proc: subprocess.Popen, out: Path, cancelled: bool) -> dict:
+    """The ended training's ``summary.json``; :class:`Cancelled` when it was stopped, a
+    RuntimeError with torchrun's last line when it failed."""
     summary_path = out / "summary.json"
     if cancelled:
         raise Cancelled(f"training stopped after {len(read_metrics(out))} epochs; "
@@ -275,8 +307,4 @@ def launch(run: RunDir, cfg: TrainConfig, progress: ProgressFn | None = None,
             if (out / "torchrun.log").is_file() else []
         raise RuntimeError(f"training failed (exit {proc.returncode}): "
                            f"{tail[0] if tail else 'see torchrun.log'}")
-    summary = json.loads(summary_path.read_text())
-    # the last epoch's line, which the polling above can miss when the process ends fast
-    report(progress, total, total, progress_message(cfg, read_progress(out), read_metrics(out)))
-    report(progress, total, total, f"train: done, test acc {summary['final_test_acc']:.3f}")
-    return with_convergence(summary, read_metrics(out))
+    return json.loads(summary_path.read_text())

@@ -158,31 +158,48 @@ def _prefetched(batches: Iterator[HostBatch], pin: bool) -> Iterator[HostBatch]:
         stop.set()
 
 
-def host_batches(ds: Dataset, thumbs: np.ndarray | None, side: int, batch_size: int,
-                 workers: int, device: torch.device, order: np.ndarray | None = None,
-                 jpeg_on_device: bool | None = None) -> Iterator[HostBatch]:
-    """uint8 batches of the samples in ``order`` (default: all, in sample order).
+@dataclass(frozen=True)
+class LoaderOptions:
+    """How :func:`host_batches` makes its batches.
+
+    side : int
+        The network's input side; JPEGs decode at a reduced scale that keeps it.
+    batch_size : int
+        Samples per batch (the last may be smaller).
+    workers : int
+        Decoding processes (0: in this process).
+    device : torch.device
+        Where the batches go: on CUDA they are pinned, and JPEGs decode there by default.
+    jpeg_on_device : bool, optional
+        Hand JPEG files to the device's decoder; default (None) on CUDA only.
+    """
+
+    side: int
+    batch_size: int
+    workers: int
+    device: torch.device
+    jpeg_on_device: bool | None = None
+
+
+def host_batches(ds: Dataset, thumbs: np.ndarray | None, how: LoaderOptions,
+                 order: np.ndarray | None = None) -> Iterator[HostBatch]:
+    """uint8 batches of the samples in ``order`` (default: all, in sample order), made as
+    ``how`` says.
 
     Parameters
     ----------
     thumbs : ndarray of uint8, shape (N, S, S, 3), or None
         Ingest's thumbnails when they are the images; None decodes the files.
-    side : int
-        The network's input side; JPEGs decode at a reduced scale that keeps it.
-    workers : int
-        Decoding processes (0: in this process).
-    jpeg_on_device : bool, optional
-        Hand JPEG files to the device's decoder; default on CUDA only.
     """
     order = np.arange(len(ds.samples)) if order is None else order
-    pin = device.type == "cuda"
+    pin, batch_size, workers = how.device.type == "cuda", how.batch_size, how.workers
     if thumbs is not None:
         yield from _prefetched((from_thumbnails(thumbs[order[s:s + batch_size]])
                                 for s in range(0, len(order), batch_size)), pin)
         return
-    on_device = pin if jpeg_on_device is None else jpeg_on_device
+    on_device = pin if how.jpeg_on_device is None else how.jpeg_on_device
     loader = torch.utils.data.DataLoader(
-        _Files(ds, side, on_device), sampler=order.tolist(), batch_size=batch_size,
+        _Files(ds, how.side, on_device), sampler=order.tolist(), batch_size=batch_size,
         num_workers=workers, collate_fn=_collate, pin_memory=pin,
         prefetch_factor=PREFETCH if workers else None, persistent_workers=False)
     with children_allowed():  # the workers start here, maybe inside a Celery job

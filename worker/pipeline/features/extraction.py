@@ -36,7 +36,12 @@ from worker.pipeline.features.backbones import (
     pick_device,
     resolve_precision,
 )
-from worker.pipeline.features.datapath import host_batches, normalise, to_device
+from worker.pipeline.features.datapath import (
+    LoaderOptions,
+    host_batches,
+    normalise,
+    to_device,
+)
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.sources.datasets import Dataset
@@ -52,8 +57,9 @@ def _network_batches(ds: Dataset, thumbs: np.ndarray | None, bb: Backbone,
     """Float (B, 3, S, S) batches in 0..255 on ``device``, in sample order (or ``order``):
     uint8 on the host, every float on the device (features/datapath.py)."""
     on_device = None if opts.decode == "auto" else opts.decode == "device"
-    for batch in host_batches(ds, thumbs, bb.input_size, opts.batch_size,
-                              decode_workers(opts.num_workers), device, order, on_device):
+    how = LoaderOptions(bb.input_size, opts.batch_size, decode_workers(opts.num_workers),
+                        device, on_device)
+    for batch in host_batches(ds, thumbs, how, order):
         yield to_device(batch, bb.input_size, device, ds)
 
 
@@ -168,55 +174,80 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
     """
     if rows is not None and opts.finetune_epochs:
         raise InputError("a fine-tuned extraction runs in one job: it cannot be shared out")
+    bb, net, device = _extraction_network(ds, thumbs, opts, native_size, progress)
+    order = None if rows is None else np.arange(*rows)
+    shape = (len(ds.samples) if order is None else len(order), bb.feature_dim)
+    bf16 = feature_precision(opts) == "bf16"
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True  # one input shape for the whole run
+    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
+                                                enabled=bf16), \
+            (NpyRows(dest, shape, np.float32) if dest else
+             contextlib.nullcontext(np.empty(shape, dtype=np.float32))) as sink:
+        writer = _RowWriter(sink, shape[0], progress, f"extract: {opts.model}")
+        _forward_every_batch(net, bb, device,
+                             _network_batches(ds, thumbs, bb, opts, device, order), writer)
+    return sink if dest is None else np.load(dest, mmap_mode="r")
+
+
+def _extraction_network(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOptions,
+                        native_size: int, progress: ProgressFn | None
+                        ) -> tuple[Backbone, nn.Module, torch.device]:
+    """The backbone ``opts`` names (fine-tuned on ``ds`` first when ``opts`` asks), its
+    network ready for inference, and the device it runs on."""
     device = pick_device(opts.device)
     torch.manual_seed(opts.seed)
     bb = build_backbone(opts.model, opts.weights, len(ds.samples.classes), native_size,
                         opts.input_size)
     if opts.finetune_epochs > 0:
         finetune(bb, ds, thumbs, opts, device, progress)
-    net = _inference_net(bb.net, device)
-    order = None if rows is None else np.arange(*rows)
-    n = len(ds.samples) if order is None else len(order)
-    shape = (n, bb.feature_dim)
-    out = np.empty(shape, dtype=np.float32) if dest is None else None
-    done = 0
-    bf16 = feature_precision(opts) == "bf16"
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = True  # one input shape for the whole run
+    return bb, _inference_net(bb.net, device), device
 
-    def emit(feats: torch.Tensor, ready: torch.cuda.Event | None) -> None:
-        nonlocal done
+
+class _RowWriter:
+    """Where the features go, batch after batch in sample order: an array in memory or a
+    .npy file (storage/rundir.NpyRows); each batch reports progress."""
+
+    def __init__(self, sink: np.ndarray | NpyRows, total: int, progress: ProgressFn | None,
+                 message: str) -> None:
+        self.sink, self.total, self.progress, self.message = sink, total, progress, message
+        self.done = 0
+
+    def write(self, feats: torch.Tensor, ready: torch.cuda.Event | None) -> None:
+        """Store ``feats`` (B, D) float32 on the host, once ``ready`` (its copy back from
+        the device) has completed."""
         if ready is not None:
             ready.synchronize()
         rows = feats.numpy()
-        if rows_out is None:
-            out[done:done + len(rows)] = rows
+        if isinstance(self.sink, np.ndarray):
+            self.sink[self.done:self.done + len(rows)] = rows
         else:
-            rows_out.write(rows)
-        done += len(rows)
-        report(progress, done, n, f"extract: {opts.model}")
+            self.sink.write(rows)
+        self.done += len(rows)
+        report(self.progress, self.done, self.total, self.message)
 
-    with torch.inference_mode(), torch.autocast(device.type, dtype=torch.bfloat16,
-                                                enabled=bf16), \
-            (NpyRows(dest, shape, np.float32) if dest else contextlib.nullcontext()) as rows_out:
-        pending = None
-        for batch in _network_batches(ds, thumbs, bb, opts, device, order):
-            feats = net(normalise(batch, bb.mean, bb.std)).float()
-            if device.type != "cuda":
-                emit(feats, None)
-                continue
-            # The copy back is queued behind the batch, and waited for only after the next
-            # batch is queued: the GPU is never idle while the host writes rows.
-            host = torch.empty(feats.shape, dtype=torch.float32, pin_memory=True)
-            host.copy_(feats, non_blocking=True)
-            ready = torch.cuda.Event()
-            ready.record()
-            if pending is not None:
-                emit(*pending)
-            pending = host, ready
+
+def _forward_every_batch(net: nn.Module, bb: Backbone, device: torch.device,
+                         batches: Iterator[torch.Tensor], writer: _RowWriter) -> None:
+    """``net``'s features of each of ``batches`` (float (B, 3, S, S) in 0..255 on
+    ``device``), normalised as ``bb`` says, handed to ``writer`` in order."""
+    pending = None
+    for batch in batches:
+        feats = net(normalise(batch, bb.mean, bb.std)).float()
+        if device.type != "cuda":
+            writer.write(feats, None)
+            continue
+        # The copy back is queued behind the batch, and waited for only after the next
+        # batch is queued: the GPU is never idle while the host writes rows.
+        host = torch.empty(feats.shape, dtype=torch.float32, pin_memory=True)
+        host.copy_(feats, non_blocking=True)
+        ready = torch.cuda.Event()
+        ready.record()
         if pending is not None:
-            emit(*pending)
-    return out if dest is None else np.load(dest, mmap_mode="r")
+            writer.write(*pending)
+        pending = host, ready
+    if pending is not None:
+        writer.write(*pending)
 
 
 def feature_precision(opts: FeatureOptions) -> str | None:
@@ -303,7 +334,7 @@ def network_input(run: RunDir, mmap: bool = False) -> tuple[np.ndarray | None, i
 FeatureCompute = Callable[[RunDir, Dataset, FeatureOptions, "ProgressFn | None"],
                           tuple[np.ndarray, str]]
 """How a run's network features are computed: ``(run, ds, opts, progress) -> (features
-(N, D) float32, the precision they were computed in)``: worker.extract_shards shares the
+(N, D) float32, the precision they were computed in)``: worker.jobs.extract_shards shares the
 rows out to Celery workers. Without one, :func:`extract` computes them in this process."""
 
 

@@ -524,25 +524,33 @@ def _ring_reference(views: CopyViews, far: np.ndarray, seed: int
     return grid[0][pick], _refine_pairs(views, a[pick], views, b[pick], _subset(grid, pick))
 
 
-def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n: int,
-                  rank: int, same: bool, promise: float | None = None, seed: int = 0,
-                  every_best: bool = False, far: np.ndarray | None = None) -> WarpEvidence:
-    """:class:`WarpEvidence` of the directed pairs ``a`` (rows of ``va``, N = ``n``) ×
-    ``b`` (rows of ``vb``); ``same``: both are one set, so a pair and its reverse are
-    matched once.
+@dataclass(frozen=True)
+class WarpOptions:
+    """How :func:`warp_evidence` judges its pairs: ``rank``, the distinctness rank
+    (copies.distinctness); ``same``: both sides are one set (a pair and its reverse are
+    matched once). Refined are each pair whose grid match reaches ``promise`` (default:
+    ``PROMISE`` robust spreads above what different pictures reach on the grid) and the
+    reference's pairs (:func:`_ring_reference`, from the rows' neighbours ``far`` of rank
+    copies.RING; without them, the best candidate of ``REFERENCE_ROWS`` rows drawn with
+    ``seed``, a reference that copies enter); a ``promise`` given (leaks: a set judged
+    against another's reference) draws none. ``every_best``: each row's best candidate on
+    the grid too (leaks: a caption can pull a copy's grid match below the promise)."""
 
-    Every pair gets the grid's match. Refinement (:func:`_refined`) costs most, so it goes
-    where it can matter: to each pair whose grid match reaches ``promise`` (default:
-    ``PROMISE`` robust spreads above what different pictures reach on the grid), and to
-    the reference's pairs (:func:`_ring_reference`, from the rows' neighbours ``far`` of
-    rank copies.RING; without them, the best candidate of ``REFERENCE_ROWS`` rows drawn at
-    random, a reference that copies enter), so that the tail test reads what different
-    pictures reach once refined. A ``promise`` given (a set judged against another's
-    reference: leaks) draws none. ``every_best``: every row's best candidate on the grid
-    is refined too (leaks: a caption lowers a copy's grid match below the promise, and it
-    is still its row's best).
-    """
-    if same and len(a):
+    rank: int
+    same: bool
+    promise: float | None = None
+    seed: int = 0
+    every_best: bool = False
+    far: np.ndarray | None = None
+
+
+def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n: int,
+                  opts: WarpOptions) -> WarpEvidence:
+    """:class:`WarpEvidence` of the directed pairs ``a`` (rows of ``va``, N = ``n``) ×
+    ``b`` (rows of ``vb``), judged as ``opts`` says. Every pair gets the grid's match;
+    refinement (:func:`_refined`) costs most: it goes only where it can matter."""
+    rank, promise, far = opts.rank, opts.promise, opts.far
+    if opts.same and len(a):
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         uniq, inverse = np.unique(np.stack([lo, hi], 1), axis=0, return_inverse=True)
         inverse = inverse.ravel()
@@ -550,11 +558,10 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
         uniq, inverse = np.stack([a, b], 1).reshape(-1, 2), np.arange(len(a))
     grid = _grid(va, uniq[:, 0], vb, uniq[:, 1])
     on_grid = grid[0][inverse]
-    reference = np.empty((0, len(VARIANTS)), np.float32)
-    in_reference = np.zeros(n, bool)
+    reference, in_reference = np.empty((0, len(VARIANTS)), np.float32), np.zeros(n, bool)
     rank_of_row: int | np.ndarray = rank
     if promise is None and far is not None:  # its own reference, from the ring
-        ring_grid, reference = _ring_reference(va, far, seed)
+        ring_grid, reference = _ring_reference(va, far, opts.seed)
         ring = NearMatches(ring_grid, ring_grid)
         promise = ring.tail_cut(PROMISE)
         # Distinctness past a family: a row with more candidates beyond the grid's tail
@@ -564,11 +571,11 @@ def warp_evidence(va: CopyViews, vb: CopyViews, a: np.ndarray, b: np.ndarray, n:
     grid_best, grid_ref = _per_row(a, on_grid[:, None], n, rank_of_row)
     if promise is None:  # a reference of the rows' best candidates
         promise = NearMatches(grid_best[:, 0], grid_best[:, 0]).tail_cut(PROMISE)
-        in_reference[reference_rows(n, seed, REFERENCE_ROWS)] = True
+        in_reference[reference_rows(n, opts.seed, REFERENCE_ROWS)] = True
     wanted = np.zeros(len(uniq), bool)
     wanted[inverse[on_grid >= promise]] = True
     best_of_row = _row_ranks(a, on_grid, n) == 0
-    wanted[inverse[best_of_row & (every_best | in_reference[a])]] = True
+    wanted[inverse[best_of_row & (opts.every_best | in_reference[a])]] = True
     found = np.repeat(grid[0][:, None], len(VARIANTS), 1)
     at = np.flatnonzero(wanted)
     if len(at):

@@ -316,21 +316,44 @@ def outlier_images(n: int, size: int, dataset_kind: str, grey: bool,
     return out, kinds
 
 
-def _copies(load: Callable[[int], Image.Image], chosen: np.ndarray, kind: str, size: int,
-            grey: bool, strength: str, rng: np.random.Generator,
-            images: list, rows: list, paths: list) -> None:
-    """Append a copy of each of ``chosen`` (read by ``load``), at the strengths
-    ``strength`` cycles through in a shuffled order, as injected ``kind`` samples."""
-    cycle = {"mixed": STRENGTHS, "held-out": HELD_OUT}.get(strength, (strength,))
-    strengths = [cycle[k % len(cycle)] for k in range(len(chosen))]
-    rng.shuffle(strengths)
-    for k, (s, how) in enumerate(zip(chosen.tolist(), strengths, strict=True)):
-        copy = augment(load(s).convert("L" if grey else "RGB"), how, rng)
-        if copy.size != (size, size):
-            copy = copy.resize((size, size), Image.Resampling.BILINEAR)
-        images.append(np.asarray(copy.convert("RGB")))
-        paths.append(f"injected/{kind}/{k:06d}")
-        rows.append({"kind": kind, "source": s, "how": how})
+class _Made:
+    """The injected images, their truth rows and paths, in the order they are made: the
+    copies and leaks one by one, then the outliers as one block."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.images: list[np.ndarray] = []
+        self.outliers = np.zeros((0, size, size, 3), np.uint8)
+        self.rows: list[dict] = []
+        self.paths: list[str] = []
+
+    def add_copies(self, load: Callable[[int], Image.Image], chosen: np.ndarray, kind: str,
+                   grey: bool, strength: str, rng: np.random.Generator) -> None:
+        """Append a copy of each of ``chosen`` (read by ``load``), at the strengths
+        ``strength`` cycles through in a shuffled order, as injected ``kind`` samples."""
+        cycle = {"mixed": STRENGTHS, "held-out": HELD_OUT}.get(strength, (strength,))
+        strengths = [cycle[k % len(cycle)] for k in range(len(chosen))]
+        rng.shuffle(strengths)
+        for k, (s, how) in enumerate(zip(chosen.tolist(), strengths, strict=True)):
+            copy = augment(load(s).convert("L" if grey else "RGB"), how, rng)
+            if copy.size != (self.size, self.size):
+                copy = copy.resize((self.size, self.size), Image.Resampling.BILINEAR)
+            self.images.append(np.asarray(copy.convert("RGB")))
+            self.paths.append(f"injected/{kind}/{k:06d}")
+            self.rows.append({"kind": kind, "source": s, "how": how})
+
+    def add_outliers(self, images: np.ndarray, sources: list[str]) -> None:
+        """Append the outlier ``images`` (M, S, S, 3), each made by its source."""
+        self.outliers = images
+        for k, how in enumerate(sources):
+            self.paths.append(f"injected/outlier/{k:06d}")
+            self.rows.append({"kind": "outlier", "source": -1, "how": how})
+
+    def stacked(self) -> np.ndarray:
+        """Every injected image, uint8 (M, S, S, 3), in the order made."""
+        made = np.stack(self.images) if self.images else \
+            np.zeros((0, self.size, self.size, 3), np.uint8)
+        return np.concatenate([made, self.outliers])
 
 
 def family_sizes(total: int, family: int, seed: int) -> np.ndarray:
@@ -363,60 +386,97 @@ def relabel_across(labels: np.ndarray, n_classes: int, share: float,
     return out
 
 
-def inject(load: Callable[[int], Image.Image], labels: np.ndarray, true_labels: np.ndarray,
-           n_classes: int, size: int, grey: bool, dataset_kind: str, duplicates: float,
-           outliers: int, strength: str, seed: int, sources: str = "mixed",
-           test: TestImages | None = None, leaks: int = 0, family: int = 1,
-           across: float = 0.0) -> Injected:
-    """Make the injected samples for a dataset of ``len(labels)`` samples whose images
-    ``load(i)`` reads; all come out ``size``×``size`` RGB (same values in every channel
-    when ``grey``). ``leaks`` copies of ``test``'s images join train. ``family``: each
-    copied sample gets 1 to ``family`` copies; ``across``: the share of the copies
-    labelled as another class (module docstring). With ``family`` 1 and ``across`` 0 the
-    output is what it was before either existed.
+@dataclass(frozen=True)
+class TrainImages:
+    """The dataset the injected samples join: ``load(i)`` reads its image i, ``labels``
+    (N,) and ``true_labels`` (N,; -1 unknown) are codes of its ``n_classes`` classes, and
+    ``kind`` is its spec's kind (which outliers suit it). The injected images come out
+    ``size``×``size`` RGB, with the same values in every channel when ``grey``."""
+
+    load: Callable[[int], Image.Image]
+    labels: np.ndarray
+    true_labels: np.ndarray
+    n_classes: int
+    kind: str
+    size: int
+    grey: bool
+
+
+@dataclass(frozen=True)
+class InjectionPlan:
+    """What to inject (module docstring), all drawn from ``seed``: copies of a share
+    ``duplicates`` of the samples at ``strength``, in families of 1 to ``family``, a share
+    ``across`` of them labelled as another class; ``leaks`` copies of test images; and
+    ``outliers`` images from ``sources``. With ``family`` 1 and ``across`` 0 the output is
+    what it was before either existed."""
+
+    duplicates: float
+    outliers: int
+    strength: str
+    seed: int
+    sources: str = "mixed"
+    leaks: int = 0
+    family: int = 1
+    across: float = 0.0
+
+
+def inject(train: TrainImages, plan: InjectionPlan, test: TestImages | None = None
+           ) -> Injected:
+    """Make the injected samples that ``plan`` asks for ``train``; ``plan.leaks`` copies
+    of ``test``'s images join train.
 
     Returns
     -------
     Injected, in order: the copies (a family's one after another), the leaks, then the
     outliers.
     """
-    rng = np.random.default_rng([seed, 7])
-    n = len(labels)
-    n_dup = int(round(duplicates * n))
-    # Sizes from their own generator: with families of one, the sources (and everything
-    # drawn after them) are the ones drawn before families existed.
-    sizes = family_sizes(n_dup, family, seed)
-    chosen = np.sort(rng.choice(n, size=min(len(sizes), n), replace=False)) if n_dup else \
-        np.empty(0, np.int64)
-    copied = np.repeat(chosen, sizes[:len(chosen)])
-    images, rows, paths = [], [], []
-    _copies(load, copied, "duplicate", size, grey, strength, rng, images, rows, paths)
-    leaked = np.empty(0, np.int64)
-    if leaks and test is not None:
-        # Its own generator: the copies and outliers stay what they were without leaks.
-        leak_rng = np.random.default_rng([seed, 11])
-        m = len(test.labels)
-        leaked = np.sort(leak_rng.choice(m, size=min(leaks, m), replace=False))
-        _copies(test.load, leaked, "leak", size, grey, strength, leak_rng, images, rows,
-                paths)
-    out_imgs, out_kinds = outlier_images(outliers, size, dataset_kind, grey, rng, sources) \
-        if outliers else (np.zeros((0, size, size, 3), np.uint8), [])
-    for k, how in enumerate(out_kinds):
-        paths.append(f"injected/outlier/{k:06d}")
-        rows.append({"kind": "outlier", "source": -1, "how": how})
-    stacked = np.concatenate([np.stack(images) if images else
-                              np.zeros((0, size, size, 3), np.uint8), out_imgs])
+    rng = np.random.default_rng([plan.seed, 7])
+    made = _Made(train.size)
+    copied = _copied_sources(len(train.labels), plan, rng)
+    made.add_copies(train.load, copied, "duplicate", train.grey, plan.strength, rng)
+    leaked = _add_leaks(made, test, train.grey, plan)
+    if plan.outliers:
+        made.add_outliers(*outlier_images(plan.outliers, train.size, train.kind, train.grey,
+                                          rng, plan.sources))
+    n_outliers = len(made.outliers)
     leak_labels = test.labels[leaked] if test is not None else np.empty(0, np.int64)
-    labels_new = np.concatenate([relabel_across(labels[copied], n_classes, across, seed),
-                                 leak_labels,
-                                 rng.integers(0, n_classes, len(out_kinds))]).astype(np.int64)
+    labels = np.concatenate([
+        relabel_across(train.labels[copied], train.n_classes, plan.across, plan.seed),
+        leak_labels, rng.integers(0, train.n_classes, n_outliers)]).astype(np.int64)
     # A copy's true label is its source's (unknown stays unknown), also when it is filed
     # under another class; a leak's its test image's where the train split's are known;
     # an outlier has none.
-    leak_true = leak_labels if (true_labels >= 0).any() else np.full(len(leak_labels), -1)
-    true_new = np.concatenate([true_labels[copied], leak_true,
-                               np.full(len(out_kinds), -1)]).astype(np.int64)
-    return Injected(stacked, labels_new, true_new, paths, rows)
+    leak_true = leak_labels if (train.true_labels >= 0).any() else \
+        np.full(len(leak_labels), -1)
+    true_labels = np.concatenate([train.true_labels[copied], leak_true,
+                                  np.full(n_outliers, -1)]).astype(np.int64)
+    return Injected(made.stacked(), labels, true_labels, made.paths, made.rows)
+
+
+def _copied_sources(n: int, plan: InjectionPlan, rng: np.random.Generator) -> np.ndarray:
+    """The samples to copy, int64 (round(duplicates·n),): each chosen source (drawn from
+    ``rng``) repeated as many times as its family has copies."""
+    n_dup = int(round(plan.duplicates * n))
+    # Sizes from their own generator: with families of one, the sources (and everything
+    # drawn after them) are the ones drawn before families existed.
+    sizes = family_sizes(n_dup, plan.family, plan.seed)
+    chosen = np.sort(rng.choice(n, size=min(len(sizes), n), replace=False)) if n_dup else \
+        np.empty(0, np.int64)
+    return np.repeat(chosen, sizes[:len(chosen)])
+
+
+def _add_leaks(made: _Made, test: TestImages | None, grey: bool, plan: InjectionPlan
+               ) -> np.ndarray:
+    """Add copies of ``plan.leaks`` test images chosen at random to ``made``; returns
+    their indices in the test split, int64 (L,) (none without ``test``)."""
+    if not plan.leaks or test is None:
+        return np.empty(0, np.int64)
+    # Its own generator: the copies and outliers stay what they were without leaks.
+    leak_rng = np.random.default_rng([plan.seed, 11])
+    m = len(test.labels)
+    leaked = np.sort(leak_rng.choice(m, size=min(plan.leaks, m), replace=False))
+    made.add_copies(test.load, leaked, "leak", grey, plan.strength, leak_rng)
+    return leaked
 
 
 def truth_path(run_path: Path) -> Path:

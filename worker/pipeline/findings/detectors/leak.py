@@ -38,6 +38,7 @@ from worker.pipeline.findings.warps import (
     K_KEY,
     RATIO_WARP,
     TAIL_WARP,
+    WarpOptions,
     candidates,
     key_neighbours,
     listed,
@@ -111,8 +112,9 @@ def moved_test_copies(ctx: FindingContext, nearest: np.ndarray, pairs: np.ndarra
     """
     a, b = candidates(nearest[:, :K_FEATURE],
                       key_neighbours(ctx.test_views.key, ctx.views.key, K_KEY), same=False)
-    cross = warp_evidence(ctx.views, ctx.test_views, a, b, len(ctx.samples), REFERENCE_RANK,
-                          same=False, promise=ctx.warp.promise, every_best=True)
+    cross = warp_evidence(ctx.views, ctx.test_views, a, b, len(ctx.samples),
+                          WarpOptions(REFERENCE_RANK, same=False, promise=ctx.warp.promise,
+                                      every_best=True))
     moved = cross.pairs(warp_cut, RATIO_WARP, ctx.warp.distinct)
     found = np.r_[np.ones(len(pairs), bool), np.zeros(len(moved), bool)]
     pairs, first = np.unique(np.concatenate([pairs, moved]), axis=0, return_index=True)
