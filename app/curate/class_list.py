@@ -27,7 +27,7 @@ from dash import (
 from app import ids
 from app.curate import CLASS_PICK, Page
 from app.curate.logic import COUNT_KEYS, FINDING_KEYS
-from app.curate.render import View
+from app.curate.render import PageRequest
 from worker.pipeline.findings import kinds
 
 PART = "class_list"
@@ -110,7 +110,7 @@ OUTPUTS = {"rows": Output(GRID, "rowData"), "pinned": Output(GRID, "dashGridOpti
 STATES: dict = {}
 
 
-def render(view: View, _states: dict) -> dict:
+def render(view: PageRequest, _states: dict) -> dict:
     """Every class's counts, when the store changed (a class switch leaves them)."""
     if not view.stored:
         return dict.fromkeys(OUTPUTS, no_update)

@@ -15,7 +15,7 @@ from dash.exceptions import PreventUpdate
 from app import ids
 from app.app_context import settings
 from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, Page, changes, code_of, logic
-from app.curate.render import View
+from app.curate.render import PageRequest
 from app.layout import small_button
 from app.run_data import current_state, run_data
 
@@ -84,7 +84,7 @@ OUTPUTS = {**{k: Output(c, p) for k, (c, p) in CONTROLS.items()},
 STATES = {k: State(c, p) for k, (c, p) in CONTROLS.items()}
 
 
-def render(view: View, shows: dict) -> dict:
+def render(view: PageRequest, shows: dict) -> dict:
     """The controls at the class's stored values: only those that show something else
     (``shows``) change, and the slider's range only on a class switch or when the stored
     eps lies past it (not under the user's hand)."""

@@ -44,7 +44,7 @@ from app import ids
 from app.app_context import settings
 from app.curate import RUN, SHOWN, Page, changes, logic
 from app.curate.figures import LEGEND, class_figure, class_trace, overview_figure
-from app.curate.render import View, changed
+from app.curate.render import PageRequest, changed
 from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
 from app.run_data import RunData, RunState, cached_figure, current_state, run_data
 from worker.pipeline.errors import InputError
@@ -132,7 +132,7 @@ STATES = {"background": State(BACKGROUND, "value"), "draft": State(DRAFT, "data"
           "undo_disabled": State(UNDO, "disabled"), "redo_disabled": State(REDO, "disabled")}
 
 
-def render(view: View, states: dict) -> dict:
+def render(view: PageRequest, states: dict) -> dict:
     """The plot (unless the browser already painted what was stored), the model its
     script re-clusters with, and, when the store changed, the status line and whether
     undo and redo can act."""
@@ -153,7 +153,7 @@ def render(view: View, states: dict) -> dict:
             "redo_disabled": changed(not store.can_redo(), states["redo_disabled"])}
 
 
-def _painted(view: View, draft: dict | None) -> bool:
+def _painted(view: PageRequest, draft: dict | None) -> bool:
     """Whether the plot already shows the stored class: the browser drew the draft over
     the revision before, and the store's only change since is that draft."""
     if view.switched or view.fired != {"change"} or view.code is None or not draft:
@@ -165,7 +165,7 @@ def _painted(view: View, draft: dict | None) -> bool:
             and int(ms) == draft.get("min_samples"))
 
 
-def _switched_in_browser(view: View, painted: dict | None) -> bool:
+def _switched_in_browser(view: PageRequest, painted: dict | None) -> bool:
     """Whether the browser drew this class switch itself, from the class's trace at the
     revision the store holds (assets/mapclass.js)."""
     return (view.switched and "class" in view.fired and view.code is not None
@@ -206,7 +206,7 @@ def class_answer(run_id: str, code: str, have: str | None) -> dict | None:
             "frame": {"data": frame["data"][:1], "layout": frame["layout"]}}
 
 
-def _figure(view: View, background: bool):
+def _figure(view: PageRequest, background: bool):
     """The map for the shown class (None: every class), as a new figure or as a Patch of
     what the page shows: the class trace on a switch, colours and symbols on an edit."""
     data, state, code, run_id = view.data, view.state, view.code, view.run_id

@@ -26,7 +26,7 @@ from app.run_data import RunData, RunState, current_state, run_data
 
 
 @dataclass
-class View:
+class PageRequest:
     """What the page is asked to show, for each component's ``render``.
 
     ``switched``: the shown class changes; ``stored``: the store changed since the page
@@ -80,7 +80,7 @@ def register(parts: dict[str, ModuleType]) -> None:
         code = code_of(class_value)
         change = changes.fired(ctx.triggered_prop_ids)
         picked = CLASS_PICK in ctx.triggered_prop_ids.values()
-        view = View(root, run_id, data, state, code, shown,
+        view = PageRequest(root, run_id, data, state, code, shown,
                     switched=shown != ("all" if code is None else code),
                     # A new revision (the first paint, or one stored before a class
                     # switch), or an answer that may have refused what the browser drew.
