@@ -238,7 +238,7 @@ def test_a_form_run_skips_links_that_leave_the_data_roots(root, tmp_path, small_
             "linked", f"folder:{data}/imgs", "train", None, "label", None, 0, "pixels", None,
             0, 30))
     claim_out_dir(root / run_id)  # as the form's start_run does before it submits the job
-    run_job(root, run_id, "pipeline", params.to_json(), "job-linked")
+    run_job(root, run_id, "pipeline", params.model_dump(mode="json"), "job-linked")
     run = RunDir(root / "linked")
     assert {p for p, _ in run.read_skipped()} == {"cat/leak.jpg", "evil/", "empty/"}
     assert len(run.read_samples()) == 91 and "evil" not in run.read_samples().classes

@@ -1,13 +1,20 @@
 """Each job kind's parameters, typed, and their JSON: what a job record stores and a worker
-reads. The JSON is made and read only here, at the job boundary (the broker carries JSON);
-callers and handlers see the dataclasses. Unknown keys of the option dataclasses are
-dropped on the way in, so a record written by an older version still opens."""
+reads. Each kind's parameters are a frozen pydantic model: ``model_dump(mode="json")`` is the
+record (the broker carries JSON) and ``model_validate`` reads it back, checked, so callers and
+handlers see typed options only. A missing key takes its field's default and an unknown key
+of the option dataclasses is dropped on the way in, so a record written by an older version
+still opens; a bad record is one :class:`InputError` line.
+
+The options themselves (dataset, features, embedding, training) are the pipeline's frozen
+dataclasses; each has one JSON form, given once below as an annotated field type."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, ValidationError
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.feature_options import FeatureOptions
@@ -51,128 +58,124 @@ def train_config(d: dict[str, Any]) -> TrainConfig:
     return TrainConfig(**d)
 
 
+def _dataset(d: DatasetOptions | dict | None) -> DatasetOptions | None:
+    if isinstance(d, DatasetOptions):
+        return d
+    return DatasetOptions.from_json(d) if d else None
+
+
 def _dataset_json(dataset: DatasetOptions | None) -> dict | None:
     return dataset.to_json() if dataset else None
 
 
-def _dataset(d: dict | None) -> DatasetOptions | None:
-    return DatasetOptions.from_json(d) if d else None
+def _recorded(cls: type, read: Any, write: Any) -> Any:
+    """The field type of a ``cls`` option dataclass in a job record: an instance is taken as
+    it is (checked when it was made), JSON is read by ``read``; ``write`` makes the JSON."""
+    return Annotated[cls, PlainValidator(lambda v: v if isinstance(v, cls) else read(v)),
+                     PlainSerializer(write)]
 
 
-@dataclass(frozen=True)
-class IngestParams:
+Dataset = Annotated[DatasetOptions | None, PlainValidator(_dataset),
+                    PlainSerializer(_dataset_json)]
+Features = _recorded(FeatureOptions, feature_opts, feature_params)
+Embedding = _recorded(EmbeddingOptions, embedding_opts, asdict)
+Training = _recorded(TrainConfig, train_config, asdict)
+
+
+def _one_line(cls: type, exc: ValidationError) -> InputError:
+    """A record's first error as one line: an option's own message (it names the flag)
+    when it has one, else the field and what is wrong with it."""
+    err = exc.errors()[0]
+    cause = err.get("ctx", {}).get("error")
+    if isinstance(cause, InputError):
+        return InputError(str(cause))
+    where = ".".join(str(part) for part in err["loc"])
+    return InputError(f"{cls.__name__}.{where}: {err['msg']}")
+
+
+class JobParams(BaseModel):
+    """The parameters of one job kind: frozen, made by field name or by position in field
+    order (``ExportParams("v1", "csv")``), and refused in one :class:`InputError` line when a
+    value does not fit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    def __init__(self, /, *args: Any, **kwargs: Any) -> None:
+        names = list(type(self).model_fields)
+        if len(args) > len(names) or set(names[:len(args)]) & set(kwargs):
+            raise TypeError(f"{type(self).__name__} takes {', '.join(names)} once each, by "
+                            "position or by name")
+        try:
+            super().__init__(**dict(zip(names, args, strict=False)), **kwargs)
+        except ValidationError as exc:
+            raise _one_line(type(self), exc) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """The parameters from a job record's JSON (``model_dump(mode="json")``)."""
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise _one_line(cls, exc) from None
+
+
+class IngestParams(JobParams):
     """``ingest``: the dataset (None: the run's own, already ingested)."""
 
-    dataset: DatasetOptions | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"dataset": _dataset_json(self.dataset)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> IngestParams:
-        return cls(_dataset(d.get("dataset")))
+    dataset: Dataset = None
 
 
-@dataclass(frozen=True)
-class ExtractParams:
+class ExtractParams(JobParams):
     """``extract`` and ``finetune``: the dataset and the feature options."""
 
-    dataset: DatasetOptions | None
-    features: FeatureOptions
-
-    def to_json(self) -> dict[str, Any]:
-        return {"dataset": _dataset_json(self.dataset),
-                "features": feature_params(self.features)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ExtractParams:
-        return cls(_dataset(d.get("dataset")), feature_opts(d.get("features")))
+    dataset: Dataset = None
+    features: Features = FeatureOptions()
 
 
-@dataclass(frozen=True)
-class ShardParams:
+class ShardParams(JobParams):
     """``extract-shard``: rows ``start..stop-1`` into the parts folder of cache key
-    ``key`` (worker.extract_shards)."""
+    ``key`` (worker.jobs.extract_shards)."""
 
     key: str
     start: int
     stop: int
-    features: FeatureOptions
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "start": self.start, "stop": self.stop,
-                "features": feature_params(self.features)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ShardParams:
-        return cls(str(d["key"]), int(d["start"]), int(d["stop"]),
-                   feature_opts(d.get("features")))
+    features: Features = FeatureOptions()
 
 
-@dataclass(frozen=True)
-class ExportParams:
-    """``export``: the format and the export's name."""
+class ExportParams(JobParams):
+    """``export``: the export's name and its format."""
 
     name: str
     format: str = "csv"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"format": self.format, "name": self.name}
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ExportParams:
-        return cls(d["name"], d.get("format", "csv"))
-
-
-@dataclass(frozen=True)
-class TestSplitParams:
+class TestSplitParams(JobParams):
     """``extract-test``: nothing to choose; the run says which backbone and split."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {}
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TestSplitParams:
-        return cls()
-
-
-@dataclass(frozen=True)
-class ExperimentParams:
+class ExperimentParams(JobParams):
     """``experiment``: its name, one training config per arm and seed, and what it holds
     equal across subsets (``budget``: steps or epochs, worker/train/experiment.py), and how
     many trainings run at once (``parallel``)."""
 
     name: str
-    configs: tuple[TrainConfig, ...]
+    configs: tuple[Training, ...]
     budget: str = "steps"
     parallel: int = 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "configs": [asdict(c) for c in self.configs],
-                "budget": self.budget, "parallel": self.parallel}
-
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ExperimentParams:
-        # A job recorded before the budget existed held the epochs equal.
-        return cls(d["name"], tuple(train_config(c) for c in d["configs"]),
-                   d.get("budget", "epochs"), int(d.get("parallel", 1)))
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        """The parameters from a job record; one recorded before the budget existed held
+        the epochs equal."""
+        if isinstance(obj, dict) and "budget" not in obj:
+            obj = {**obj, "budget": "epochs"}
+        return super().model_validate(obj, **kwargs)
 
 
-@dataclass(frozen=True)
-class PipelineParams:
+class PipelineParams(JobParams):
     """``pipeline``: ingest → extract → embed → cluster, what the app's New-run form
     starts."""
 
-    dataset: DatasetOptions | None
-    features: FeatureOptions
-    embedding: EmbeddingOptions
-
-    def to_json(self) -> dict[str, Any]:
-        return {"dataset": _dataset_json(self.dataset),
-                "features": feature_params(self.features),
-                "embedding": asdict(self.embedding)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> PipelineParams:
-        return cls(_dataset(d.get("dataset")), feature_opts(d.get("features")),
-                   embedding_opts(d.get("embedding")))
+    dataset: Dataset = None
+    features: Features = FeatureOptions()
+    embedding: Embedding = EmbeddingOptions()
