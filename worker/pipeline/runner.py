@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
+from worker.pipeline.curation.cluster_step import cluster_step
+from worker.pipeline.curation.snapshot import current_decisions
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.extraction import extract
 from worker.pipeline.features.feature_options import FeatureOptions
@@ -26,7 +28,6 @@ from worker.pipeline.map.embedding import EmbeddingOptions, embed
 from worker.pipeline.progress import ProgressFn
 from worker.pipeline.sources.datasets import Dataset
 from worker.pipeline.sources.ingest import DatasetOptions, ingest, open_run_dataset
-from worker.pipeline.storage.curation import cluster_step, current_decisions
 from worker.pipeline.storage.rundir import RunDir
 from worker.pipeline.storage.runlock import claim_out_dir, run_lock
 
