@@ -128,7 +128,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 HEAVY = {"numpy", "torch", "torchvision", "sklearn", "scipy", "cleanlab", "openTSNE",
          "matplotlib", "celery", "kombu", "timm", "PIL", "dash", "dash_bootstrap_components",
          "dash_ag_grid", "plotly", "flask", "flask_caching", "flask_talisman", "waitress",
-         "redis", "orjson", "tqdm", "annoy", "pandas"}
+         "redis", "orjson", "tqdm", "annoy", "pandas", "pydantic", "pydantic_core",
+         "pydantic_settings", "cachetools"}
 
 
 def _start_up() -> tuple[dict[str, set[str]], dict[str, set[str]], list]:
