@@ -5,23 +5,34 @@ The array caches hold only data derived from files that never change in place (e
 replaced by an atomic rename, which changes its mtime), keyed by path and mtime; the
 state cache is keyed by the store's revision, which grows with every change. They are
 safe with several server processes: each process fills its own, and none holds state a
-user can change. Everything a user changes lives in the run's SQLite store. The arrays
-and states are process-local; computed labels go to Flask-Caching (app/caching.py).
+user can change. Everything a user changes lives in the run's SQLite store. All are
+cachetools caches, process-local: the arrays and states here, the computed labels and
+figures in app/caching.py.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from cachetools import LRUCache, cached
 
 from app.caching import keep, lookup, memoized
 from app.caching import labels as labels_cache
-from app.curate.backdrop import extent
+from app.map_extent import extent
+from worker.pipeline.curation.rule_evidence import (
+    agreement_path,
+    cut_rule_inputs,
+    evidence_paths,
+    load_agreement,
+    load_evidence,
+    members_of,
+    neighbours_path,
+    rule_inputs,
+)
+from worker.pipeline.curation.snapshot import read_curation, recorded_clusters, summary_rows
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import default_drops, load_findings, proposals
 from worker.pipeline.findings.files import files_stamp
@@ -33,22 +44,9 @@ from worker.pipeline.map.clustering import (
     feature_neighbours,
     map_classes,
 )
-from worker.pipeline.sources.datasets import SampleTable
-from worker.pipeline.storage.curation import (
-    agreement_path,
-    cut_rule_inputs,
-    evidence_paths,
-    load_agreement,
-    load_evidence,
-    members_of,
-    neighbours_path,
-    open_store,
-    read_curation,
-    recorded_clusters,
-    rule_inputs,
-    summary_rows,
-)
+from worker.pipeline.storage.curation_store import open_store
 from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.sample_table import SampleTable
 from worker.run_catalog import resolve_run
 
 
@@ -84,7 +82,12 @@ class RunData:
     proposals: np.ndarray | None = None
 
 
-@functools.lru_cache(maxsize=8)
+# The arrays of the last few runs opened, keyed by path and stamp. The condition makes a
+# request for a run that another request is loading wait for that load, not load it twice.
+RUNS_KEPT = 8
+
+
+@cached(LRUCache(maxsize=RUNS_KEPT), condition=threading.Condition())
 def _load(path: str, stamp: tuple[int, ...]) -> RunData:
     run = RunDir(path)
     samples = run.read_samples()
@@ -133,11 +136,11 @@ def class_labels(data: RunData, params: dict[int, tuple[float, int]]) -> dict[in
     class code → ndarray of int64, shape (n_c,); -1 = noise
 
     Labels come, in order of preference, from ``clusters.npy`` (when the class still has
-    the parameters the cluster step used), from Flask-Caching, or from a one-shot DBSCAN
-    whose cost does not grow with eps (a per-class pair index grew with eps and made
-    "Apply to all" take minutes on a 1,000-class map: docs/benchmarks.md; the browser
-    re-clusters while a slider moves, and the server only answers the value it settles
-    on). Misses are shared over the cores
+    the parameters the cluster step used), from the labels cache (app/caching.py), or
+    from a one-shot DBSCAN whose cost does not grow with eps (a per-class pair index grew
+    with eps and made "Apply to all" take minutes on a 1,000-class map:
+    docs/benchmarks.md; the browser re-clusters while a slider moves, and the server only
+    answers the value it settles on). Misses are shared over the cores
     (:func:`~worker.pipeline.map.clustering.map_classes`).
     """
     path = str(data.run.path)
@@ -202,7 +205,7 @@ class RunState:
 
 # A few recent states (one run's ~50 MB at 1.28M samples), oldest dropped first.
 STATES_KEPT = 4
-_STATES: OrderedDict[tuple, RunState] = OrderedDict()
+_STATES: LRUCache = LRUCache(maxsize=STATES_KEPT)
 _STATES_LOCK = threading.Lock()
 
 
@@ -215,11 +218,10 @@ def current_state(data: RunData) -> RunState:
     snapshot and kept under that snapshot's own revision.
     """
     key = (str(data.run.path), data.stamp, open_store(data.run).revision())
-    with _STATES_LOCK:
+    with _STATES_LOCK:  # a hit counts as a use: the least recently used goes first
         state = _STATES.get(key)
-        if state is not None:
-            _STATES.move_to_end(key)
-            return state
+    if state is not None:
+        return state
     stored = read_curation(data.run, len(data.samples.classes))
     clusters = np.full(len(data.samples), -1, dtype=np.int64)
     for code, labels in class_labels(data, {c: stored.params[c] for c, idx
@@ -234,15 +236,14 @@ def current_state(data: RunData) -> RunState:
                      stored.params, stored.overrides, stored.revision, stored.rule,
                      stored.relabels, inputs, stored.cuts,
                      summary_rows(data.samples, decisions, data.findings))
-    with _STATES_LOCK:
+    with _STATES_LOCK:  # under the snapshot's own revision, which may be newer than key's
         _STATES[key[:2] + (stored.revision,)] = state
-        while len(_STATES) > STATES_KEPT:
-            _STATES.popitem(last=False)
     return state
 
 
 def cached_figure(data: RunData, state: RunState, what: tuple, build) -> dict:
-    """A figure (or trace) dict for this run and store revision, from Flask-Caching.
+    """A figure (or trace) dict for this run and store revision, from the figures' cache
+    (app/caching.py).
 
     ``what`` names the figure (e.g. ``("class", 3)``); ``build()`` makes it on a miss.
     """

@@ -13,6 +13,10 @@ import io
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+# The map's square lives below app/curate/, where the run's data reads it too; importing
+# it here keeps `from app.curate.backdrop import extent` working for the figures.
+from app.map_extent import extent
+
 SIZE = 1600  # pixels on the longer side
 # Tableau 20 hues; each class gets one, mixed 70% toward white for the dots.
 HUES = ("1f77b4", "ff7f0e", "2ca02c", "d62728", "9467bd", "8c564b", "e377c2", "7f7f7f",
@@ -25,15 +29,6 @@ def _pale(code: int, toward_white: float = 0.7) -> tuple[int, int, int, int]:
     h = HUES[code % len(HUES)]
     rgb = [int(h[i:i + 2], 16) for i in (0, 2, 4)]
     return (*(round(c + (255 - c) * toward_white) for c in rgb), 255)
-
-
-def extent(emb: np.ndarray, pad: float = 0.03) -> tuple[float, float, float, float]:
-    """(x0, x1, y0, y1) of the embedding with a small margin; the image covers exactly this."""
-    x0, y0 = emb.min(axis=0)
-    x1, y1 = emb.max(axis=0)
-    dx, dy = max(x1 - x0, 1e-6), max(y1 - y0, 1e-6)
-    return (float(x0 - pad * dx), float(x1 + pad * dx), float(y0 - pad * dy),
-            float(y1 + pad * dy))
 
 
 def render_png(emb: np.ndarray, labels: np.ndarray, classes: list[str]) -> bytes:

@@ -339,8 +339,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         pytest.fail("recomputed")
 
     with app.server.app_context():
-        caching.derived.clear()
-        caching.labels.clear()
+        caching.clear()
         app_data._STATES.clear()
         data = run_data(root, "digits")
         # Every class still has the parameters the cluster step saved clusters.npy with:
@@ -353,11 +352,11 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         logic.set_params(root, "digits", 2, eps * 0.9, ms)  # class 2 changes
         data = run_data(root, "digits")
         first = current_state(data)  # computes class 2 only, into the labels cache
-        assert sum("'labels'" in k for k in caching.labels.cache._cache.keys()) == 1
+        assert sum(key[0] == "labels" for key in caching.labels) == 1
         # A second read computes nothing: the state is kept for its revision ...
         monkeypatch.setattr(app_data, "map_classes", no_dbscan)
         assert current_state(data) is first
-        # ... and without it, the labels come from Flask-Caching.
+        # ... and without it, the labels come from the labels cache.
         app_data._STATES.clear()
         again = current_state(data)
         assert (again.decisions.clusters == first.decisions.clusters).all()

@@ -110,11 +110,11 @@ def test_tokens(root):
 
 
 def test_the_token_never_reaches_the_access_log(caplog):
-    from app.server import _RedactToken
+    from app.security import RedactToken
 
     record = logging.LogRecord("werkzeug", logging.INFO, "", 0, '%s - "%s" %s',
                                ("127.0.0.1", "GET /?token=s3cret&x=1 HTTP/1.1", "200"), None)
-    assert _RedactToken().filter(record)
+    assert RedactToken().filter(record)
     assert "s3cret" not in record.getMessage() and "token=***" in record.getMessage()
 
 
@@ -231,7 +231,8 @@ def test_the_debug_script_is_on_the_page_and_served_only_with_debug_hooks(root, 
     page and served only with CURATOR_DEBUG_HOOKS=1: a production page has no test hooks,
     and nothing else refers to them. The page's store (assets/00-curate-store.js) is there
     either way, before the scripts that use it."""
-    from app.server import DEBUG_SCRIPT, create_app
+    from app.security import DEBUG_SCRIPT
+    from app.server import create_app
     from worker.settings import load_settings
 
     monkeypatch.setenv("CURATOR_RUNS_ROOT", str(root))

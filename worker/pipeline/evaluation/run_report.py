@@ -12,20 +12,20 @@ from dataclasses import asdict
 
 import numpy as np
 
-from worker.pipeline.errors import InputError
-from worker.pipeline.evaluation.findings_scores import findings_scores, label_dropped
-from worker.pipeline.evaluation.gauge import Gauge
-from worker.pipeline.evaluation.metrics import auroc, detection_scores
-from worker.pipeline.map.clustering import RULES, decide
-from worker.pipeline.map.embedding import pca_reduce
-from worker.pipeline.sources.inject import read_truth
-from worker.pipeline.storage.curation import (
-    current_snapshot,
+from worker.pipeline.curation.gauge import Gauge
+from worker.pipeline.curation.rule_evidence import (
     load_agreement,
     load_evidence,
     rule_inputs,
     run_gauge,
 )
+from worker.pipeline.curation.snapshot import current_snapshot
+from worker.pipeline.errors import InputError
+from worker.pipeline.evaluation.findings_scores import findings_scores, label_dropped
+from worker.pipeline.map.clustering import RULES, decide
+from worker.pipeline.map.embedding import pca_reduce
+from worker.pipeline.metrics import auroc, detection_scores
+from worker.pipeline.sources.inject import read_truth
 from worker.pipeline.storage.rundir import RunDir
 
 CLEANLAB_CLASSIFIERS = ("logreg", "knn")

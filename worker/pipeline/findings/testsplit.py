@@ -11,12 +11,13 @@ The test images are listed in ``test_samples.csv`` (index, path, label).
 from __future__ import annotations
 
 import csv
-import functools
 import hashlib
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from cachetools import LRUCache, cached
 
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.progress import ProgressFn, report
@@ -68,7 +69,9 @@ def read_test_paths(run: RunDir) -> list[str]:
     return list(_read_paths(str(path), path.stat().st_mtime_ns))
 
 
-@functools.lru_cache(maxsize=8)
+# The paths of the last few test splits read, by file and mtime (a rewrite renames a new
+# file into place, so a changed split is read again).
+@cached(LRUCache(maxsize=8), lock=threading.Lock())
 def _read_paths(path: str, mtime: int) -> tuple[str, ...]:
     with open(path, newline="", encoding="utf-8") as fh:
         return tuple(r["path"] for r in csv.DictReader(fh))

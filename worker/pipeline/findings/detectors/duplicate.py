@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.pipeline.evaluation.metrics import prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.copies import (
@@ -56,6 +55,7 @@ from worker.pipeline.findings.warps import (
     warp_match,
     warped_words,
 )
+from worker.pipeline.metrics import f1_of, prf
 
 
 def exact_units(hashes: np.ndarray | None, n: int) -> np.ndarray:
@@ -138,9 +138,10 @@ def duplicate_scores(marked: np.ndarray, related: np.ndarray, truth_rows: list[d
 
     hit = np.array([found_copy(r["index"], r["source"]) for r in copies], bool)
     out = prf(len(right), len(found), len(copies))
+    # Recall is over copies, not marks: it replaces prf's, and F1 follows it (from the
+    # rounded precision and recall, as the published tables were computed).
     out["recall"] = round(float(hit.mean()), 4) if copies else 0.0
-    p, r = out["precision"], out["recall"]
-    out["f1"] = round(2 * p * r / (p + r), 4) if p + r else 0.0
+    out["f1"] = round(f1_of(out["precision"], out["recall"]), 4)
     how = np.array([c["how"] for c in copies])
     out["recall_by_strength"] = {h: round(float(hit[how == h].mean()), 4)
                                  for h in sorted(set(how.tolist()))}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.pipeline.evaluation.metrics import prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.copies import (
@@ -47,6 +46,7 @@ from worker.pipeline.findings.warps import (
     warped_words,
 )
 from worker.pipeline.map.neighbours import knn_query
+from worker.pipeline.metrics import prf
 
 
 def robust_z(x: np.ndarray) -> np.ndarray:

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.pipeline.evaluation.metrics import auroc, prf
 from worker.pipeline.findings.base import DROP, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.index import pair_distances
 from worker.pipeline.findings.kind_registry import register
 from worker.pipeline.map.neighbours import knn_query
+from worker.pipeline.metrics import auroc, prf_of
 
 K_OUTLIER = 10
 # An island (:func:`islands`): marked outliers joined through their K_OUTLIER nearest, at
@@ -188,7 +188,7 @@ class OutlierKind(FindingKind):
         injected[[r["index"] for r in truth]] = True
         first = np.argsort(-np.asarray(table.score), kind="stable")[:2 * int(injected.sum())]
         queue2x = float(injected[first].sum() / injected.sum()) if injected.any() else None
-        return {**prf(int((marked & injected).sum()), int(marked.sum()), int(injected.sum())),
+        return {**prf_of(marked, injected),
                 "auroc": auroc(table.score, injected), "queue2x": queue2x}
 
     def compute(self, ctx: FindingContext) -> FindingTable:
