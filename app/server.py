@@ -13,7 +13,6 @@ what the pages' scripts fetch (app/script_routes.py) and ``/healthz``
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 
@@ -119,7 +118,7 @@ def serve(config: Settings, debug: bool = False) -> None:
     hooks (``debug_hooks``).
     """
     if debug:
-        config = dataclasses.replace(config, debug_hooks=True)
+        config = config.changed(debug_hooks=True)
     app = create_app(config)
     if debug:
         app.run(host=config.host, port=config.port, debug=True, threaded=True)

@@ -17,13 +17,11 @@ def serve_app(runs_root: Path | None = None, host: str | None = None, port: int 
     """Serve the app until interrupted (blocking). ``None`` takes the setting
     (``CURATOR_RUNS_ROOT``, ``CURATOR_HOST``, ``CURATOR_PORT``); ``debug``: Dash's dev tools
     and reloader. Raises :class:`InputError` for a bad runs root or a port in use."""
-    from dataclasses import replace
-
     from worker.run_catalog import check_runs_root
 
     settings = load_settings()
-    settings = replace(settings, runs_root=runs_root or settings.runs_root,
-                       host=host or settings.host, port=port or settings.port)
+    settings = settings.changed(runs_root=runs_root or settings.runs_root,
+                                host=host or settings.host, port=port or settings.port)
     check_runs_root(settings.runs_root)  # before anything is printed
     if settings.broker_url:
         from worker.jobs.dispatchers import check_broker

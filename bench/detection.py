@@ -49,9 +49,9 @@ from bench.common import (
 )
 from bench.peers import cleanlab_peer, simifeat_vote
 from worker.pipeline.curation.rule_evidence import load_evidence, load_rule_inputs, run_gauge
-from worker.pipeline.evaluation.metrics import auroc, detection_scores
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.clustering import DEFAULT_RULE, RULES, decide
+from worker.pipeline.metrics import auroc, detection_scores
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.pipeline.storage.rundir import RunDir

@@ -22,7 +22,7 @@ import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
 from bench.common import cifar_mini_folder, machine
-from worker.pipeline.evaluation.metrics import auroc
+from worker.pipeline.metrics import auroc
 from worker.pipeline.runner import ensure_ingested
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions

@@ -34,8 +34,8 @@ import time
 from pathlib import Path
 
 from bench.common import Row, cifar_folder, cifar_subset, machine, resnet56_features, run_row
-from worker.pipeline.evaluation.metrics import detection_scores
 from worker.pipeline.features.feature_options import FeatureOptions
+from worker.pipeline.metrics import detection_scores
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.pipeline.storage.rundir import RunDir

@@ -7,8 +7,8 @@ Imported by :mod:`worker.settings` only when settings are made or named, so that
 
 from __future__ import annotations
 
-import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -73,9 +73,15 @@ class Settings(BaseSettings):
                                    init_settings: Any, env_settings: Any,
                                    dotenv_settings: Any, file_secret_settings: Any) -> tuple:
         # Only the values given: from_environment reads the variables itself, so that
-        # settings made in code (tests, the app factory, dataclasses.replace) never pick up
+        # settings made in code (tests, the app factory, :meth:`changed`) never pick up
         # a variable that happens to be set.
         return (init_settings,)
+
+    def changed(self, **values: Any) -> Settings:
+        """These settings with ``values`` changed (``curator serve --port``, a run's own
+        runs root), every field checked again as when made in code."""
+        return _checked(lambda: type(self)(
+            **{**{name: getattr(self, name) for name in type(self).model_fields}, **values}))
 
     # Text is what the environment gives; values given in code are typed already and go to
     # pydantic's own checks (the ranged ones to their parameter's too).
@@ -132,14 +138,6 @@ def _variable(info: ValidationInfo) -> str:
     return Settings.model_fields[info.field_name].alias
 
 
-# Callers change a setting or two with dataclasses.replace (`curator serve --port`, a run's
-# own runs root). The stdlib finds a class's fields in __dataclass_fields__, so Settings
-# lists its own there; replace then makes Settings(**every field), checked again.
-Settings.__dataclass_fields__ = dataclasses.make_dataclass(  # type: ignore[attr-defined]
-    "Settings", [(name, f.annotation) for name, f in Settings.model_fields.items()]
-).__dataclass_fields__
-
-
 def from_environment() -> Settings:
     """The settings from the ``CURATOR_*`` variables, the defaults for those not set.
 
@@ -148,8 +146,13 @@ def from_environment() -> Settings:
     InputError
         One line naming the variable whose value does not fit.
     """
+    return _checked(lambda: Settings(**EnvSettingsSource(Settings)()))
+
+
+def _checked(make: Callable[[], Settings]) -> Settings:
+    """``make()``, with a value that does not fit as one :class:`InputError` line."""
     try:
-        return Settings(**EnvSettingsSource(Settings)())
+        return make()
     except ValidationError as exc:
         err = exc.errors()[0]
         cause = err.get("ctx", {}).get("error")

@@ -115,7 +115,7 @@ def _rows_key(data: RunData, run_id: str, revision: int) -> tuple:
 
 def cached_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
     """:func:`queue_rows` at ``state``'s revision, computed once per revision
-    (Flask-Caching), so the next revision's :func:`row_changes` can start from them."""
+    (app/caching.py), so the next revision's :func:`row_changes` can start from them."""
     return memoized(_rows_key(data, run_id, state.revision),
                     lambda: queue_rows(data, state, run_id))
 

@@ -227,7 +227,7 @@ def test_no_module_is_over_600_lines():
 
 def test_the_pipeline_folder_shows_its_stages():
     """worker/pipeline/ holds its stages as packages and at most 8 modules directly."""
-    direct = sorted(p.name for p in PIPELINE.glob("*.py"))
+    direct = sorted(p.name for p in PIPELINE.glob("*.py") if p.name != "__init__.py")
     assert len(direct) <= MAX_PIPELINE_MODULES, direct
     stages = {p.name for p in PIPELINE.iterdir() if (p / "__init__.py").is_file()}
     assert {"sources", "features", "map", "findings", "storage", "evaluation"} <= stages

@@ -4,7 +4,6 @@ values are the tool's settings as of 2026-11-28; a change here is a change users
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
 import sys
@@ -120,17 +119,19 @@ def test_the_cli_says_a_bad_value_in_one_line(tmp_path):
 
 def test_settings_made_in_code_hold_what_they_are_given(env):
     """Only :func:`load_settings` reads the environment; ``Settings(...)`` (tests, the app
-    factory) holds its arguments and the defaults, and ``dataclasses.replace`` (the CLI's
-    --runs-root, --host, --port) changes only what it names."""
+    factory) holds its arguments and the defaults, and ``changed`` (the CLI's --runs-root,
+    --host, --port) changes only what it names, checked again."""
     env("PORT", "9999")
     env("BROKER_URL", "redis://elsewhere:6379/0")
     made = Settings(runs_root=Path("/r"))
     assert _fields(made) == {**DEFAULTS, "runs_root": Path("/r")}
     loaded = load_settings()
-    moved = dataclasses.replace(loaded, runs_root=Path("/x"), port=8123)
+    moved = loaded.changed(runs_root=Path("/x"), port=8123)
     assert type(moved) is type(loaded)
     assert _fields(moved) == {**_fields(loaded), "runs_root": Path("/x"), "port": 8123}
     assert (loaded.port, loaded.runs_root) == (9999, Path("runs"))
+    with pytest.raises(InputError, match="65,535"):
+        loaded.changed(port=70000)
 
 
 def test_data_roots(env, tmp_path):

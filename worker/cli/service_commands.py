@@ -70,10 +70,8 @@ def cmd_cancel(a: argparse.Namespace) -> None:
 
     settings = load_settings()
     if a.run:
-        from dataclasses import replace
-
         path = rundir(a.run).require_jobs().path.resolve()  # never creates the folder
-        settings = replace(settings, runs_root=path.parent)
+        settings = settings.changed(runs_root=path.parent)
         run_id = path.name
     else:
         run_id, _ = find_job(settings.runs_root, a.job)

@@ -44,8 +44,6 @@ def _print_summary(run: RunDir) -> None:
 
 def _dispatcher_for(out: Path):
     """(dispatcher, run id): Celery when CURATOR_BROKER_URL is set, else in-process."""
-    from dataclasses import replace
-
     from worker.jobs.dispatchers import CeleryDispatcher, EmbeddedDispatcher
     from worker.run_catalog import run_id_for
 
@@ -56,7 +54,7 @@ def _dispatcher_for(out: Path):
         return dispatcher, run_id_for(settings.runs_root, out)
     # Embedded: the run's parent folder is the runs root of the in-process worker.
     out = out.resolve()
-    return EmbeddedDispatcher(replace(settings, runs_root=out.parent)), out.name
+    return EmbeddedDispatcher(settings.changed(runs_root=out.parent)), out.name
 
 
 def _run_job_and_wait(dispatcher, run: RunDir, run_id: str, kind: str, params: object) -> dict:
