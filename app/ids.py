@@ -11,21 +11,21 @@ from __future__ import annotations
 import json
 
 GRAPH = "curate-graph"  # the Curate page's map
-MAP = "curate-map"  # the map's element: data-traces, where assets/mapclass.js fetches
-PAINTED = "curate-map-painted"  # the class switch assets/mapclass.js drew (a store)
+MAP = "curate-map"  # the map's element: data-traces, where assets/class_map.js fetches
+PAINTED = "curate-map-painted"  # the class switch assets/class_map.js drew (a store)
 BACKGROUND = "curate-background"  # the map's "other classes" switch
 UNDO = "curate-undo"
 REDO = "curate-redo"
 CLASS_PICK = "curate-class"  # the shown class (a store the class list writes)
 CLASS_LIST = "curate-class-list"  # the class list (dash-ag-grid)
-EPS_SLIDER = "curate-eps-slider"  # the parameter controls recluster.js reads
+EPS_SLIDER = "curate-eps-slider"  # the parameter controls class_map.js reads
 EPS_INPUT = "curate-eps-input"
 MS_SLIDER = "curate-ms-slider"
 MS_INPUT = "curate-ms-input"
-STATUS = "curate-status"  # the header's counts line (assets/recluster.js writes it)
-STATUS_DATA = "curate-status-data"  # the server's counts line (hidden): recluster.js shows it
-MODEL = "curate-model"  # what assets/recluster.js needs to re-cluster the shown class
-DRAFT = "curate-draft"  # the parameter change assets/recluster.js drew (a store it writes)
+STATUS = "curate-status"  # the header's counts line (assets/class_map.js writes it)
+STATUS_DATA = "curate-status-data"  # the server's counts line (hidden): class_map.js shows it
+MODEL = "curate-model"  # what assets/class_map.js needs to re-cluster the shown class
+DRAFT = "curate-draft"  # the parameter change assets/class_map.js drew (a store it writes)
 REVIEW_GRID = "review-grid"  # the review list (dash-ag-grid)
 REVIEW_KEY = "review-key"  # a key's action on the focused row (a store)
 REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
@@ -33,7 +33,7 @@ REVIEW_COUNT = "review-count"  # "N listed", written by assets/review.js
 RELABEL_TO = "review-relabel-to"  # the review list's class picker
 HOVER_BOX = "curate-hover"  # the map's hover card, opened and placed by assets/hover.js
 # The shell's line for a failure of the open page's run (a damaged file): the server's
-# callbacks (app/server.py ``_callback_error``) and assets/mapclass.js write it.
+# callbacks (app/server.py ``_callback_error``) and assets/class_map.js write it.
 PAGE_ERROR = "page-error"
 
 # The names the scripts read them by: window.CURATOR_IDS.graph, ….

@@ -1,7 +1,7 @@
 """What the pages' scripts fetch from the server besides Dash's callbacks: ``/ids.js``
 (the component ids and the key actions, before assets/*.js) and
 ``/map/<run>/<class>.json`` (a class's trace, which the Curate page's map fetches ahead:
-assets/mapclass.js)."""
+assets/class_map.js)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from flask import Response, request
 
 from app import ids
 from app.curate import key_actions
-from app.curate.map_view import TRACES, class_answer
+from app.curate.class_map import TRACES, class_answer
 from app.responses import first_line, subtree_blueprint, text_response
 from worker.pipeline.errors import InputError
 

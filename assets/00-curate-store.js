@@ -8,7 +8,7 @@
 // - shown, revision: the class and the store revision the page shows (SHOWN, SHOWN_REV), as
 //   the render path wrote them: this script's clientside callback (app/pages/curate.py).
 // - draft: the parameter change the map drew ahead of the server, {class, eps, min_samples,
-//   base_revision, painted, status}, or null: assets/recluster.js.
+//   base_revision, painted, status}, or null: assets/class_map.js.
 // - selection: the samples selected on the map (lasso or box), a Set, or null:
 //   assets/review.js.
 // - focus: the sample of the review list's focused row, or null: assets/review.js.
@@ -17,11 +17,11 @@
 //
 // Actions (store.provide, store.act): what one script does for another, provided by the
 // script that owns it:
-// - showClass(code), prefetchClass(code): assets/mapclass.js, for the class list's click
+// - showClass(code), prefetchClass(code): assets/class_map.js, for the class list's click
 //   and pointer.
-// - classCounts(code): assets/classlist.js, for assets/recluster.js's preview of the counts.
+// - classCounts(code): assets/classlist.js, for assets/class_map.js's preview of the counts.
 // - "key:<scope>"(action, event): the handler of an actions-table scope (app/curate/key_actions.py),
-//   for assets/keyboard.js: review (assets/review.js), params (assets/recluster.js).
+//   for assets/keyboard.js: review (assets/review.js), params (assets/class_map.js).
 //
 // Why: the scripts kept copies of this state (the revision in two places, the pick, the
 // selection in a window global) and called each other through globals of their own.

@@ -38,14 +38,14 @@
     const id = row.getAttribute("row-id");
     const code = id === "all" ? "all" : Number(id);
     if (String(code) === String(store.get("pick")) || !window.dash_clientside.set_props) return;
-    // The map draws the class now if it holds it (assets/mapclass.js), before the pick is
+    // The map draws the class now if it holds it (assets/class_map.js), before the pick is
     // written, so the render path the pick starts knows.
     store.act("showClass", code);
     window.dash_clientside.set_props(IDS.classPick, {data: code});
   }, true);
 
   // The pointer on a row: the map may fetch that class ahead, to draw it at the click
-  // without waiting for the server (assets/mapclass.js).
+  // without waiting for the server (assets/class_map.js).
   document.addEventListener("pointerover", (event) => {
     const row = event.target instanceof Element &&
       event.target.closest("#" + IDS.classList + " .ag-row[row-id]");
@@ -74,7 +74,7 @@
     return n === of ? "" : n.toLocaleString("en") + " of " + of.toLocaleString("en") + " classes";
   }
 
-  // The counts of one class and of the total, changed in the browser (assets/recluster.js
+  // The counts of one class and of the total, changed in the browser (assets/class_map.js
   // previews an eps change before the server stores it): the grid's rows as they are now,
   // and a function that writes new counts into both.
   function counts(code) {
@@ -87,7 +87,7 @@
     }};
   }
 
-  store.provide("classCounts", counts);  // for assets/recluster.js
+  store.provide("classCounts", counts);  // for assets/class_map.js
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {classlist: {show, matched}});
 })();

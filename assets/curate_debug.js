@@ -11,7 +11,7 @@
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const debug = window.curateDebug = {};
 
-  // assets/recluster.js's DBSCAN, compared with scikit-learn by a browser test and timed by
+  // assets/class_map.js's DBSCAN, compared with scikit-learn by a browser test and timed by
   // the bench.
   debug.dbscan = (...args) => window.dash_clientside.map.dbscan(...args);
 
@@ -26,7 +26,7 @@
     },
   });
 
-  // The classes the map has been sent from /map/<run>/<class>.json (assets/mapclass.js), as
+  // The classes the map has been sent from /map/<run>/<class>.json (assets/class_map.js), as
   // [code, revision] pairs, each recorded once the map's own handler has held it: the map
   // reads the answer through response.json(), and a pair is recorded in a task queued when
   // that resolves, so after the promise callbacks that hold it.

@@ -7,7 +7,7 @@
 // that is shown and enabled.
 //
 // Listened for on the window in the capture phase, before React's handlers: Enter in the eps
-// box repaints the map before Dash hears of the new value (assets/recluster.js).
+// box repaints the map before Dash hears of the new value (assets/class_map.js).
 (function () {
   "use strict";
 

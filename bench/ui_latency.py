@@ -8,7 +8,7 @@ hover card image's ``load`` event and the card being opened; "eps change, stored
 the server's answer to the browser's re-cluster has arrived (the change is in the store).
 The eps change is timed twice: through the server alone (the baseline,
 :data:`SERVER_PATH`) and as the page does it, re-clustered in the browser
-(assets/recluster.js). A class switch is a real click after the pointer rested on the
+(assets/class_map.js). A class switch is a real click after the pointer rested on the
 class's row (``--rest``, during which the map may fetch the class), timed also with that
 fetching switched off (drawn by the server, as before it). Prints p50/p95 per action,
 their ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a real key press in
@@ -425,7 +425,7 @@ def drag_frames(driver, drags: int, span_px: int = 120) -> dict[str, list[float]
 
 
 # The baseline path of an eps change, in the bench's page only: through the server alone,
-# as every eps change went before assets/recluster.js. Enter no longer repaints the map (the
+# as every eps change went before assets/class_map.js. Enter no longer repaints the map (the
 # page store's "key:params" action, assets/00-curate-store.js, does nothing) and the typed
 # value goes to the server as a draft the browser did not paint (the map's clientside
 # `typed`, which Dash looks up at each call, is replaced), so the server re-clusters,
@@ -451,7 +451,7 @@ if (window.benchPage) {
 def eps_changes(driver, base: float, n: int, eps_range: str) -> dict[str, list[float]]:
     """``n`` eps changes typed into the box, through the server alone first (the baseline:
     request, server re-cluster, Dash renderer, Plotly, as every eps change went before
-    assets/recluster.js: :data:`SERVER_PATH`), then as the page does it."""
+    assets/class_map.js: :data:`SERVER_PATH`), then as the page does it."""
     out: dict[str, list[float]] = {"eps change, server path": [], "eps change": [],
                                    "eps change, stored": []}
     box = driver.find_element("id", "curate-eps-input")
@@ -479,7 +479,7 @@ def class_switches(driver, run: Path, n: int,
 
     A class is picked as with a mouse: the pointer moves onto its row, rests ``rest``
     seconds and clicks (real input events, through the DevTools protocol); the map may
-    fetch the class while the pointer rests (assets/mapclass.js).
+    fetch the class while the pointer rests (assets/class_map.js).
     """
     n_classes = len(json.loads((run / "run.json").read_text())["classes"])
     out: dict[str, list[float]] = {"class switch": [], "class switch, drawn by the server": [],

@@ -11,12 +11,11 @@ such module and its entry here.
 
 from __future__ import annotations
 
-from app.curate import class_list, hover_card, retrain, review_list, summary
+from app.curate import class_list, class_map, hover_card, retrain, review_list, summary
 from app.curate import eps_panel as params
 from app.curate import export_tab as export
-from app.curate import map_view as curate_map
 
-COMPONENTS = (params, class_list, curate_map, hover_card, review_list, summary, export,
+COMPONENTS = (params, class_list, class_map, hover_card, review_list, summary, export,
               retrain)
 
 

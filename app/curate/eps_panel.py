@@ -1,7 +1,7 @@
 """The parameters: the shown class's eps and min_samples (sliders and boxes), Auto eps,
 Apply to all classes, and what the rule makes of the class with its cut's buttons.
 
-The map's script (assets/recluster.js) previews a moved or typed value in the browser
+The map's script (assets/class_map.js) previews a moved or typed value in the browser
 and publishes it as the map's draft; :func:`on_params` stores the draft. The controls
 show the stored values through this component's part of the render path.
 """

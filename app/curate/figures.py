@@ -98,7 +98,7 @@ class Look:
 
 
 # Every kind of point, by code: the one table the server's markers (marker_style) and the
-# browser's re-cluster (assets/recluster.js, through look_table) read. Codes: 0 cluster,
+# browser's re-cluster (assets/class_map.js, through look_table) read. Codes: 0 cluster,
 # 1 noise the rule keeps, 2 flagged, 3 + flagged kept by you, 5 + flagged dropped by you,
 # 7 + 2·slot + flagged dropped by default by the finding kind in that slot, 7 + 2·slots +
 # slot proposed by it (a flag by the rule wins: the sample is dropped).
@@ -193,7 +193,7 @@ def look_table(bits: np.ndarray, overrides: np.ndarray,
                                 finding) for noise in (False, True)], axis=1)
 
 
-# Everything assets/recluster.js needs besides each point's look codes, colours as sent.
+# Everything assets/class_map.js needs besides each point's look codes, colours as sent.
 MARKER_STYLE = {"looks": [{**asdict(look), "colour": _LOOK_COLOUR[code]}
                           for code, look in enumerate(LOOKS)],
                 "clusters": _CLUSTER_CHANNELS.tolist()}

@@ -14,7 +14,7 @@ Scopes:
   focus; an action with an operation sends ``{sample, action, label}`` to the server.
 - ``press``: presses the page element ``target`` (a button, or the class picker that opens)
   when it is shown and enabled (assets/keyboard.js).
-- ``params``: Enter in the eps or min_samples box (assets/recluster.js repaints at once).
+- ``params``: Enter in the eps or min_samples box (assets/class_map.js repaints at once).
 """
 
 from __future__ import annotations

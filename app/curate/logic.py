@@ -24,7 +24,7 @@ from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_e
 from worker.pipeline.map.dbscan import SMALL_N, check_params, noise_until
 from worker.pipeline.storage.curation_store import CurationStore, open_store
 
-# Filled by str.format here and by assets/recluster.js in the browser: one wording for both.
+# Filled by str.format here and by assets/class_map.js in the browser: one wording for both.
 # The finding kinds besides label (worker/pipeline/findings), each counted under its name.
 FINDING_KEYS = tuple(k.name for k in kinds() if k.name != "label")
 # A typed eps this close to the stored one is no change: the boxes' precision (the browser
@@ -340,7 +340,7 @@ def listed_open(data: RunData, state: RunState, idx: np.ndarray) -> np.ndarray:
 
 
 def client_model(data: RunData, state: RunState, code: int, noise: list[int]) -> dict:
-    """What the browser needs to re-cluster class ``code`` itself (assets/recluster.js).
+    """What the browser needs to re-cluster class ``code`` itself (assets/class_map.js).
 
     The coordinates are not repeated: the browser reads them from the plotted trace. The
     rule is not repeated either: each point comes with its look (a row of

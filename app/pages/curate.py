@@ -28,8 +28,7 @@ from dash import (
 from dash.exceptions import PreventUpdate
 
 from app.app_context import settings
-from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, render
-from app.curate import map_view as curate_map
+from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, class_map, render
 from app.curate.components import COMPONENTS, render_parts
 from app.layout import error_alert, feature_advice, feature_badges
 from app.run_data import current_state, run_data
@@ -55,7 +54,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
         dcc.Store(id=SHOWN), dcc.Store(id=SHOWN_REV), dcc.Store(id=BUILT),
         html.Div([html.H4(f"Curate · {run_id}", className="mb-0 me-3"),
                   html.Span(feature_badges(page.meta), id="feature-badges", className="me-3"),
-                  curate_map.status_line(),
+                  class_map.status_line(),
                   dcc.Link("results →", href=f"/results/{run_id}", className="small ms-auto")],
                  className="d-flex align-items-baseline mb-2"),
         feature_advice(page.meta),

@@ -86,7 +86,7 @@ def test_a_class_switch_on_a_damaged_run_says_why(page, damage_root, case):
 
 def test_a_class_fetched_ahead_from_a_damaged_run_says_why(page, damage_root):
     """The browser fetches a class's trace while the pointer rests on its row
-    (assets/mapclass.js): that answer's reason is shown too, before any click."""
+    (assets/class_map.js): that answer's reason is shown too, before any click."""
     from selenium.webdriver.common.action_chains import ActionChains
 
     server, driver = page

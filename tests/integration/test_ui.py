@@ -137,7 +137,7 @@ def test_eps_change_repaints_counts_and_plot(driver, server, ui_root):
 
 
 def test_browser_dbscan_equals_scikit_learn(driver, server):
-    """assets/recluster.js's DBSCAN on awkward data: points exactly eps apart, duplicates,
+    """assets/class_map.js's DBSCAN on awkward data: points exactly eps apart, duplicates,
     min_samples 1, an eps wider than every cluster."""
     _open(driver, server, "load")
     rng = np.random.default_rng(0)
@@ -220,7 +220,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         shown = trace_markers(driver)
         assert shown["color"] == hex_colours(colours)
         assert shown["symbol"] == [names[s] for s in symbols]
-        # The class list's rows count the same (assets/recluster.js previews them, the
+        # The class list's rows count the same (assets/class_map.js previews them, the
         # render path sends the stored ones).
         grid, total = class_list.grid_rows(rows)
         assert class_rows(driver)[0] == total
@@ -634,7 +634,7 @@ def _rest_on_class(driver, code: int, revision: int) -> None:
 def test_a_class_drawn_ahead_is_the_servers_and_takes_later_changes(driver, server,
                                                                    ui_root):
     """A class picked with the pointer resting on its row is drawn by the browser from the
-    trace fetched meanwhile (assets/mapclass.js): the map shows what the server draws, the
+    trace fetched meanwhile (assets/class_map.js): the map shows what the server draws, the
     server's answer leaves the plot as it is, and a change made next is drawn over it. A
     class held from before a change is drawn by the server."""
     from app.curate.figures import SYMBOLS, marker_style

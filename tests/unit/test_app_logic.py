@@ -69,7 +69,7 @@ def test_the_page_refuses_undo_and_redo_in_the_words_of_every_door(root):
     from dash._utils import AttributeDict
 
     from app import ids
-    from app.curate.map_view import on_undo_redo
+    from app.curate.class_map import on_undo_redo
     from app.server import create_app
     from worker.pipeline.storage.curation_store import NOTHING_TO_REDO, NOTHING_TO_UNDO
     from worker.settings import Settings

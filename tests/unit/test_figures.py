@@ -56,7 +56,7 @@ def test_large_or_many_class_overview_is_the_raster_with_only_the_dropped_points
 
 
 def test_marker_colours_travel_as_channel_arrays_that_round_back_to_their_hex():
-    """The server's markers and the browser's re-cluster (assets/recluster.js, through
+    """The server's markers and the browser's re-cluster (assets/class_map.js, through
     MARKER_STYLE) draw the same channel arrays; each is four numbers in 0-1 (Plotly reads
     one whose largest channel is above 1 as 0-255) that round back to the named hex."""
     from app.curate.figures import CLUSTER_COLOURS, LOOKS, MARKER_STYLE, channels

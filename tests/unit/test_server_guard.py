@@ -178,13 +178,13 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
     two components; a callback that changes the store writes only its own component's
     change store (and that component's own outputs), which the render path follows
     directly; the alert line has one writer (the change channel); the status line has no
-    callback writer at all (assets/recluster.js is its one), nor has what the map drew on a
-    class switch (assets/mapclass.js); and only the map's script writes the draft."""
+    callback writer at all (assets/class_map.js is its one), nor has what the map drew on a
+    class switch (assets/class_map.js); and only the map's script writes the draft."""
     from app.server import create_app
 
     app = create_app(Settings(runs_root=root))
     deps = app.server.test_client().get("/_dash-dependencies").get_json()
-    scripts = {"map": "app.curate.map_view", "classlist": "app.curate.class_list",
+    scripts = {"map": "app.curate.class_map", "classlist": "app.curate.class_list",
                "review": "app.curate.review_list", "hover": "app.curate.hover_card"}
 
     def owner(dep: dict) -> str:
@@ -218,8 +218,8 @@ def test_each_output_has_one_writer_and_changes_go_through_the_channel(root):
             ("curate-graph", "curate-class-list", "curate-alert"))], dep
     assert writers["curate-alert-line.children"] == {"app.curate.changes"}
     assert "curate-status.children" not in writers
-    assert writers["curate-draft.data"] == {"app.curate.map_view"}
-    assert "curate-map-painted.data" not in writers  # assets/mapclass.js writes it
+    assert writers["curate-draft.data"] == {"app.curate.class_map"}
+    assert "curate-map-painted.data" not in writers  # assets/class_map.js writes it
     renders = [d for d in deps if "curate-class-list.rowData" in d["output"]]
     assert len(renders) == 1
     assert {i["id"] for i in renders[0]["inputs"]} == {

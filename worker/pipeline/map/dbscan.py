@@ -12,7 +12,7 @@ Why the labels match scikit-learn exactly:
 
 Tiny inputs (fewer than ``SMALL_N`` points) go to scikit-learn itself, where it may pick
 brute force with a different distance formula; they are cheap either way. While a slider
-moves, the browser re-clusters the shown class itself (``assets/recluster.js``).
+moves, the browser re-clusters the shown class itself (``assets/class_map.js``).
 """
 
 from __future__ import annotations

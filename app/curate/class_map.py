@@ -2,7 +2,7 @@
 drop or clear the lasso's points; undo, redo; the other classes' background), its legend
 and the status line over the page.
 
-Its script (assets/recluster.js, namespace ``map``) re-clusters the shown class in the
+Its script (assets/class_map.js, namespace ``map``) re-clusters the shown class in the
 browser while eps or min_samples moves and repaints at once. It keeps the one model of a
 parameter change in progress, the *draft* ``{class, eps, min_samples, base_revision,
 painted}``, and publishes it in :data:`DRAFT` when a slider is released or a value typed;
@@ -11,7 +11,7 @@ when the browser has already painted what was stored. The script is also the sta
 line's one writer: the server's line comes to it in a hidden element, :data:`STATUS_DATA`,
 which the script copies the moment React has written it (no Dash round between).
 
-A class switch is painted by the browser when it can (assets/mapclass.js, asked by the
+A class switch is painted by the browser when it can (assets/class_map.js, asked by the
 class list through the page's store, assets/00-curate-store.js): the script fetches a
 class's trace ahead (:func:`class_answer`, served at ``/map/<run>/<class>.json``) while the
 pointer rests on its row in the class list, and at the click draws it from there and says
@@ -58,12 +58,12 @@ KEEP = "curate-keep"
 DROP = "curate-drop"
 CLEAR = "curate-clear"
 BACKGROUND = ids.BACKGROUND
-STATUS = ids.STATUS  # the status line: written by assets/recluster.js only
+STATUS = ids.STATUS  # the status line: written by assets/class_map.js only
 STATUS_DATA = ids.STATUS_DATA  # the server's status line (hidden), for the script to show
-MODEL = ids.MODEL  # what assets/recluster.js needs to re-cluster the shown class
-DRAFT = ids.DRAFT  # the parameter change the script drew: written by assets/recluster.js
-PAINTED = ids.PAINTED  # the switch assets/mapclass.js drew: {class, revision}, or None
-TRACES = "/map"  # where assets/mapclass.js fetches a class's trace (see class_answer)
+MODEL = ids.MODEL  # what assets/class_map.js needs to re-cluster the shown class
+DRAFT = ids.DRAFT  # the parameter change the script drew: written by assets/class_map.js
+PAINTED = ids.PAINTED  # the switch assets/class_map.js drew: {class, revision}, or None
+TRACES = "/map"  # where assets/class_map.js fetches a class's trace (see class_answer)
 
 
 def status_line() -> html.Span:
@@ -167,7 +167,7 @@ def _painted(view: PageRequest, draft: dict | None) -> bool:
 
 def _switched_in_browser(view: PageRequest, painted: dict | None) -> bool:
     """Whether the browser drew this class switch itself, from the class's trace at the
-    revision the store holds (assets/mapclass.js)."""
+    revision the store holds (assets/class_map.js)."""
     return (view.switched and "class" in view.fired and view.code is not None
             and bool(painted) and painted.get("class") == view.code
             and painted.get("revision") == view.state.revision)
@@ -243,7 +243,7 @@ function (_run, config) {
 
 def register() -> None:
     """The map's callbacks, for the page module to call as Dash imports it."""
-    # assets/recluster.js: a new model from the server (remembered); a slider dragged
+    # assets/class_map.js: a new model from the server (remembered); a slider dragged
     # (the class repainted in the browser, the draft kept); a slider released or a value
     # typed (repainted unless the drag already did, and the draft published for the
     # parameters to store).
