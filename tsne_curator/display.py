@@ -1,8 +1,8 @@
 """How a run shows itself: ``repr`` in a shell, ``_repr_html_`` in Jupyter.
 
 Both show the run's name and folder, its size, the feature-quality gauge
-(:func:`~worker.pipeline.storage.curation.run_gauge`) and how many samples each finding
-kind marks now (:func:`~worker.pipeline.findings.report.findings_report`, as ``curator
+(:func:`~worker.pipeline.curation.rule_evidence.run_gauge`) and how many samples each finding
+kind marks now (:func:`~worker.pipeline.curation.findings_report.findings_report`, as ``curator
 findings`` counts them). Everything that comes from the user (the folder, class and kind
 notes) is escaped in the HTML.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from html import escape
 
+from worker.pipeline.curation.findings_report import findings_report
+from worker.pipeline.curation.rule_evidence import run_gauge
 from worker.pipeline.errors import InputError
-from worker.pipeline.findings.report import findings_report
-from worker.pipeline.storage.curation import run_gauge
 from worker.pipeline.storage.rundir import RunDir
 
 
@@ -23,7 +23,7 @@ def describe(run: RunDir) -> dict:
     Returns
     -------
     dict with ``name``, ``path``, ``n_samples``, ``n_classes``, ``gauge`` (a
-    :class:`~worker.pipeline.evaluation.gauge.Gauge` or None), ``kinds`` (per kind: name,
+    :class:`~worker.pipeline.curation.gauge.Gauge` or None), ``kinds`` (per kind: name,
     title, count, decision, note) and ``error`` (why the findings cannot be read yet, or
     None).
     """

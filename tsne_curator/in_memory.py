@@ -25,16 +25,16 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from tsne_curator.options import expand_thresholds, namespace
+from tsne_curator.options import expand_thresholds, keywords
 from tsne_curator.pipeline_call import SHARDS, run_in_process
 from tsne_curator.run_handle import Run
-from worker.cli.arguments import dataset_opts
 from worker.pipeline.errors import InputError
 from worker.pipeline.sources.datasets import IMAGE_SUFFIXES
 from worker.pipeline.sources.feature_values import check_feature_values
 from worker.pipeline.sources.ingest import DatasetOptions, image_errors
 from worker.pipeline.sources.labels import check_counts
 from worker.pipeline.storage.rundir import RunDir
+from worker.step_options import dataset_options
 
 INPUT = "input"  # the run's folder of the arrays given
 DIGEST = "digest.txt"  # what they were: a second call with other arrays is refused
@@ -307,22 +307,22 @@ def from_arrays(features: Any, labels: Any, out: str | os.PathLike,
     InputError
         Bad arrays or option values, in one line; nothing is written then.
     """
-    a = namespace("pipeline", expand_thresholds(options), "from_arrays", fixed={"out": out},
-                  exclude=NOT_FOR_ARRAYS, refused={"shards": SHARDS})
+    v = keywords("pipeline", expand_thresholds(options), "from_arrays", fixed={"out": out},
+                 exclude=NOT_FOR_ARRAYS, refused={"shards": SHARDS})
     x = check_features(features)
     names = label_names(labels, len(x), class_names)
     pixels = check_images(images, len(x))
     text = _labels_csv(names, pixels)
     digest = _digest(x, text, pixels)
-    run = RunDir(a.out)
+    run = RunDir(v["out"])
     if run.path.is_dir():
         _check_folder(run, digest)  # before anything is written
 
     def dataset() -> DatasetOptions:
         _write_inputs(run, x, text, pixels, digest)
-        a.dataset = f"features:{run.path.resolve() / INPUT / 'features.npy'}"
-        a.labels = run.path.resolve() / INPUT / "labels.csv"
-        return dataset_opts(a, read=False)  # the arrays were checked above
+        v["dataset"] = f"features:{run.path.resolve() / INPUT / 'features.npy'}"
+        v["labels"] = run.path.resolve() / INPUT / "labels.csv"
+        return dataset_options(v, read=False)  # the arrays were checked above
 
-    run_in_process(run, a, dataset)
+    run_in_process(run, v, dataset)
     return Run(run.path)

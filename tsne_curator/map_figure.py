@@ -18,8 +18,9 @@ import numpy as np
 
 from app.curate.backdrop import extent, render_png
 from app.curate.figures import class_figure, class_trace
+from worker.pipeline.curation.cluster_step import class_code
+from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.findings import proposals
-from worker.pipeline.storage.curation import class_code, current_snapshot
 from worker.pipeline.storage.rundir import RunDir
 
 if TYPE_CHECKING:

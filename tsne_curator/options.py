@@ -1,21 +1,19 @@
 """Keyword arguments checked as the ``curator`` command line checks its flags.
 
 Each call of the API names a ``curator`` command (``pipeline``, ``cluster``, ``export``,
-``serve``). Its keywords are that command's options, by their ``dest`` names
-(``--inject-noise`` is ``inject_noise``), read from the CLI's own parser
-(:func:`worker.cli.build_parser`); every value is checked by the same definition the flag
-uses: a number through its :class:`~worker.pipeline.ranges.Param` (range, whole number or
-not), a choice against the flag's choices, a path as a path. The result is the
-``argparse.Namespace`` the command itself would have parsed, so the CLI's helpers
-(``worker.cli.arguments.dataset_opts``, ``feature_opts``, ``embed_opts``, ``thresholds``)
-turn it into the steps' options.
+``experiment``, ``serve``). Its keywords are that command's options by name
+(``--inject-noise`` is ``inject_noise``), from the declarations the CLI adds its flags from
+(:data:`worker.option_table.COMMANDS`); every value is checked by the same declaration: a
+number through its :class:`~worker.pipeline.ranges.Param` (range, whole number or not), a
+choice against its choices, a path as a path, a list option's list joined as the CLI's
+comma-separated text. The result maps every option of the command to its value (its
+default where none was given), which :mod:`worker.step_options` turns into the steps'
+options, as it does for what the command line parsed.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
-import functools
 import os
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -23,69 +21,57 @@ from typing import Any
 
 import numpy as np
 
-from worker.cli import build_parser
-from worker.cli.arguments import LIST_METAVAR_END
+from worker.option_table import (
+    CHOICE,
+    COMMANDS,
+    NUMBER,
+    PARSED,
+    PATH,
+    SWITCH,
+    Option,
+    read_text,
+)
 from worker.pipeline.errors import InputError
 from worker.pipeline.ranges import PARAMS, check, group_params
 
 
-@functools.cache
-def command_actions(command: str) -> dict[str, argparse.Action]:
-    """The options of ``curator COMMAND``, by ``dest`` (``-h`` left out), from the CLI's
-    own parser."""
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {a.dest: a for a in sub.choices[command]._actions
-            if not isinstance(a, argparse._HelpAction)}
-
-
-def _label(name: str, action: argparse.Action) -> str:
-    """How an error names the keyword: ``inject_noise (--inject-noise)``."""
-    return f"{name} ({action.option_strings[0]})" if action.option_strings else name
-
-
-def check_keyword(name: str, action: argparse.Action, value: Any) -> Any:
-    """``value`` for keyword ``name`` checked as the CLI checks the flag of ``action``.
+def check_keyword(option: Option, value: Any) -> Any:
+    """``value`` for ``option`` checked as the CLI checks its flag.
 
     Returns
     -------
     The value the command would have parsed (an int or float for a number, a Path for a
-    path); None stays None where the flag's default is None (not given).
+    path); None stays None where the option's default is None (not given).
 
     Raises
     ------
     InputError
-        One line naming the keyword, what it must be and the value given.
+        One line naming the keyword and its flag, what it must be and the value given.
     """
-    label = _label(name, action)
-    if isinstance(action, argparse._StoreTrueAction):
+    label = option.label
+    if option.kind == SWITCH:
         if not isinstance(value, bool):
             raise InputError(f"{label} must be True or False, got {value!r}")
         return value
-    if value is None and action.default is None and not action.required:
+    if value is None and option.default is None and not option.required:
         return None
-    value = _comma_list(label, value) if str(action.metavar or "").endswith(LIST_METAVAR_END) \
-        else value
-    param = getattr(action.type, "param", None)
-    if param is not None:  # a number: ranges.cli_type(param)
+    value = _comma_list(label, value) if option.listed else value
+    if option.kind == NUMBER:
         try:
-            return check(param, value)
+            return check(option.param, value)  # type: ignore[arg-type]
         except InputError as exc:
-            raise InputError(str(exc).replace(PARAMS[param].flag, label, 1)) from None
-    if action.type is Path:
+            raise InputError(str(exc).replace(PARAMS[option.param].flag, label, 1)) from None
+    if option.kind == PATH:
         if isinstance(value, str | os.PathLike) and str(value):
             return Path(value)
         raise InputError(f"{label} must be a path, got {value!r}")
-    if action.choices is not None:
-        if isinstance(value, str) and value in action.choices:
+    if option.kind == CHOICE:
+        if isinstance(value, str) and value in option.choices:  # type: ignore[operator]
             return value
-        raise InputError(f"{label} must be one of {', '.join(map(str, action.choices))}, "
+        raise InputError(f"{label} must be one of {', '.join(option.choices or ())}, "
                          f"got {value!r}")
-    if action.type is not None:  # another parser of text (curator cluster's --cut)
-        try:
-            return action.type(value if isinstance(value, str) else repr(value))
-        except (argparse.ArgumentTypeError, ValueError) as exc:
-            raise InputError(f"{label} {exc}") from None
+    if option.kind == PARSED:  # --cut, --subsets: read as the command line reads their text
+        return read_text(option, value if isinstance(value, str) else repr(value))
     if isinstance(value, str):
         return value
     raise InputError(f"{label} must be text, got {value!r}")
@@ -116,10 +102,19 @@ def _comma_list(label: str, value: Any) -> Any:
     return ",".join(v if isinstance(v, str) else str(int(v)) for v in items)
 
 
-def namespace(command: str, given: Mapping[str, Any], caller: str,
-              fixed: Mapping[str, Any] | None = None, exclude: Collection[str] = (),
-              refused: Mapping[str, str] | None = None) -> argparse.Namespace:
-    """The namespace ``curator COMMAND`` would have parsed, from keyword arguments.
+def unknown_keyword(key: str, valid: Collection[str], caller: str) -> TypeError:
+    """The error for keyword ``key``, which is not among ``valid``: one line naming the
+    closest valid keyword, as Python names an unexpected keyword argument, then the list."""
+    close = difflib.get_close_matches(key, list(valid), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return TypeError(f"{caller}() got an unexpected keyword argument {key!r}{hint}; "
+                     f"valid keywords: {', '.join(sorted(valid))}")
+
+
+def keywords(command: str, given: Mapping[str, Any], caller: str,
+             fixed: Mapping[str, Any] | None = None, exclude: Collection[str] = (),
+             refused: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Every option of ``curator COMMAND`` by name, with the values of keyword arguments.
 
     Parameters
     ----------
@@ -128,32 +123,36 @@ def namespace(command: str, given: Mapping[str, Any], caller: str,
     caller : the API function's name, for the unknown-keyword message
     fixed : options the API function takes as its own arguments (``out``, ``dataset``),
         checked like the keywords but not accepted among them
-    exclude : options the call does not take (they keep their CLI default)
+    exclude : options the call does not take (they keep their default)
     refused : option → why the API does not take it (an :class:`InputError` that says so)
+
+    Returns
+    -------
+    dict
+        Option name → checked value (the option's default where none was given), as
+        :mod:`worker.step_options` takes them.
 
     Raises
     ------
     TypeError
-        For a keyword that is not an option of the call, listing the valid ones.
+        For a keyword that is not an option of the call, naming the closest one and
+        listing the valid ones.
     InputError
         For the first value that the CLI would refuse (:func:`check_keyword`).
     """
     fixed, refused = dict(fixed or {}), dict(refused or {})
-    actions = command_actions(command)
-    valid = sorted(d for d in actions if d not in fixed and d not in exclude
-                   and d not in refused)
+    options = COMMANDS[command]
+    valid = [name for name in options if name not in fixed and name not in exclude
+             and name not in refused]
     for key in given:
         if key in refused:
             raise InputError(f"{key}: {refused[key]}")
         if key not in valid:
-            close = difflib.get_close_matches(key, valid, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TypeError(f"{caller}() got an unexpected keyword argument {key!r}{hint}; "
-                            f"valid keywords: {', '.join(valid)}")
-    ns = argparse.Namespace(**{d: a.default for d, a in actions.items()})
+            raise unknown_keyword(key, valid, caller)
+    values = {name: o.default for name, o in options.items()}
     for key, value in {**fixed, **given}.items():
-        setattr(ns, key, check_keyword(key, actions[key], value))
-    return ns
+        values[key] = check_keyword(options[key], value)
+    return values
 
 
 def expand_thresholds(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 Every method reads or writes the run the way ``curator`` and the Curate page do: findings,
 the summary and the map come from the one read model
-(:func:`~worker.pipeline.storage.curation.current_snapshot`); keep, drop, relabel and undo
+(:func:`~worker.pipeline.curation.snapshot.current_snapshot`); keep, drop, relabel and undo
 are the CLI's calls on the run's SQLite store (the same store, history and undo as the
 page, so a decision made here shows on an open Curate page at its next refresh, and one
 made there shows in :meth:`Run.findings`); clustering is ``curator cluster``'s step, and
@@ -23,14 +23,15 @@ import pandas as pd
 from tsne_curator.bars import progress_bar
 from tsne_curator.display import repr_html, repr_text
 from tsne_curator.map_figure import class_map
-from tsne_curator.options import is_whole, namespace
+from tsne_curator.options import is_whole, keywords
 from tsne_curator.tables import findings_frame, manifest_frame, summary_frame
-from worker.cli.training_commands import experiment_params
 from worker.jobs.execution import run_here
 from worker.jobs.job_params import ExportParams
+from worker.pipeline.curation.cluster_step import class_code, cluster_step, set_cut
 from worker.pipeline.errors import InputError
-from worker.pipeline.storage.curation import class_code, cluster_step, open_store, set_cut
+from worker.pipeline.storage.curation_store import open_store
 from worker.pipeline.storage.rundir import RunDir
+from worker.step_options import experiment_params
 from worker.train.experiment import verdict_report
 
 if TYPE_CHECKING:
@@ -241,19 +242,20 @@ class Run:
         -------
         DataFrame, the summary (:meth:`summary`) after the change.
         """
-        a = namespace("cluster", {"eps": eps, "min_samples": min_samples, "rule": rule,
-                                  "auto": auto, "cut": cut}, "cluster")
+        v = keywords("cluster", {"eps": eps, "min_samples": min_samples, "rule": rule,
+                                 "auto": auto, "cut": cut}, "cluster")
         names = _class_names(class_name)
         samples = self._dir.read_samples()
         # Every name is checked before the store changes (cluster_step sets the rule first).
         codes = [class_code(samples, n) for n in names or []]
-        if a.cut is not None and not names:
+        if v["cut"] is not None and not names:
             raise InputError("cut is per class: name the class with class_name")
-        cluster_step(self._dir, eps=a.eps, min_samples=a.min_samples, classes=names,
-                     rule=a.rule, auto=a.auto)
-        if a.cut is not None:
+        cluster_step(self._dir, eps=v["eps"], min_samples=v["min_samples"], classes=names,
+                     rule=v["rule"], auto=v["auto"])
+        if v["cut"] is not None:
             for code in codes:
-                set_cut(self._dir, code, None if a.cut == "rule" else a.cut, samples=samples)
+                set_cut(self._dir, code, None if v["cut"] == "rule" else v["cut"],
+                        samples=samples)
         return self.summary()
 
     # -- writing out --------------------------------------------------------------------
@@ -273,11 +275,11 @@ class Run:
             The manifest (one row per sample; for ``indices``, the kept indices) and the
             export's folder.
         """
-        a = namespace("export", {"format": format}, "export",
-                      fixed={"dest": name, "run": self.path})
+        v = keywords("export", {"format": format}, "export",
+                     fixed={"dest": name, "run": self.path})
         bar = progress_bar()
         try:
-            result = run_here(self._dir, "export", ExportParams(a.dest, a.format), bar)
+            result = run_here(self._dir, "export", ExportParams(v["dest"], v["format"]), bar)
         finally:
             bar.close()
         dest = self.path / result["export"]
@@ -297,8 +299,8 @@ class Run:
             and sd of the test accuracy, the differences with their p-values, whether every
             training converged) and its verdict report, as ``curator experiment`` prints it.
         """
-        a = namespace("experiment", options, "experiment", fixed={"run": self.path})
-        params = experiment_params(a)
+        params = experiment_params(keywords("experiment", options, "experiment",
+                                            fixed={"run": self.path}))
         bar = progress_bar()
         try:
             result = run_here(self._dir, "experiment", params, bar)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from tsne_curator.options import namespace
-from worker.cli.service_commands import cmd_serve
+from app.startup import serve_app
+from tsne_curator.options import keywords
 
 
 def serve(runs_root: str | os.PathLike | None = None, port: int | None = None,
@@ -30,5 +30,6 @@ def serve(runs_root: str | os.PathLike | None = None, port: int | None = None,
     InputError
         A bad value, or a port another program holds.
     """
-    cmd_serve(namespace("serve", {"runs_root": runs_root, "port": port, "host": host,
-                                  "debug": debug}, "serve"))
+    v = keywords("serve", {"runs_root": runs_root, "port": port, "host": host,
+                           "debug": debug}, "serve")
+    serve_app(v["runs_root"], v["host"], v["port"], v["debug"])

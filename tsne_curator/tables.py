@@ -1,21 +1,22 @@
 """A run's findings, summary and export manifest as pandas DataFrames.
 
 Findings and the summary are read from one snapshot of the run
-(:func:`~worker.pipeline.storage.curation.current_snapshot`, the read model ``curator
+(:func:`~worker.pipeline.curation.snapshot.current_snapshot`, the read model ``curator
 findings``, ``curator export`` and the app read), with each finding kind's own marks,
 columns and why-lines (worker/pipeline/findings).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from worker.pipeline.curation.snapshot import CurationSnapshot, current_snapshot, summary_rows
 from worker.pipeline.findings import get_kind, kinds, marks, sample_decisions
 from worker.pipeline.findings.testsplit import read_test_paths
-from worker.pipeline.storage.curation import CurationSnapshot, current_snapshot, summary_rows
 from worker.pipeline.storage.rundir import RunDir
 
 FINDING_COLUMNS = ("index", "path", "label", "kind", "score", "suggested_label", "related",
@@ -64,8 +65,9 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
         table = snap.findings[k.name]
         idx = np.flatnonzero(marked[k.name])
         idx = idx[np.argsort(-table.score[idx], kind="stable")]
-        parts.append(_rows(snap, idx, suggested, words, k.name, table.score[idx],
-                           table.related[idx], [k.why(table, int(i), view) for i in idx.tolist()]))
+        found = Found(k.name, idx, table.score[idx], table.related[idx],
+                      [k.why(table, int(i), view) for i in idx.tolist()])
+        parts.append(_rows(snap, found, suggested, words))
     if kind is None:
         listed = np.zeros(n, bool)
         for m in marked.values():
@@ -73,33 +75,53 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
         decided = sorted({i for i in (*snap.stored.overrides, *snap.stored.relabels)
                           if 0 <= i < n and not listed[i]})
         idx = np.asarray(decided, np.int64)
-        parts.append(_rows(snap, idx, suggested, words, "", np.full(len(idx), np.nan),
-                           np.full(len(idx), -1, np.int64), [""] * len(idx)))
+        found = Found("", idx, np.full(len(idx), np.nan), np.full(len(idx), -1, np.int64),
+                      [""] * len(idx))
+        parts.append(_rows(snap, found, suggested, words))
     return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
 
 
-def _rows(snap: CurationSnapshot, idx: np.ndarray, suggested: list[str], words: np.ndarray,
-          kind: str, score: np.ndarray, related: np.ndarray, why: list[str]) -> pd.DataFrame:
-    """The rows of samples ``idx`` (shape (m,)) found by ``kind``, with their ``score``,
-    ``related`` samples and ``why``-lines (each (m,)); ``words``: every sample's decision
-    (N,)."""
-    s, d = snap.samples, snap.decisions
+@dataclass(frozen=True)
+class Found:
+    """What one finding kind says of the samples it lists, one entry per sample.
+
+    Attributes
+    ----------
+    kind : the kind's name ("" for samples only a reviewer decided)
+    idx : np.ndarray, shape (m,), the samples' indices
+    score : np.ndarray, shape (m,), the kind's scores (NaN for none)
+    related : np.ndarray, shape (m,), the related samples (-1 for none)
+    why : list of m why-lines
+    """
+
+    kind: str
+    idx: np.ndarray
+    score: np.ndarray
+    related: np.ndarray
+    why: list[str]
+
+
+def _rows(snap: CurationSnapshot, found: Found, suggested: list[str],
+          words: np.ndarray) -> pd.DataFrame:
+    """The findings table's rows of ``found``; ``suggested`` and ``words``: every sample's
+    suggested label and decision (each shape (N,))."""
+    s, d, idx = snap.samples, snap.decisions, found.idx
     return pd.DataFrame({
         "index": idx.astype(np.int64),
         "path": [s.paths[i] for i in idx.tolist()],
         "label": [s.classes[int(c)] for c in s.labels[idx].tolist()],
-        "kind": [kind] * len(idx),
-        "score": np.asarray(score, np.float64),
+        "kind": [found.kind] * len(idx),
+        "score": np.asarray(found.score, np.float64),
         "suggested_label": [suggested[i] for i in idx.tolist()],
-        "related": np.asarray(related, np.int64),
+        "related": np.asarray(found.related, np.int64),
         "decision": words[idx].tolist(),
         "reason": d.reason[idx].tolist(),
-        "why": why,
+        "why": found.why,
     })
 
 
 def summary_frame(run: RunDir) -> pd.DataFrame:
-    """:func:`~worker.pipeline.storage.curation.summary_rows` at the run's current state
+    """:func:`~worker.pipeline.curation.snapshot.summary_rows` at the run's current state
     (with a count per finding kind, as the Curate page's summary), one row per class and
     a last ``total`` row."""
     snap = current_snapshot(run)

@@ -23,17 +23,18 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import tsne_curator as tc
+from app.cli import build_parser, main
 from app.curate.figures import SYMBOLS, marker_style
 from tsne_curator import options, pipeline_call
 from tsne_curator.bars import progress_bar
 from tsne_curator.tables import FINDING_COLUMNS
-from worker.cli import build_parser, main
+from worker.option_table import COMMANDS
+from worker.pipeline.curation.findings_report import findings_report
+from worker.pipeline.curation.snapshot import current_decisions, current_snapshot, summary_rows
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import manifest_columns
 from worker.pipeline.findings import load_findings, proposals
-from worker.pipeline.findings.report import findings_report
 from worker.pipeline.progress import TqdmProgress
-from worker.pipeline.storage.curation import current_decisions, current_snapshot, summary_rows
 from worker.pipeline.storage.curation_store import CurationStore
 from worker.pipeline.storage.job_store import JobStore
 from worker.pipeline.storage.rundir import RunDir
@@ -140,14 +141,13 @@ def test_a_bad_spec_or_unknown_keyword_touches_nothing(tmp_path):
 
 
 _PARSER = build_parser()
-_NUMBERS = sorted(d for d, a in options.command_actions("pipeline").items()
-                  if getattr(a.type, "param", None))
+_NUMBERS = sorted(name for name, o in COMMANDS["pipeline"].items() if o.kind == "number")
 
 
 def _cli(name: str, text: str) -> object:
     """What ``curator pipeline --out x --FLAG=TEXT`` parses option ``name`` to, or
     "refused"."""
-    flag = options.command_actions("pipeline")[name].option_strings[0]
+    flag = COMMANDS["pipeline"][name].flag
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             ns = _PARSER.parse_args(["pipeline", "--out", "x", f"{flag}={text}"])
@@ -161,9 +161,8 @@ def _cli(name: str, text: str) -> object:
        value=st.one_of(st.integers(-5, 2**33), st.floats(), st.booleans(),
                        st.sampled_from(["", "x", "0.5", "1e3", "3", "-0"])))
 def test_keywords_are_checked_exactly_as_the_cli_parses_their_flags(name, value):
-    action = options.command_actions("pipeline")[name]
     try:
-        api = options.check_keyword(name, action, value)
+        api = options.check_keyword(COMMANDS["pipeline"][name], value)
     except InputError as exc:
         assert name in str(exc)
         api = "refused"

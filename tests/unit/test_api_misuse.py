@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import tsne_curator as tc
+from app.cli import main
 from tests.unit.test_cli import curator
-from tsne_curator.options import namespace
-from worker.cli import main
+from tsne_curator.options import keywords
 from worker.pipeline.storage.curation_store import CurationStore
 from worker.pipeline.storage.job_store import JobStore
 
@@ -466,8 +466,8 @@ SUBSETS = ("full", "filtered", "random", "corrected", "pruned@0.5", "random@0.3"
 def test_a_list_option_takes_a_list_and_quotes_what_it_refuses(names, bad):
     """``subsets=[...]`` is ``--subsets a,b``; a wrong name is quoted as given."""
     def parsed(value):  # noqa: ANN001, ANN202
-        return namespace("experiment", {"subsets": value}, "experiment",
-                         fixed={"run": "r"}).subsets
+        return keywords("experiment", {"subsets": value}, "experiment",
+                        fixed={"run": "r"})["subsets"]
 
     assert parsed(names) == parsed(",".join(names)) == parsed(tuple(names))
     with pytest.raises(tc.InputError, match=f"unknown subset '{bad}'"):
@@ -480,8 +480,8 @@ def test_a_list_option_takes_numpy_integers_as_a_class_name_does(small_run):
     """An array's items are numpy integers: ``batch_sizes=list(np.array([64, 128]))`` is
     ``--batch-sizes 64,128``, as ``run.cluster(np.int64(3))`` is class 3."""
     def parsed(value):  # noqa: ANN001, ANN202
-        return namespace("experiment", {"batch_sizes": value}, "experiment",
-                         fixed={"run": "r"}).batch_sizes
+        return keywords("experiment", {"batch_sizes": value}, "experiment",
+                        fixed={"run": "r"})["batch_sizes"]
 
     assert parsed([np.int64(64), np.uint8(128)]) == parsed([64, 128]) == parsed("64,128")
     assert parsed(list(np.array([32]))) == parsed(np.int32(32)) == parsed("32")

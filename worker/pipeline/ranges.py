@@ -1,6 +1,7 @@
-"""Every numeric parameter, defined once: its flag, range, default and help.
+"""Every numeric parameter, defined once: its flag, range and default (a group's: its help).
 
-The CLI (``type=cli_type(name)``; a whole group's flags with :func:`add_flags`), the forms
+The CLI (``type=cli_type(name)``) and the Python API (both from the option declarations of
+:mod:`worker.option_table`), the forms
 (:meth:`Param.form_bounds`) and callbacks (``check``), the job parameters and the steps
 themselves read numbers here, so a value is refused the same way wherever it comes from: not
 finite, out of range, or a fraction where a whole number is meant, it is one
@@ -26,9 +27,13 @@ class Param:
     """A number's flag, type and range: ``low`` ≤ value ≤ ``high`` (``low`` excluded when
     ``above``, ``high`` excluded when ``below``).
 
-    ``default``: its value when none is given (None: chosen by the step that uses it).
-    ``help``: the CLI's help line; ``{default}`` in it is replaced by the default.
-    ``group``: the options it belongs with, whose flags :func:`add_flags` adds together:
+    ``default``: its value when none is given, the flag's and the API keyword's default
+    (None: chosen by the step that uses it).
+    ``help``: a group's flag's help line (``{default}`` in it is replaced by the default),
+    here so that a new kind's cut or t-SNE option is one line: the other numbers' help is
+    with their option (:mod:`worker.option_table`).
+    ``group``: the options it belongs with, whose flags the CLI adds together
+    (:func:`group_params`):
     ``embedding`` (the t-SNE options; :class:`~worker.pipeline.map.embedding.EmbeddingOptions`
     has a field of each name) and ``findings`` (a finding kind's cut, named
     ``<kind>_threshold``: the kind's ``threshold``).
@@ -55,14 +60,10 @@ class Param:
         top, excluded = self.bounds(high, strict)
         kind = "a whole number" if self.integer else "a number"
         if self.integer and not self.above and not excluded:
-            return f"{kind} from {_fmt(self.low)} to {_fmt(top)}{why}"
-        low = f"> {_fmt(self.low)}" if self.above else f"≥ {_fmt(self.low)}"
-        up = f"< {_fmt(top)}" if excluded else f"≤ {_fmt(top)}"
+            return f"{kind} from {fmt_number(self.low)} to {fmt_number(top)}{why}"
+        low = f"> {fmt_number(self.low)}" if self.above else f"≥ {fmt_number(self.low)}"
+        up = f"< {fmt_number(top)}" if excluded else f"≤ {fmt_number(top)}"
         return f"{kind} {low} and {up}{why}"
-
-    def help_text(self) -> str:
-        return self.help.replace("{default}", _fmt(self.default) if self.default is not None
-                                 else "none")
 
     def form_bounds(self) -> dict:
         """A number input's ``min``, ``max``, ``step`` and ``value`` (HTML's bounds are
@@ -71,24 +72,25 @@ class Param:
                 "value": self.default}
 
 
-def _fmt(x: float) -> str:
+def fmt_number(x: float) -> str:
+    """``x`` as the messages and help lines write it: ``10,000``, ``0.9``, ``1e+06``."""
     return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
 PARAMS: dict[str, Param] = {
     # ingest and features
     "inject_noise": Param("--inject-noise", False, 0.0, 1.0, below=True, default=0.0),
-    "inject_duplicates": Param("--inject-duplicates", False, 0.0, 1.0),
-    "inject_outliers": Param("--inject-outliers", True, 0, 1_000_000),
-    "inject_leaks": Param("--inject-leaks", True, 0, 1_000_000),
+    "inject_duplicates": Param("--inject-duplicates", False, 0.0, 1.0, default=0.0),
+    "inject_outliers": Param("--inject-outliers", True, 0, 1_000_000, default=0),
+    "inject_leaks": Param("--inject-leaks", True, 0, 1_000_000, default=0),
     # Injected copies per source (drawn 1..K) and the share filed under another class.
     "duplicate_family": Param("--duplicate-family", True, 1, 10, default=1),
     "duplicate_across": Param("--duplicate-across", False, 0.0, 1.0, default=0.0),
-    "seed": Param("--seed", True, 0, 2**32 - 1),
+    "seed": Param("--seed", True, 0, 2**32 - 1, default=0),
     # Below 32 px the networks' strides leave nothing to see.
     "input_size": Param("--input-size", True, 32, 512),
     "finetune": Param("--finetune", True, 0, 1000, default=0),
-    "extract_batch": Param("--batch-size", True, 1, 65_536),
+    "extract_batch": Param("--batch-size", True, 1, 65_536, default=256),
     "workers": Param("--workers", True, 0, 256),
     # the map (PCA, then t-SNE; worker/pipeline/map/embedding.py). The iteration counts are
     # below openTSNE's (250 + 500): EmbeddingOptions' docstring says why.
@@ -152,15 +154,15 @@ PARAMS: dict[str, Param] = {
     # training
     "epochs": Param("--epochs", True, 1, 10_000),
     "train_batch": Param("--batch-size", True, 1, 10_000_000),
-    "nproc": Param("--nproc", True, 1, 1024),
+    "nproc": Param("--nproc", True, 1, 1024, default=1),
     "lr": Param("--lr", False, 0.0, 100.0, above=True),
-    "weight_decay": Param("--weight-decay", False, 0.0, 1.0),
-    "label_smoothing": Param("--label-smoothing", False, 0.0, 1.0, below=True),
-    "warmup_epochs": Param("--warmup-epochs", True, 0, 10_000),
-    "nnodes": Param("--nnodes", True, 1, 4096),
+    "weight_decay": Param("--weight-decay", False, 0.0, 1.0, default=5e-4),
+    "label_smoothing": Param("--label-smoothing", False, 0.0, 1.0, below=True, default=0.0),
+    "warmup_epochs": Param("--warmup-epochs", True, 0, 10_000, default=1),
+    "nnodes": Param("--nnodes", True, 1, 4096, default=1),
     "node_rank": Param("--node-rank", True, 0, 4095),
-    "seeds": Param("--seeds", True, 1, 100),
-    "parallel": Param("--parallel", True, 1, 64),
+    "seeds": Param("--seeds", True, 1, 100, default=3),
+    "parallel": Param("--parallel", True, 1, 64, default=1),
     # serving
     "port": Param("--port", True, 1, 65_535),
     "concurrency": Param("--concurrency", True, 1, 1024),
@@ -194,7 +196,10 @@ def check(name: str, value: object, high: float | None = None, strict: bool = Fa
     ok = x is not None and math.isfinite(x) and (x > p.low if p.above else x >= p.low) \
         and (x < top if excluded else x <= top) and (not p.integer or x.is_integer())
     if not ok:
-        shown = (value.strip() if isinstance(value, str) else repr(value))[:40]
+        shown = value.strip() if isinstance(value, str) else repr(value)
+        # Text that would break the one-line error (a newline, a control character) is
+        # quoted with its escapes.
+        shown = (shown if shown.isprintable() else repr(shown))[:40]
         raise InputError(f"{p.flag} must be {p.describe(high, strict, why)}, got {shown}")
     return int(x) if p.integer else float(x)  # type: ignore[arg-type]
 
@@ -230,13 +235,3 @@ def group_defaults(group: str) -> dict[str, int | float | None]:
     """The defaults of ``group``'s parameters, by name."""
     return {name: p.default for name, p in group_params(group).items()}
 
-
-def add_flags(parser, group: str, given_only: bool = False) -> None:  # noqa: ANN001
-    """Add a flag for each parameter of ``group`` to ``parser`` (an argparse parser or
-    argument group), with its checked type, default and help. ``given_only``: the flag
-    defaults to None, so that only a value given on the command line is passed on (the
-    step then uses its own default, or a value stored earlier)."""
-    for name, p in group_params(group).items():
-        parser.add_argument(p.flag, type=cli_type(name), dest=name, metavar="T" if given_only
-                            else None, default=None if given_only else p.default,
-                            help=p.help_text())

@@ -30,8 +30,8 @@ class EmbeddingOptions:
     """t-SNE settings; ``n_iter`` counts the iterations after early exaggeration.
 
     Each number is a parameter of the ``embedding`` group in worker/pipeline/ranges.py,
-    which gives its default, range and help: the CLI's flags, the form and the job record
-    follow from there, so a new option is a field here and a line there.
+    which gives its default, range and help: the CLI's flags, the API's keywords, the form
+    and the job record follow from there, so a new option is a field here and a line there.
 
     The iteration counts are below openTSNE's defaults (250 + 500): with its learning
     rate N/12 the map has converged by then. On 20k CIFAR ResNet-56 features, 150 + 300

@@ -1,0 +1,215 @@
+"""The API's keywords and the CLI's flags come from one declaration per option
+(worker/option_table.py): the same names, defaults and checks, the same one-line refusals,
+and no argparse parser behind the API."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tsne_curator as tc
+from app.cli import build_parser
+from tsne_curator.options import check_keyword, keywords
+from worker.option_table import COMMANDS, NUMBER, PARSED, PATH, SWITCH, Option
+from worker.pipeline.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+PARSER = build_parser()  # every curator command, the app's curator serve included
+
+
+def _skeleton(command: str) -> list[str]:
+    """The least ``curator COMMAND`` parses: its positional argument and required flags."""
+    argv = [command]
+    for o in COMMANDS[command].values():
+        argv += ["r"] if not o.flag else [o.flag, "x"] if o.required else []
+    return argv
+
+
+def _cli(command: str, option: Option, value: object) -> object:
+    """What ``curator COMMAND`` parses ``option`` to from ``value``'s text, or the one line
+    it refuses it with (after ``argument --flag: ``)."""
+    arg = ([option.flag] if value else []) if option.kind == SWITCH \
+        else [f"{option.flag}={value}"]
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            ns = PARSER.parse_args([*_skeleton(command), *arg])
+    except SystemExit:
+        line = err.getvalue().strip()
+        assert "\n" not in line
+        return ("refused", line.split(": ", 2)[-1].rsplit(" (see '", 1)[0])
+    return getattr(ns, option.name)
+
+
+def _api(option: Option, value: object) -> object:
+    """What the API's check makes of ``value``, or the one line it refuses it with (after
+    the keyword's label)."""
+    try:
+        return check_keyword(option, value)
+    except InputError as exc:
+        text = str(exc)
+        assert "\n" not in text and text.startswith(option.label)
+        return ("refused", text.removeprefix(f"{option.label} "))
+
+
+# Every option an API call takes as a keyword, with its command: the positional run folder
+# and curator cluster's --class are the calls' own arguments.
+KEYWORDS = sorted((command, name) for command, options in COMMANDS.items()
+                  for name, o in options.items() if o.flag and o.kind != "append")
+
+TEXTS = st.one_of(st.text(max_size=12), st.sampled_from(
+    ["0", "1", "-1", "0.5", "1e3", "2.5", "nan", "inf", "rule", "auto", "full,filtered",
+     "pruned@0.5", "csv", "digits", "train", "fft", "resnet18", "pixels", " 3 "]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(key=st.sampled_from(KEYWORDS), text=TEXTS)
+def test_a_keywords_text_is_read_and_refused_as_the_cli_reads_its_flag(key, text):
+    """Any text for any keyword: the same value, or a one-line refusal where the CLI
+    refuses, in the CLI's words for a number and a read text (``--cut``, ``--subsets``).
+    (A choice's refusal lists the choices in the API's own words; an empty path is the
+    API's own refusal: the CLI would read it as the current folder.)"""
+    command, name = key
+    option = COMMANDS[command][name]
+    if option.kind == SWITCH or (option.kind == PATH and not text):
+        return
+    api, cli = _api(option, text), _cli(command, option, text)
+    if option.kind not in (NUMBER, PARSED) and isinstance(api, tuple):
+        api, cli = api[0], cli[0] if isinstance(cli, tuple) else cli
+    assert api == cli and type(api) is type(cli)
+
+
+NUMBERS = sorted(k for k in KEYWORDS if COMMANDS[k[0]][k[1]].kind == NUMBER)
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=st.sampled_from(NUMBERS),
+       value=st.one_of(st.integers(-5, 2**33), st.floats(), st.booleans()))
+def test_an_out_of_range_number_is_the_same_one_line_error_as_the_flags(key, value):
+    """A number out of range, not finite, or a fraction where a whole number is meant:
+    the API's error says what the CLI's does, after naming the keyword and its flag."""
+    command, name = key
+    option = COMMANDS[command][name]
+    api, cli = _api(option, value), _cli(command, option, value)
+    assert api == cli and type(api) is type(cli)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_no_keyword_gives_the_defaults_the_command_parses(command):
+    argv = _skeleton(command)
+    parsed = vars(PARSER.parse_args(argv))
+    fixed = {o.name: "r" if not o.flag else "x" for o in COMMANDS[command].values()
+             if not o.flag or o.required}
+    api = keywords(command, {}, command, fixed=fixed)
+    assert api == {k: v for k, v in parsed.items() if k not in ("command", "fn")}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_the_commands_flags_are_the_declarations(command):
+    """Each option the API declares is the flag ``curator COMMAND`` has: its name, flag,
+    default, choices, metavar, help and range."""
+    sub = next(a for a in PARSER._actions if a.dest == "command")
+    actions = {a.dest: a for a in sub.choices[command]._actions if a.dest != "help"}
+    assert set(actions) == set(COMMANDS[command])
+    for name, o in COMMANDS[command].items():
+        a = actions[name]
+        assert a.option_strings[:1] == ([o.flag] if o.flag else [])
+        assert (a.default, a.help, a.metavar, a.required) == \
+            (o.default, o.help, o.metavar, o.required or not o.flag)
+        assert (tuple(a.choices) if a.choices else None) == o.choices
+        assert getattr(a.type, "param", None) == o.param
+
+
+@pytest.mark.parametrize(("call", "word", "closest"), [
+    (lambda: tc.pipeline("digits", out="never", perplexty=30), "perplexty", "perplexity"),
+    (lambda: tc.from_arrays([[0.0]], [0], "never", min_sample=3), "min_sample",
+     "min_samples"),
+    (lambda: tc.pipeline("digits", out="never", colour="red"), "colour", None),
+])
+def test_a_misspelt_keyword_names_the_closest_option_in_one_line(call, word, closest):
+    with pytest.raises(TypeError) as exc:
+        call()
+    text = str(exc.value)
+    assert "\n" not in text and f"unexpected keyword argument {word!r}" in text
+    hint = f"(did you mean {closest!r}?)" if closest else "did you mean"
+    assert (hint in text) == bool(closest)
+    assert not Path("never").exists()
+
+
+def test_an_experiment_keyword_misspelt_is_refused_before_the_run_is_read():
+    with pytest.raises(TypeError, match=r"'seed' \(did you mean 'seeds'\?\)"):
+        keywords("experiment", {"seed": 2}, "experiment", fixed={"run": "r"})
+
+
+def test_a_refused_value_of_each_kind_is_one_line_naming_keyword_and_flag():
+    cases = {("pipeline", "perplexity"): -1, ("pipeline", "model"): "vgg",
+             ("pipeline", "labels"): 3, ("cluster", "cut"): 2.5, ("cluster", "auto"): 1,
+             ("experiment", "subsets"): "full,every", ("serve", "port"): 70_000,
+             ("experiment", "batch_sizes"): [64.0], ("export", "dest"): 3}
+    for (command, name), value in cases.items():
+        option = COMMANDS[command][name]
+        with pytest.raises(InputError) as exc:
+            check_keyword(option, value)
+        assert str(exc.value).startswith(f"{name} ({option.flag}) ")
+        assert "\n" not in str(exc.value)
+
+
+def test_the_api_neither_imports_the_cli_nor_reads_a_parser():
+    """tsne_curator/ imports nothing of worker/cli (counting imports inside functions),
+    and nothing in app/, worker/ or tsne_curator/ reads argparse's private parser state."""
+    bad = []
+    for path in sorted((ROOT / "tsne_curator").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad += [f"{path.name}: {n}" for n in names if n.startswith("worker.cli")]
+    for package in ("app", "worker", "tsne_curator"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text = path.read_text()
+            bad += [f"{path.relative_to(ROOT)}: {word}" for word in
+                    ("._actions", "_SubParsersAction", "_StoreTrueAction", "_HelpAction")
+                    if word in text]
+    assert bad == []
+    code = ("import sys, tsne_curator; "
+            "print(sorted(m for m in sys.modules if m.startswith('worker.cli')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def test_an_option_not_given_is_the_steps_own_default():
+    """The dataset, feature, map and training options' defaults, where the step's option
+    object has a field for them, are that field's default: an option left out of a command
+    or a call, and a step's options made without it (a form, a job record), agree."""
+    import dataclasses
+
+    from worker.option_table import DATASET, EMBEDDING, FEATURES, MULTI_NODE, TRAINING
+    from worker.pipeline.features.feature_options import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.train.config import TrainConfig
+
+    fields_of = {cls: {f.name: f.default for f in dataclasses.fields(cls)}
+                 for cls in (DatasetOptions, FeatureOptions, EmbeddingOptions, TrainConfig)}
+    # An option named otherwise than its field.
+    field_name = {"finetune": "finetune_epochs", "workers": "num_workers"}
+    checked = 0
+    for cls, options in ((DatasetOptions, DATASET), (FeatureOptions, FEATURES),
+                         (EmbeddingOptions, EMBEDDING), (TrainConfig, (*TRAINING, *MULTI_NODE))):
+        for o in options:
+            name = field_name.get(o.name, o.name)
+            # --device not given is the settings' (CURATOR_DEVICE), read when it is used.
+            if name in fields_of[cls] and (cls, name) != (FeatureOptions, "device"):
+                assert o.default == fields_of[cls][name], (cls.__name__, o.name)
+                checked += 1
+    assert checked >= 30
