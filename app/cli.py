@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from app.startup import serve_app
 from worker.cli import COMMAND_GROUPS
 from worker.cli import build_parser as worker_parser
 from worker.cli import main as worker_main
-from worker.cli.arguments import Add
-from worker.pipeline.ranges import cli_type
+from worker.cli.arguments import Add, add_options
+from worker.option_table import SERVE
 
 
 def cmd_serve(a: argparse.Namespace) -> None:
@@ -26,13 +25,7 @@ def cmd_serve(a: argparse.Namespace) -> None:
 def register(add: Add) -> None:
     """serve: the web app."""
     sp = add("serve", cmd_serve, "start the web app (default http://127.0.0.1:8050)")
-    sp.add_argument("--runs-root", type=Path, help="default: CURATOR_RUNS_ROOT or ./runs")
-    sp.add_argument("--host", help="default 127.0.0.1 (CURATOR_HOST)")
-    sp.add_argument("--port", type=cli_type("port"), help="default 8050 (CURATOR_PORT)")
-    sp.add_argument("--debug", action="store_true",
-                    help="Dash dev tools and reloader, and the Curate page's test hooks "
-                         "(as CURATOR_DEBUG_HOOKS=1)")
-
+    add_options(sp, SERVE)
 
 GROUPS = (*COMMAND_GROUPS, register)
 

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from app.curate.backdrop import extent, render_png
+from app.curate.backdrop import render_png
 from app.curate.figures import class_figure, class_trace
+from app.map_extent import extent
+from app.run_data import RunState
 from worker.pipeline.curation.cluster_step import class_code
 from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.findings import proposals
@@ -42,8 +44,6 @@ def class_map(run: RunDir, class_name: str) -> go.Figure:
         No such class in the run.
     """
     import plotly.graph_objects as go
-
-    from app.run_data import RunState  # the page's state type (loads Flask's caching)
 
     snap = current_snapshot(run)
     code = class_code(snap.samples, class_name)

@@ -13,8 +13,6 @@ import io
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-# The map's square lives below app/curate/, where the run's data reads it too; importing
-# it here keeps `from app.curate.backdrop import extent` working for the figures.
 from app.map_extent import extent
 
 SIZE = 1600  # pixels on the longer side

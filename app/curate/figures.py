@@ -13,7 +13,7 @@ from html import escape
 
 import numpy as np
 
-from app.curate.backdrop import extent
+from app.map_extent import extent
 from worker.pipeline.findings import DROP, REVIEW, kinds
 from worker.pipeline.map.clustering import UNDECIDED_REASONS, Decisions, flagged_by
 
@@ -273,7 +273,7 @@ def class_figure(emb: np.ndarray, trace: dict, background_url: str,
     :func:`class_trace`) on top.
 
     Trace 0 is invisible and only pins the axes to the whole map (``bounds``, when the
-    caller has them: :func:`~app.curate.backdrop.extent` of ``emb``); trace 1 is the class.
+    caller has them: :func:`~app.map_extent.extent` of ``emb``); trace 1 is the class.
     """
     x0, x1, y0, y1 = bounds or extent(emb)
     pin = dict(type="scattergl", x=[x0, x1], y=[y0, y1], mode="markers", hoverinfo="skip",

@@ -7,8 +7,9 @@ import io
 import numpy as np
 from PIL import Image
 
-from app.curate.backdrop import LABEL_LIMIT, extent, render_png
+from app.curate.backdrop import LABEL_LIMIT, render_png
 from app.curate.figures import NOISE_COLOUR, OVERVIEW_POINTS_MAX, overview_figure
+from app.map_extent import extent
 from worker.pipeline.map.clustering import Decisions
 
 

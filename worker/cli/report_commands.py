@@ -6,7 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from worker.cli.arguments import Add, finding_args, rundir, thresholds
+from worker.cli.arguments import Add, add_options, finding_args, rundir, thresholds
+from worker.option_table import EXPORT_OWN, RUN
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
@@ -53,9 +54,7 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 def register(add: Add) -> None:
     """export and evaluate."""
     sp = add("export", cmd_export, "write the kept subset to <run>/exports/NAME")
-    sp.add_argument("run", type=Path)
-    sp.add_argument("--format", default="csv", choices=["csv", "imagefolder", "indices"])
-    sp.add_argument("--dest", required=True, metavar="NAME", help="export name")
+    add_options(sp, (RUN, *EXPORT_OWN))
 
     sp = add("findings", cmd_findings,
              "every kind of finding (wrong labels, near-duplicates, leaks into the test "

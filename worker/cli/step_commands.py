@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from worker.cli.arguments import (
     Add,
+    add_options,
     cluster_args,
     dataset_args,
     dataset_opts,
@@ -23,13 +24,14 @@ from worker.cli.arguments import (
     thresholds,
 )
 from worker.cli.text_tables import format_table
+from worker.option_table import CLUSTER_OWN, OUT, RUN, SHARDS
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
 from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled, TqdmProgress
 from worker.pipeline.ranges import cli_type
-from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER, load_settings
+from worker.settings import load_settings
 
 if TYPE_CHECKING:
     from worker.pipeline.storage.rundir import RunDir
@@ -235,37 +237,25 @@ def cmd_cluster(a: argparse.Namespace) -> None:
 def register(add: Add) -> None:
     """pipeline, extract, embed, cluster: the steps that build a run."""
     sp = add("pipeline", cmd_pipeline, "all steps: ingest, extract, embed, cluster, findings")
-    sp.add_argument("--out", required=True, type=Path, help="run directory")
+    add_options(sp, (OUT,))
     dataset_args(sp, required=False)
     model_args(sp)
-    sp.add_argument("--shards", type=cli_type("shards"), metavar="N",
-                    help="share feature extraction out as N Celery jobs to 'curator worker' "
-                         "processes (needs CURATOR_BROKER_URL; 0 = one job; default: "
-                         f"{SHARDS_PER_WORKER} per worker on the gpu queue from "
-                         f"{AUTO_SHARD_MIN:,} images when two or more consume it)")
+    add_options(sp, (SHARDS,))
     embed_args(sp)
     cluster_args(sp)
     finding_args(sp)
 
     sp = add("extract", cmd_extract, "create a run (if needed) and extract features")
-    sp.add_argument("--out", required=True, type=Path, help="run directory")
+    add_options(sp, (OUT,))
     dataset_args(sp, required=False)
     model_args(sp)
 
     sp = add("embed", cmd_embed, "PCA + t-SNE of the run's features")
-    sp.add_argument("run", type=Path)
+    add_options(sp, (RUN,))
     sp.add_argument("--seed", type=cli_type("seed"), default=0, help="PCA and t-SNE seed")
     embed_args(sp)
 
     sp = add("cluster", cmd_cluster, "per-class DBSCAN; print the summary table")
-    sp.add_argument("run", type=Path)
+    add_options(sp, (RUN,))
     cluster_args(sp)
-    sp.add_argument("--class", dest="cls", action="append", metavar="NAME",
-                    help="apply --eps/--min-samples to this class only (repeatable)")
-    sp.add_argument("--auto", action="store_true", help="recompute eps from the k-distance knee")
-    count = cli_type("cut")
-    sp.add_argument("--cut", type=lambda text: "rule" if text == "rule" else count(text),
-                    metavar="N|rule",
-                    help="flag the N highest mislabel scores of each --class and no others, "
-                         "whatever DBSCAN says (rule adaptive); 'rule' gives the class back "
-                         "to the rule (undo: curator undo)")
+    add_options(sp, CLUSTER_OWN)
