@@ -5,9 +5,13 @@ seeds; every subset gets its difference against full and against its random cont
 (``random`` for filtered and corrected, ``random@F`` for ``pruned@F``), with
 the standard error of that difference, and a Welch t-test (scipy) decides whether the
 difference is outside the seed-to-seed noise (p < 0.05). With one seed per subset there
-is no spread to compare against, and the verdict says so. While a compared training had
-not converged (worker/train/convergence.py, the plateau rule), the verdict names no
-winner: it says which run was still learning, by how much, and what to run instead.
+is no spread to compare against, and the verdict says so.
+
+A training that had not converged (worker/train/convergence.py, the plateau rule) withholds
+the winner only where longer training could overturn it (:func:`decide`): a subset still
+learning that is behind the winner by less than it would gain at its current rate over
+as many epochs again (the run the verdict asks for next). A winner that is itself still
+learning is named, with the caveat: its lead over converged rivals can only grow.
 """
 
 from __future__ import annotations
@@ -150,55 +154,110 @@ def _convergence(rows: list[dict]) -> tuple[bool | None, Convergence | None, int
     return False, worst, epochs
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What to ship at one batch size: ``ship`` (None: no subset named), the caveat that goes
+    with it, and, when withheld by a training still learning, why."""
+
+    ship: str | None
+    caveat: str = ""
+    withheld: str = ""
+
+
+def reach_pp(r: SubsetResult) -> float:
+    """How much more ``r`` could gain, in pp: its last window's gain at the same rate over
+    as many epochs again as it trained (the ``--epochs`` the verdict asks for next). A
+    concave learning curve gains less, so this errs towards withholding. ``inf`` when the
+    rule could not judge the run (too few epochs)."""
+    c = r.lagging
+    if c is None:
+        return 0.0
+    if c.window == 0 or math.isnan(c.gain_pp):
+        return math.inf
+    return max(c.gain_pp, 0.0) * max(r.epochs, c.window) / c.window
+
+
+def decide(results: list[SubsetResult], batch_size: int) -> Decision:
+    """The subset to ship at ``batch_size`` and how sure that is.
+
+    The winner is the curated subset with the best mean accuracy when it beats full
+    clearly (Welch p < 0.05, two or more seeds), else full. Trainings still learning change
+    that only where they could: a rival on the other side of the choice (full against a
+    curated winner, a curated subset against full) still learning and behind the winner by
+    no more than :func:`reach_pp` withholds it. A winner still learning is named with a
+    caveat, for its lead can only grow; random controls are judged against, never shipped,
+    and do not withhold.
+    """
+    here = [r for r in results if r.batch_size == batch_size]
+    judged = [r for r in here if curated(r.subset)
+              and r.vs_full is not None and r.vs_full.p is not None]
+    full = next((r for r in here if r.subset == "full"), None)
+    if not judged or full is None:
+        return Decision(None)
+    best = max(judged, key=lambda r: r.mean)
+    winner = best if best.vs_full.clear and best.vs_full.diff > 0 else full
+    # What could overturn the choice is the other side of it: full, when a curated subset
+    # wins; a curated subset, when full does. Among curated subsets the best mean is
+    # chosen as before, without a test between them.
+    rivals = [full] if winner is best else [r for r in here if curated(r.subset)]
+    threats = [r for r in rivals if r.converged is False
+               and 100 * (winner.mean - r.mean) <= reach_pp(r)]
+    if threats:
+        return Decision(None, withheld="; ".join(
+            f"{r.subset} could still overtake {winner.subset} "
+            f"({100 * (winner.mean - r.mean):.1f} pp behind)" for r in threats))
+    caveat = (f"{winner.subset} was still learning: the gap can only grow"
+              if winner.converged is False else "")
+    name = winner.subset if winner is best else "full (no curated subset is clearly better)"
+    return Decision(name, caveat)
+
+
+def recommend(results: list[SubsetResult], batch_size: int) -> str | None:
+    """The subset to ship at ``batch_size`` (:func:`decide`), or None where none can be
+    named: no full training and curated one with two or more seeds to compare, or a
+    training still learning that could overturn the winner."""
+    return decide(results, batch_size).ship
+
+
 def verdict(results: list[SubsetResult], batch_size: int) -> str:
     """One line on what curation did at ``batch_size``: each curated subset (filtered,
-    corrected, pruned@F) against full and its random control, whether each difference is inside the
-    noise, and which subset to ship (:func:`recommend`)."""
+    corrected, pruned@F) against full and its random control, whether each difference is
+    inside the noise, which trainings were still learning, and which subset to ship
+    (:func:`decide`)."""
     judged = [r for r in results if r.batch_size == batch_size and curated(r.subset)]
     if not judged:
         return (f"batch {batch_size}: no curated training (filtered, corrected, pruned@F) "
                 "to judge")
+    decision = decide(results, batch_size)
     lagging = [r for r in results if r.batch_size == batch_size and r.converged is False]
-    if lagging:
+    learning = "; ".join(r.still_learning() for r in lagging)
+    if decision.ship is None and lagging:
         # --epochs is full's (the largest subset's) under the steps budget, and every
         # subset's under the epochs budget: the fewest epochs at this batch is what was given.
         epochs = min(r.epochs for r in results if r.batch_size == batch_size)
-        return (f"batch {batch_size}: not converged: "
-                + "; ".join(r.still_learning() for r in lagging)
-                + f"; no winner named: run with --epochs {max(2 * epochs, MIN_WINDOW + 1)}")
-    parts = []
-    for r in judged:
-        for other, d in (("full", r.vs_full), (control_of(r.subset), r.vs_random)):
-            if d is None:
-                continue
-            if d.p is None:
-                parts.append(f"{r.subset} − {other} = {d.text()} (one seed: no spread to "
-                             "judge it by; run 2 or more seeds)")
-            elif d.clear:
-                word = "better" if d.diff > 0 else "worse"
-                parts.append(f"{r.subset} is {word} than {other} by {d.text()} "
-                             f"(p = {d.p:.3f})")
-            else:
-                parts.append(f"{r.subset} − {other} = {d.text()}: inside the noise "
-                             f"(p = {d.p:.2f})")
-    ship = recommend(results, batch_size)
-    return (f"batch {batch_size}: " + ("; ".join(parts) or "nothing to compare against")
-            + (f"; ship: {ship}" if ship else ""))
+        why = decision.withheld or "one seed is no spread to judge a difference by (run 2 or more)"
+        return (f"batch {batch_size}: not converged: {learning}; no winner named: {why}: "
+                f"run with --epochs {max(2 * epochs, MIN_WINDOW + 1)}")
+    parts = [_comparison(r, other, d) for r in judged
+             for other, d in (("full", r.vs_full), (control_of(r.subset), r.vs_random))
+             if d is not None]
+    line = f"batch {batch_size}: " + ("; ".join(parts) or "nothing to compare against")
+    if lagging:
+        line += f"; still learning: {learning}"
+    if decision.ship:
+        line += f"; ship: {decision.ship}" + (f" ({decision.caveat})" if decision.caveat else "")
+    return line
 
 
-def recommend(results: list[SubsetResult], batch_size: int) -> str | None:
-    """The subset to ship at ``batch_size``: the curated subset with the best mean accuracy
-    when it beats full clearly (Welch p < 0.05), else ``full``; None without a full
-    training and a curated one with two or more seeds to compare, or while a training at
-    ``batch_size`` had not converged."""
-    judged = [r for r in results if r.batch_size == batch_size and curated(r.subset)
-              and r.vs_full is not None and r.vs_full.p is not None]
-    if not judged or any(r.converged is False for r in results if r.batch_size == batch_size):
-        return None
-    best = max(judged, key=lambda r: r.mean)
-    if best.vs_full.clear and best.vs_full.diff > 0:
-        return best.subset
-    return "full (no curated subset is clearly better)"
+def _comparison(r: SubsetResult, other: str | None, d: Difference) -> str:
+    """``r`` against ``other`` in words: better or worse (p), inside the noise, or one seed."""
+    if d.p is None:
+        return (f"{r.subset} − {other} = {d.text()} (one seed: no spread to judge it by; run "
+                "2 or more seeds)")
+    if d.clear:
+        return f"{r.subset} is {'better' if d.diff > 0 else 'worse'} than {other} by " \
+               f"{d.text()} (p = {d.p:.3f})"
+    return f"{r.subset} − {other} = {d.text()}: inside the noise (p = {d.p:.2f})"
 
 
 def mean_without_leaks(rows: list[dict], subset: str, batch: int) -> float | None:
