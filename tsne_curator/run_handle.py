@@ -28,6 +28,7 @@ from tsne_curator.tables import findings_frame, manifest_frame, summary_frame
 from worker.jobs.execution import run_here
 from worker.jobs.job_params import ExportParams
 from worker.pipeline.curation.cluster_step import class_code, cluster_step, set_cut
+from worker.pipeline.curation.similar_rows import SIMILAR_COLUMNS, similar_rows
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.curation_store import open_store
 from worker.pipeline.storage.rundir import RunDir
@@ -123,6 +124,28 @@ class Run:
         for the columns.
         """
         return findings_frame(self._dir, kind)
+
+    def similar(self, index: int, k: int = 20) -> pd.DataFrame:
+        """Sample ``index``'s ``k`` nearest samples across every class (``curator
+        similar``): where one bad sample leads to the others of its kind.
+
+        Parameters
+        ----------
+        index : int
+            The sample (its row of ``samples.csv``, the ``index`` of :meth:`findings`).
+        k : int
+            How many (``--k``, 1 to 10,000).
+
+        Returns
+        -------
+        DataFrame, one row per neighbour, nearest first: ``rank``, ``index``, ``distance``
+        (in the space the label evidence and the findings search: the features' PCA-50),
+        ``path``, ``label``, ``suggested_label`` (where the label rule flags it),
+        ``findings`` (the kinds that mark it, comma-separated), ``decision``.
+        """
+        v = keywords("similar", {"index": index, "k": k}, "similar")
+        rows = similar_rows(self._dir, int(v["index"]), v["k"])
+        return pd.DataFrame(rows, columns=list(SIMILAR_COLUMNS))
 
     def summary(self) -> pd.DataFrame:
         """The per-class table (the paper's Table I), one row per class and a total row:

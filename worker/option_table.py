@@ -276,6 +276,11 @@ EXPERIMENT_OWN = (
                        "the GPU idle (1.02x for ResNet-18 at batch >= 1024 on an H200); on a "
                        "CPU they share its cores"),
 )
+SIMILAR_OWN = (
+    Option("index", "", NUMBER, help="the sample: its row of samples.csv", param="sample_index"),
+    number("similar_k", "how many nearest samples (default {default})", name="k"),
+    switch("json", "print the rows as JSON"),
+)
 SERVE = (
     path("runs_root", "default: CURATOR_RUNS_ROOT or ./runs"),
     text("host", "default 127.0.0.1 (CURATOR_HOST)"),
@@ -285,14 +290,15 @@ SERVE = (
 )
 
 # The options of each command the API calls, by name: tc.pipeline and tc.from_arrays take
-# pipeline's, Run.cluster cluster's, Run.export export's, Run.experiment experiment's and
-# tc.serve serve's.
+# pipeline's, Run.cluster cluster's, Run.export export's, Run.experiment experiment's,
+# Run.similar similar's and tc.serve serve's.
 COMMANDS: dict[str, dict[str, Option]] = {
     command: {o.name: o for o in options} for command, options in {
         "pipeline": (OUT, *DATASET, *FEATURES, SHARDS, *EMBEDDING, *CLUSTERING, *FINDINGS),
         "cluster": (RUN, *CLUSTERING, *CLUSTER_OWN),
         "export": (RUN, *EXPORT_OWN),
         "experiment": (RUN, *EXPERIMENT_OWN, *TRAINING, *MULTI_NODE),
+        "similar": (RUN, *SIMILAR_OWN),
         "serve": SERVE,
     }.items()}
 

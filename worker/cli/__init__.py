@@ -58,6 +58,7 @@ EXAMPLES = {
     "export": "curator export runs/demo --format imagefolder --dest v1",
     "evaluate": "curator evaluate runs/demo",
     "findings": "curator findings runs/cifar --kind duplicate --top 20",
+    "similar": "curator similar runs/demo 17 --k 10",
     "override": "curator override runs/demo drop 17 42",
     "retrain": "curator retrain runs/demo --subset filtered",
     "experiment": "curator experiment runs/demo --seeds 3",

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from worker.cli.arguments import Add, add_options, finding_args, rundir, thresholds
-from worker.option_table import EXPORT_OWN, RUN
+from worker.cli.text_tables import format_rows
+from worker.option_table import EXPORT_OWN, RUN, SIMILAR_OWN
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
@@ -31,6 +32,16 @@ def cmd_findings(a: argparse.Namespace) -> None:
     print(json.dumps(report, indent=2) if a.json else format_findings(report))
 
 
+def cmd_similar(a: argparse.Namespace) -> None:
+    from worker.pipeline.curation.similar_rows import SIMILAR_COLUMNS, similar_rows
+
+    rows = similar_rows(rundir(a.run).require(), a.index, a.k)
+    if a.json:
+        print(json.dumps(rows, indent=2))
+        return
+    print(format_rows(rows, SIMILAR_COLUMNS))
+
+
 def cmd_export(a: argparse.Namespace) -> None:
     from worker.jobs.execution import run_here
     from worker.jobs.job_params import ExportParams
@@ -52,7 +63,10 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 
 
 def register(add: Add) -> None:
-    """export and evaluate."""
+    """similar, export and evaluate."""
+    sp = add("similar", cmd_similar, "list a sample's nearest samples across every class")
+    add_options(sp, (RUN, *SIMILAR_OWN))
+
     sp = add("export", cmd_export, "write the kept subset to <run>/exports/NAME")
     add_options(sp, (RUN, *EXPORT_OWN))
 

@@ -19,3 +19,13 @@ def format_table(rows: list[dict], params: dict[str, tuple[float, int]] | None =
                      f"{r['overridden']:>12}{r['relabelled']:>12}{r['kept']:>8}"
                      f"{r['reduction_pct']:>10.2f}%")
     return "\n".join(lines)
+
+
+def format_rows(rows: list[dict], columns: tuple[str, ...]) -> str:
+    """``rows`` as a fixed-width table of ``columns``, each as wide as its widest value."""
+    cells = [[str(r[c]) for c in columns] for r in rows]
+    widths = [max([len(c), *(len(row[k]) for row in cells)]) for k, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+              for row in cells]
+    return "\n".join(lines)

@@ -151,6 +151,8 @@ PARAMS: dict[str, Param] = {
         help="an outlier is dropped by default when its score reaches T (default "
              "{default}); outliers below are proposed"),
     "top": Param("--top", True, 0, 1_000_000),
+    "similar_k": Param("--k", True, 1, 10_000, default=20),
+    "sample_index": Param("INDEX", True, 0, 2**40),
     # training
     "epochs": Param("--epochs", True, 1, 10_000),
     "train_batch": Param("--batch-size", True, 1, 10_000_000),
