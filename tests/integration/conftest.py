@@ -1,5 +1,10 @@
-"""Real services for integration tests: Redis at 127.0.0.1:6379 (started if stopped),
-``curator worker`` subprocesses, and a throw-away Redis on another port for outage tests.
+"""What the integration tests share: real runs built once (scikit-learn's digits, images
+from ../shared/data), the ``curator`` command run as a user runs it, and real services:
+Redis at 127.0.0.1:6379 (started if stopped), ``curator worker`` subprocesses, and a
+throw-away Redis on another port for outage tests.
+
+``CURATOR_SHARED_DATA`` points at the shared data folder (default ``../shared/data`` from
+the project root); tests that need it skip, saying why, when it is missing.
 
 Tests use Redis database 15 and flush it before and after, so they never touch data in
 the database an app on this machine uses.
@@ -8,16 +13,23 @@ the database an app on this machine uses.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
+from tests.conftest import ROOT
+
+SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 TEST_DB_URL = "redis://127.0.0.1:6379/15"
 BIN = Path(sys.executable).parent
 CURATOR = str(BIN / "curator")
@@ -124,3 +136,133 @@ def start_worker(broker_env):
     yield start
     for w in workers:
         w.stop()
+
+
+def curator(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``curator ARGS...`` in a subprocess, as a user runs it: its exit status and output."""
+    return subprocess.run([CURATOR, *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+def shared_file(name: str) -> Path:
+    path = SHARED / name
+    if not path.exists():
+        pytest.skip(f"{path} is missing (set CURATOR_SHARED_DATA to the shared data folder)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def cifar_mini(tmp_path_factory) -> Path:
+    """The 3,000-image CIFAR-10 JPEG folder: cifar10-mini/{train,test}/<class>/NNNN.jpg."""
+    archive = shared_file("cifar10-jpeg-mini.tar.gz")
+    out = tmp_path_factory.mktemp("cifar-mini")
+    with tarfile.open(archive) as tar:
+        tar.extractall(out, filter="data")
+    return out / "cifar10-mini"
+
+
+def train_photos(cifar_mini: Path, per_class: int) -> np.ndarray:
+    """The first ``per_class`` CIFAR-10 mini train photographs of each class, classes in
+    name order: uint8 (10 · per_class, 32, 32, 3)."""
+    from PIL import Image
+
+    out = []
+    for cls in sorted(p.name for p in (cifar_mini / "train").iterdir()):
+        for f in sorted((cifar_mini / "train" / cls).glob("*.jpg"))[:per_class]:
+            out.append(np.asarray(Image.open(f).convert("RGB")))
+    return np.stack(out)
+
+
+@pytest.fixture(scope="session")
+def cifar_batches(cifar_mini, tmp_path_factory) -> Path:
+    """A real ``cifar-10-batches-py`` folder holding the mini JPEGs (train: 5 batches)."""
+    classes = sorted(p.name for p in (cifar_mini / "train").iterdir())
+    out = tmp_path_factory.mktemp("cifar-py") / "cifar-10-batches-py"
+    out.mkdir()
+
+    def pack(split: str) -> tuple[np.ndarray, list[int]]:
+        imgs, labels = [], []
+        for k, c in enumerate(classes):
+            for f in sorted((cifar_mini / split / c).glob("*.jpg"))[:40]:
+                imgs.append(np.asarray(Image.open(f).convert("RGB")).transpose(2, 0, 1).ravel())
+                labels.append(k)
+        return np.stack(imgs), labels
+
+    data, labels = pack("train")
+    for b, chunk in enumerate(np.array_split(np.arange(len(labels)), 5), 1):
+        with open(out / f"data_batch_{b}", "wb") as fh:
+            pickle.dump({b"data": data[chunk], b"labels": [labels[i] for i in chunk]}, fh)
+    data, labels = pack("test")
+    with open(out / "test_batch", "wb") as fh:
+        pickle.dump({b"data": data, b"labels": labels}, fh)
+    with open(out / "batches.meta", "wb") as fh:
+        pickle.dump({b"label_names": [c.encode() for c in classes]}, fh)
+    return out.parent
+
+
+@pytest.fixture
+def small_folder(cifar_mini, tmp_path) -> Path:
+    """A 3-class image folder of 30 real CIFAR JPEGs each, writable (for corrupt files)."""
+    root = tmp_path / "imgs"
+    for c in ("airplane", "cat", "ship"):
+        (root / c).mkdir(parents=True)
+        for f in sorted((cifar_mini / "train" / c).glob("*.jpg"))[:30]:
+            (root / c / f.name).write_bytes(f.read_bytes())
+    return root
+
+
+@pytest.fixture(scope="session")
+def digits_run(tmp_path_factory):
+    """A complete digits run (pixels, 10% injected noise), built once per session."""
+    from worker.pipeline.features.feature_options import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
+    from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.storage.rundir import RunDir
+
+    run = RunDir(tmp_path_factory.mktemp("runs") / "digits")
+    run_pipeline(run, DatasetOptions(parse_spec("digits"), inject_noise=0.1, seed=0),
+                 FeatureOptions(), EmbeddingOptions())
+    return run
+
+
+@pytest.fixture(scope="session")
+def island_build(tmp_path_factory) -> Path:
+    """A runs root holding ``digits``: scikit-learn's digits with 30 injected line drawings
+    filed under random labels (an island of outliers), short map, built once per session;
+    tests take a private copy (``island_root``)."""
+    from worker.pipeline.features.feature_options import FeatureOptions
+    from worker.pipeline.map.embedding import EmbeddingOptions
+    from worker.pipeline.runner import run_pipeline
+    from worker.pipeline.sources.datasets import parse_spec
+    from worker.pipeline.sources.ingest import DatasetOptions
+    from worker.pipeline.storage.rundir import RunDir
+
+    root = tmp_path_factory.mktemp("islands")
+    run_pipeline(RunDir(root / "digits"),
+                 DatasetOptions(parse_spec("digits"), inject_outliers=30,
+                                outlier_sources="lines", seed=0),
+                 FeatureOptions(), EmbeddingOptions(n_iter=50, exaggeration_iter=25))
+    return root
+
+
+@pytest.fixture
+def island_root(island_build, tmp_path) -> Path:
+    """A private copy of ``island_build``'s runs root, safe to curate."""
+    import shutil
+
+    shutil.copytree(island_build, tmp_path / "island-runs")
+    return tmp_path / "island-runs"
+
+
+@pytest.fixture
+def fresh_run(digits_run, tmp_path):
+    """A private copy of the digits run, safe to curate and export."""
+    import shutil
+
+    from worker.pipeline.storage.rundir import RunDir
+
+    dest = tmp_path / "digits"
+    shutil.copytree(digits_run.path, dest)
+    return RunDir(dest)

@@ -11,7 +11,8 @@ import pytest
 from jupyter_client import KernelManager
 from nbclient import NotebookClient
 
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT
+from tests.integration.conftest import SHARED
 
 NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
 pytestmark = pytest.mark.slow

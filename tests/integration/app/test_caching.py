@@ -6,7 +6,6 @@ pipeline replaces a file by renaming a new one into place).
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 
@@ -18,9 +17,7 @@ from app import run_data as run_data_module
 from app.curate import logic
 from app.image_routes import _run_dataset, background_png, image_png, thumbnail_png
 from app.run_data import cached_figure, class_labels, current_state, run_data
-from worker.pipeline.findings import testsplit
-from worker.pipeline.findings.testsplit import _read_paths, read_test_paths
-from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.findings.testsplit import _read_paths
 from worker.settings import Settings
 
 HOST = {"Host": "127.0.0.1"}
@@ -49,17 +46,6 @@ def fill(cache, n: int) -> None:
     """``n`` unrelated entries, each used after everything already in ``cache``."""
     for k in range(n):
         caching.keep(("filler", k), object(), cache)
-
-
-def test_the_sizes_and_lifetimes_are_those_chosen():
-    assert (caching.files.maxsize, caching.derived.maxsize, caching.labels.maxsize) == \
-        (20000, 256, 20000)
-    assert caching.files.ttl == caching.derived.ttl == caching.labels.ttl == 3600
-    assert run_data_module._load.cache.maxsize == run_data_module.RUNS_KEPT == 8
-    assert run_data_module._STATES.maxsize == run_data_module.STATES_KEPT == 4
-    assert _run_dataset.cache.maxsize == 4 and _read_paths.cache.maxsize == 8
-    for png in (thumbnail_png, image_png, background_png):
-        assert png.cache is caching.files
 
 
 def test_thumbnails_hit_evict_at_their_size_and_follow_the_run(fresh_run):
@@ -188,32 +174,3 @@ def test_figures_hit_evict_at_their_size_and_follow_the_run(fresh_run):
     moved = run_data(root, "digits")
     figure(moved, current_state(moved))
     assert len(built) == 4  # a new stamp
-
-
-def _write_test_split(run: RunDir, paths: list[str]) -> None:
-    tmp = run.path / "split.new"
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["index", "path", "label"])
-        writer.writerows([k, p, "0"] for k, p in enumerate(paths))
-    target = testsplit.test_paths_csv(run)
-    if target.exists():  # the next version is a second newer, whatever the clock says
-        old = target.stat().st_mtime_ns + 10**9
-        os.utime(tmp, ns=(old, old))
-    os.replace(tmp, target)
-
-
-def test_test_split_paths_hit_evict_at_their_size_and_follow_the_file(tmp_path):
-    runs = [RunDir(tmp_path / f"r{k}") for k in range(_read_paths.cache.maxsize + 1)]
-    for k, run in enumerate(runs):
-        run.path.mkdir()
-        _write_test_split(run, [f"test/{k}.png"])
-    first = testsplit.test_paths_csv(runs[0])
-    key = (str(first), first.stat().st_mtime_ns)
-    assert read_test_paths(runs[0]) == ["test/0.png"]
-    assert _read_paths(*key) is _read_paths(*key)
-    for run in runs[1:]:
-        read_test_paths(run)
-    assert key not in _read_paths.cache and len(_read_paths.cache) == 8
-    _write_test_split(runs[1], ["test/new.png"])
-    assert read_test_paths(runs[1]) == ["test/new.png"]

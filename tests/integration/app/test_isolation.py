@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from bench.browser import Server
-from tests.unit.test_cli import CURATOR
+from tests.integration.conftest import CURATOR
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
+
 LINT = str(Path(sys.executable).parent / "lint-imports")
+
+
 PACKAGES = ("app", "worker", "tsne_curator", "bench", "tests")
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.golden import check_digits_evaluation
 
 CURATOR = shutil.which("curator", path=str(Path(sys.executable).parent)) or "curator"
@@ -143,7 +144,7 @@ def test_a_busy_port_is_one_line_before_any_url(tmp_path):
 def test_make_run_serves_on_curator_port():
     import os
 
-    root = Path(__file__).resolve().parents[2]
+    root = ROOT
     r = subprocess.run(["make", "-n", "run"], cwd=root, capture_output=True, text=True,
                        env={**os.environ, "CURATOR_PORT": "9123"}, timeout=60)
     assert r.returncode == 0 and "--port 9123" in r.stdout, r.stdout

@@ -10,10 +10,12 @@ import sys
 
 import pytest
 
-from tests.unit.test_cli import CURATOR, curator
+from tests.integration.conftest import CURATOR, curator
 
 FILES = ("embedding.npy", "run.json", "samples.csv", "thumbnails.npy", "features.npy",
          "score.npy", "neighbours.npy", "curation.sqlite")
+
+
 # The commands that read a run, each with the files it reads (a command that does not need
 # a file is not asked about it).
 COMMANDS = {
@@ -27,6 +29,8 @@ COMMANDS = {
     "retrain": ("embedding.npy", "run.json", "samples.csv", "thumbnails.npy",
                 "curation.sqlite"),
 }
+
+
 ARGS = {"embed": ["--perplexity", "20", "--n-iter", "250"], "evaluate": ["--no-cleanlab"],
         "export": ["--dest", "x"], "relabel": ["7", "3"], "retrain": ["--epochs", "1"]}
 

@@ -1,9 +1,15 @@
-"""``--dataset features:FILE.npy``: bring-your-own embeddings, end to end through the CLI
-(pipeline → curate → evaluate → export), and the clear refusals for what needs images."""
+"""Mistakes a notebook user makes, each refused in one ``tc.InputError`` line before
+anything is written, and the same mistake at the CLI's and the New-run form's doors: one
+check, three doors.
+
+Real data throughout: scikit-learn's digits as features (a few hundred rows at most, so
+every run here takes seconds), tmp_path runs, real image files.
+"""
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -12,8 +18,108 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import tsne_curator as tc
 from bench.synth import SynthSpec, write_synthetic
-from tests.unit.test_cli import curator
+from tests.integration.conftest import curator
+
+
+@functools.cache
+def _digits_all() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Digits as (1797, 64) float64 features, labels and uint8 8×8 images."""
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return d.data, d.target, np.round(d.images * (255 / 16)).astype(np.uint8)
+
+
+def _features(n: int = 150) -> tuple[np.ndarray, np.ndarray]:
+    x, y, _ = _digits_all()
+    return x[:n].copy(), y[:n].copy()
+
+
+def _one_line(text: str) -> str:
+    """The only line of a command's stderr (progress bars left out), an ``error:``."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and "%|" not in ln]
+    assert len(lines) == 1 and lines[0].startswith("error:"), text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+def _features_file(folder: Path, x: np.ndarray, y: np.ndarray) -> tuple[Path, Path]:
+    """``x`` as a float32 .npy file and ``y`` as its labels CSV, in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / "f.npy", x.astype(np.float32))
+    (folder / "l.csv").write_text("label\n" + "".join(f"{v}\n" for v in y))
+    return folder / "f.npy", folder / "l.csv"
+
+
+def test_huge_features_file_refused_at_the_cli_door(tmp_path):
+    x, y = _features(300)
+    feats, labels = _features_file(tmp_path / "data", x * 1e20, y)
+    out = tmp_path / "run"
+    r = curator("pipeline", "--dataset", f"features:{feats}", "--labels", str(labels),
+                "--out", str(out))
+    assert r.returncode == 2, (r.stdout, r.stderr[-2000:])
+    assert _one_line(r.stderr) == ("error: features file f.npy row 0 has values up to 1.5e+21, "
+                                   "beyond what the map can take (|x| ≤ 1e+12): scale them "
+                                   "first")
+    assert not out.exists()
+
+
+def test_a_resume_does_not_read_the_features_file_again(tmp_path):
+    """The door's check reads a features file whole; the run's checked copy of the very
+    file (same path, size and mtime: the extract step's key) spares a resume that read.
+    Seen from outside: the file's values turned to NaN behind an unchanged size and mtime
+    are not read, and once its mtime moves they are, and refused."""
+    import os
+
+    x, y = _features(150)
+    feats, labels = _features_file(tmp_path / "data", x, y)
+    out = tmp_path / "run"
+    args = ("pipeline", "--dataset", f"features:{feats}", "--labels", str(labels), "--out",
+            str(out))
+    r = curator(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    stat = feats.stat()
+    nan = np.load(feats)
+    nan[40] = np.nan
+    np.save(feats, nan)
+    os.utime(feats, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    r = curator(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "(150 samples" in r.stdout
+    os.utime(feats, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    r = curator(*args)
+    assert r.returncode == 2
+    assert _one_line(r.stderr).startswith("error: features file f.npy row 40 has NaN or inf")
+
+
+def _digit_folder(root: Path, digit: int, n: int) -> Path:
+    """An image folder of one class: ``n`` of digits' ``digit`` images as 32×32 PNGs."""
+    _, y, pixels = _digits_all()
+    (root / f"d{digit}").mkdir(parents=True)
+    for i in np.flatnonzero(y == digit)[:n]:
+        Image.fromarray(pixels[i]).resize((32, 32)).save(root / f"d{digit}" / f"{i}.png")
+    return root
+
+
+def test_a_one_class_folder_makes_a_run_and_too_few_images_do_not(tmp_path):
+    """One class is a folder's own (its outliers and duplicates are worth finding); the
+    map's minimum of samples holds for every dataset."""
+    folder = _digit_folder(tmp_path / "zeros", 0, 30)
+    out = tmp_path / "run"
+    r = curator("pipeline", "--dataset", f"folder:{folder}", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "(30 samples, 0 files skipped)" in r.stdout and "d0 " in r.stdout
+    assert tc.open_run(out).summary()["size"].iloc[-1] == 30
+    # A folder is counted as ingest lists it (not at the door: listing a large folder
+    # twice costs minutes), so the run's folder is claimed by then.
+    few = _digit_folder(tmp_path / "few", 1, 3)
+    r = curator("pipeline", "--dataset", f"folder:{few}", "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert _one_line(r.stderr).endswith(f"dataset folder:{few} gives 3 sample(s): the map "
+                                        "needs at least 4")
+
 
 SPEC = SynthSpec(n=1500, classes=12, dim=24, flip=0.08, siblings=4, modes=2, seed=3,
                  class_offset=0.6)

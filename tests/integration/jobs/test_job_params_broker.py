@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.unit.test_job_params import IDS, RECORDS
+from tests.unit.jobs.test_job_params import IDS, RECORDS
 from worker.jobs.dispatchers import CeleryDispatcher
 from worker.jobs.registry import QUEUES
 from worker.pipeline.storage.job_store import JobStore

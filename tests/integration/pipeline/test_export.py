@@ -141,9 +141,8 @@ def test_saved_clusters_are_reused_only_for_the_file_and_params_they_were_made_w
 def test_cli_export_is_a_job_in_the_run_s_store(fresh_run):
     """``curator export`` from a shell shows on the Jobs page like an export from the app:
     one record, with its result, or with the one-line error the shell printed."""
+    from tests.integration.conftest import curator
     from worker.pipeline.storage.job_store import JobStore
-
-    from .test_cli import curator
 
     r = curator("export", str(fresh_run.path), "--format", "indices", "--dest", "v1")
     assert r.returncode == 0 and r.stdout.strip() == f"export: {fresh_run.path / 'exports/v1'}"

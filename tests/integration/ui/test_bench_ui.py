@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 from bench.browser import browser_marks
+from tests.conftest import ROOT
 
 pytestmark = browser_marks()
-ROOT = Path(__file__).resolve().parents[2]
 ACTIONS = ("eps change, server path", "eps change", "eps change, stored",
            "idle frame interval", "drag frame interval", "drag move → repaint", "hover image",
            "class switch", "class switch, drawn by the server", "overview (all classes)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration import browser
+from bench import browser
 
 
 def test_a_failed_browser_start_stops_the_server(tmp_path, monkeypatch):

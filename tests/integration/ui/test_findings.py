@@ -23,7 +23,7 @@ from bench.browser import (
     shown_text,
     wait_for,
 )
-from tests.conftest import shared_file
+from tests.integration.conftest import shared_file
 from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()

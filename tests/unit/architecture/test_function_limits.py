@@ -11,11 +11,15 @@ travel together are grouped in a small frozen dataclass.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
+
 PACKAGES = ("app", "worker", "tsne_curator")
+
+
 MAX_LINES = 60
+
+
 MAX_PARAMETERS = 7
 
 

@@ -13,12 +13,19 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
+
 # Bottom to top: worker/ (the pipeline and the CLI), app/ (the front end), tsne_curator/
 # (the Python API, a facade over both).
 PACKAGES = ("app", "worker", "tsne_curator")
+
+
 PIPELINE = ROOT / "worker" / "pipeline"
+
+
 MAX_LINES = 600
+
+
 MAX_PIPELINE_MODULES = 8
 
 

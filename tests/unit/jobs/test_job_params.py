@@ -32,8 +32,11 @@ from worker.train.config import TrainConfig
 
 DATASET = DatasetOptions(parse_spec("digits"), labels_csv=Path("/data/labels.csv"),
                          inject_noise=0.1, seed=3, inject_duplicates=0.05, inject_outliers=5)
+
+
 FEATURES = FeatureOptions(model="pixels", batch_size=128, weights=Path("/w/r18.pth"),
                           num_workers=2, input_size=64)
+
 
 DATASET_JSON = {
     "spec": "digits", "split": "train", "labels_csv": "/data/labels.csv",
@@ -41,10 +44,14 @@ DATASET_JSON = {
     "noise_kind": "symmetric", "seed": 3, "inject_duplicates": 0.05, "inject_outliers": 5,
     "duplicate_strength": "mixed", "outlier_sources": "mixed", "inject_leaks": 0,
     "duplicate_family": 1, "duplicate_across": 0.0}
+
+
 FEATURES_JSON = {
     "model": "pixels", "weights": "/w/r18.pth", "finetune_epochs": 0, "batch_size": 128,
     "device": "auto", "num_workers": 2, "seed": 0, "precision": "auto", "input_size": 64,
     "decode": "auto"}
+
+
 DEFAULT_FEATURES_JSON = {
     "model": None, "weights": None, "finetune_epochs": 2, "batch_size": 256, "device": "auto",
     "num_workers": None, "seed": 0, "precision": "auto", "input_size": None,
@@ -92,6 +99,8 @@ RECORDS = [
       "embedding": {"pca_dims": 50, "perplexity": 12.0, "n_iter": 300, "seed": 0,
                     "gradient": "auto", "exaggeration_iter": 150}}),
 ]
+
+
 IDS = [f"{kind}-{i}" for i, (kind, _, _) in enumerate(RECORDS)]
 
 

@@ -39,7 +39,11 @@ def test_tasks_and_routes_are_made_from_the_registry():
 
 
 DATASET = DatasetOptions(parse_spec("digits"), inject_noise=0.1, seed=3)
+
+
 FEATURES = FeatureOptions(model="pixels", batch_size=128, weights=Path("/w/r18.pth"))
+
+
 EXAMPLES = {
     "ingest": IngestParams(DATASET),
     "extract": ExtractParams(DATASET, FEATURES),

@@ -75,8 +75,14 @@ def test_auroc_is_unchanged_and_none_for_one_kind():
 
 # Eight samples: injected copies 4 of 0 (weak), 5 of 1 and 6 of 2 (strong); 7 is no copy.
 MARKED = _bools(0, 0, 0, 0, 1, 1, 0, 1)
+
+
 RELATED = np.array([-1, -1, -1, -1, 0, 3, -1, 2])
+
+
 GROUP = np.array([0, 1, 2, -1, 0, 1, -1, 2])
+
+
 COPIES = [{"kind": "duplicate", "index": 4, "source": 0, "how": "weak"},
           {"kind": "duplicate", "index": 5, "source": 1, "how": "strong"},
           {"kind": "duplicate", "index": 6, "source": 2, "how": "strong"}]

@@ -4,74 +4,16 @@ training would take on the digits run."""
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_cli import CURATOR
 from worker.pipeline import pruning
 from worker.pipeline.errors import InputError
 from worker.pipeline.pruning import choose, coverage_pick, prototype_distance, quota
-from worker.train.data import pruned_sizes, select_subset, training_pool
-from worker.train.subsets import parse_subset, subset_name
+from worker.train.subsets import parse_subset
 from worker.train.verdict import compare, control_of, verdict
-
-
-# -- names ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, kind, fraction, method, canonical", [
-    ("full", "full", None, None, "full"),
-    (" corrected ", "corrected", None, None, "corrected"),
-    ("pruned@0.5", "pruned", 0.5, "coverage", "pruned@0.5"),
-    ("pruned@.50", "pruned", 0.5, "coverage", "pruned@0.5"),
-    ("pruned-coverage@0.3", "pruned", 0.3, "coverage", "pruned@0.3"),
-    ("pruned-easy@0.25", "pruned", 0.25, "easy", "pruned-easy@0.25"),
-    ("random@0.7", "random", 0.7, None, "random@0.7"),
-])
-def test_subset_names_parse_to_one_canonical_form(text, kind, fraction, method, canonical):
-    name = parse_subset(text)
-    assert (name.kind, name.fraction, name.method, name.text) == (kind, fraction, method,
-                                                                 canonical)
-    assert subset_name(canonical) == canonical
-
-
-@pytest.mark.parametrize("text, word", [
-    ("pruned@1", "between 0 and 1"), ("pruned@0", "between 0 and 1"),
-    ("random@half", "between 0 and 1"), ("pruned-best@0.5", "unknown subset"),
-    ("pruned", "unknown subset"), ("filtered@0.5", "unknown subset"), ("", "unknown subset"),
-])
-def test_a_bad_subset_name_is_one_line_naming_the_forms(text, word):
-    with pytest.raises(InputError, match=word) as err:
-        parse_subset(text)
-    assert "\n" not in str(err.value)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=20))
-def test_any_text_is_a_subset_or_one_input_error(text):
-    try:
-        name = parse_subset(text)
-    except InputError:
-        return
-    assert parse_subset(name.text) == name
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.floats(min_value=1e-6, max_value=1 - 1e-6), st.sampled_from(["pruned", "random"]))
-def test_a_fraction_survives_its_canonical_name(f, head):
-    name = parse_subset(f"{head}@{f!r}")
-    assert name.fraction == pytest.approx(f, abs=1e-6)
-    assert parse_subset(name.text).fraction == name.fraction
-
-
-def test_the_cli_refuses_a_bad_subset_in_one_line(fresh_run):
-    for argv in (["retrain", str(fresh_run.path), "--subset", "pruned@2"],
-                 ["experiment", str(fresh_run.path), "--subsets", "full,pruned@x"]):
-        r = subprocess.run([CURATOR, *argv], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 2 and "between 0 and 1" in r.stderr
-        assert "Traceback" not in r.stderr
 
 
 # -- the score -----------------------------------------------------------------------------
@@ -126,33 +68,6 @@ def test_every_method_keeps_each_class_quota_from_the_pool(sizes, f, method, see
         assert (labels[chosen] == c).sum() == quota(int((labels[pool] == c).sum()), f)
 
 
-# -- the subsets a training takes ------------------------------------------------------------
-def test_pruned_and_random_subsets_on_the_digits_run(fresh_run):
-    filtered = select_subset(fresh_run, "filtered", 0)
-    full = select_subset(fresh_run, "full", 0)
-    samples = fresh_run.read_samples()
-    for f in (0.7, 0.3):
-        pruned = select_subset(fresh_run, f"pruned@{f}", 0)
-        random = select_subset(fresh_run, f"random@{f}", 0)
-        assert set(pruned.indices.tolist()) < set(filtered.indices.tolist())
-        assert set(random.indices.tolist()) <= set(full.indices.tolist())
-        assert np.array_equal(np.bincount(samples.labels[pruned.indices], minlength=10),
-                              np.bincount(samples.labels[random.indices], minlength=10))
-        assert len(pruned.indices) == pytest.approx(f * len(filtered.indices), abs=10)
-        # The Summary tab's count is the training's size, without scoring.
-        kept = np.isin(np.arange(len(samples)), filtered.indices)
-        assert set(training_pool(fresh_run, samples.labels).tolist()) == \
-            set(full.indices.tolist())
-        sizes = pruned_sizes(fresh_run, samples.labels, kept, samples.labels, (f,))
-        assert sizes[f] == len(pruned.indices)
-        # Seeded: the same seed, the same subset (and the same training key).
-        assert select_subset(fresh_run, f"pruned@{f}", 0).key == pruned.key
-        assert select_subset(fresh_run, f"random@{f}", 1).key != random.key
-    easy = select_subset(fresh_run, "pruned-easy@0.3", 0).indices
-    hard = select_subset(fresh_run, "pruned-hard@0.3", 0).indices
-    assert not set(easy.tolist()) & set(hard.tolist())
-
-
 def test_the_verdict_compares_pruned_with_its_own_random_control():
     assert control_of("pruned@0.5") == "random@0.5" and control_of("filtered") == "random"
     rows = [{"subset": s, "batch_size": 128, "final_test_acc": a, "train_size": n,
@@ -193,22 +108,3 @@ def test_a_row_that_is_not_finite_is_scored_nan_and_chosen_last():
         some = choose(scores, y, np.arange(40), 0.5, method, 0)
         assert 7 not in some and len(some) == 20
         assert 7 in choose(scores, y, np.arange(40), 1.0, method, 0)  # last, but there
-
-
-def test_the_retrain_preview_counts_pruned_as_the_training_does_after_a_relabel(fresh_run):
-    """A relabel moves a sample to another class: pruned@F's class quotas follow it in
-    the Retrain panel's preview (plan_for with the relabelled labels) as in the job."""
-    from worker.pipeline.curation.snapshot import current_snapshot
-    from worker.pipeline.storage.curation_store import open_store
-    from worker.train.config import TrainConfig
-    from worker.train.launch import plan_for
-
-    snap = current_snapshot(fresh_run)
-    kept = np.flatnonzero(snap.decisions.kept & (snap.samples.labels == 0))
-    open_store(fresh_run).set_relabels(kept[:7].tolist(), 1, "relabel 7 to 1",
-                                       n_samples=len(snap.samples), n_classes=10)
-    snap = current_snapshot(fresh_run)
-    for f in (0.7, 0.3):
-        cfg = TrainConfig(subset=f"pruned@{f}", model="cifar-resnet20", seed=0)
-        plan = plan_for(fresh_run, cfg, snap.samples.labels, snap.decisions.kept, snap.labels)
-        assert plan.train_size == len(select_subset(fresh_run, f"pruned@{f}", 0).indices)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from worker.cli import build_parser
+from app.cli import build_parser
 from worker.pipeline.errors import InputError
 from worker.pipeline.ranges import PARAMS, check
 
@@ -42,7 +41,8 @@ def _skeleton(command: str) -> list[str]:
     argv = [command]
     for action in _commands()[command]._actions:
         if not action.option_strings and action.dest not in ("help",):
-            argv.append("1" if action.nargs == "+" else "x")
+            # A number where the positional is one (``curator similar RUN INDEX``).
+            argv.append("1" if action.nargs == "+" or action.type is not None else "x")
         elif action.required:
             argv += [action.option_strings[0], "x"]
     return argv
@@ -104,42 +104,3 @@ def test_the_probed_values_are_refused(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:
         build_parser().parse_args(argv)
     assert exit_.value.code == 2 and message in capsys.readouterr().err
-
-
-def test_bounds_the_data_set(fresh_run):
-    """node-rank < nnodes, min_samples ≤ the class's size, perplexity < N/3, pca-dims ≤ D,
-    each refused by the step that knows the bound, before anything is stored."""
-    from tests.unit.test_cli import curator
-    from worker.pipeline.map.embedding import EmbeddingOptions, tsne_with_neighbours
-    from worker.pipeline.storage.curation_store import CurationStore
-    from worker.train.config import TrainConfig, check_numbers
-
-    with pytest.raises(InputError, match=r"--node-rank must be .* < 2 \(below --nnodes\)"):
-        check_numbers(TrainConfig(nnodes=2, node_rank=2))
-    rev = CurationStore(fresh_run.store).revision()
-    r = curator("cluster", str(fresh_run.path), "--min-samples", "5000")
-    assert r.returncode == 2 and "(the class's size), got 5000" in r.stderr
-    assert CurationStore(fresh_run.store).revision() == rev
-    feats = fresh_run.load_features()[:60]
-    for opts, message in ((EmbeddingOptions(perplexity=25), r"< 19\.6667 \(a third of the 60"),
-                          (EmbeddingOptions(pca_dims=80), r"to 64 \(the 64 feature dim")):
-        with pytest.raises(InputError, match=message):
-            tsne_with_neighbours(feats, opts)
-    assert math.isfinite(check("perplexity", "30"))
-
-
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1, 0, 1e20, "2.5", "", None])
-def test_callback_values_are_refused_with_nothing_stored(fresh_run, value):
-    """The eps/min_samples callbacks' plain function: a bad value is an InputError (the
-    page shows it inline) and the store does not change."""
-    from app.curate import logic
-    from worker.pipeline.storage.curation_store import CurationStore
-
-    root = fresh_run.path.parent
-    rev = CurationStore(fresh_run.store).revision()
-    if value != "2.5":  # a fine eps; not a whole min_samples
-        with pytest.raises(InputError):
-            logic.set_params(root, "digits", 0, value, 5)
-    with pytest.raises(InputError):
-        logic.set_params(root, "digits", 0, 1.0, value)
-    assert CurationStore(fresh_run.store).revision() == rev

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from app.cli import build_parser
 from app.curate import figures, review_list
 from app.layout import number_input
-from worker.cli import build_parser
 from worker.cli.arguments import thresholds
 from worker.pipeline.findings import kinds
 from worker.pipeline.map.embedding import EmbeddingOptions

@@ -1,5 +1,6 @@
 """``/map/<run>/<class>.json``: a class's trace for the map to draw a class switch itself
 (app/curate/class_map.py ``class_answer``, assets/class_map.js)."""
+
 from __future__ import annotations
 
 import orjson

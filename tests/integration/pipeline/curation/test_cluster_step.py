@@ -7,78 +7,17 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from app.curate import logic
 from app.run_data import current_state, run_data
+from tests.integration.conftest import curator
 from worker.pipeline.curation.cluster_step import set_cut
 from worker.pipeline.curation.rule_evidence import load_evidence
 from worker.pipeline.curation.snapshot import current_decisions
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import export
-from worker.pipeline.map.clustering import RuleInputs, cut_bands
-from worker.pipeline.map.dbscan import noise_until, sklearn_dbscan
+from worker.pipeline.map.dbscan import sklearn_dbscan
 from worker.pipeline.storage.curation_store import CurationStore, open_store
-
-from .test_cli import curator
-
-
-def test_store_keeps_cuts_with_undo_and_redo(tmp_path):
-    store = CurationStore(tmp_path / "c.sqlite")
-    assert store.set_class_cut(3, 4) == 1 and store.cuts() == {3: 4}
-    assert store.set_class_cut(3, 4) == 0  # no change, no history entry
-    store.set_class_cut(3, 0, "flag none in class 3")
-    assert store.snapshot().cuts == {3: 0}
-    assert store.undo() == "flag none in class 3" and store.cuts() == {3: 4}
-    store.set_class_cut(3, None)  # back to the rule: no row
-    assert store.cuts() == {}
-    store.undo()
-    store.redo()
-    assert store.cuts() == {}
-    for bad in (0.5, -1):
-        with pytest.raises(InputError, match="--cut must be a whole number from 0"):
-            store.set_class_cut(1, bad)
-    assert store.cuts() == {}
-
-
-def test_a_cut_flags_the_class_s_top_scores_and_leaves_dbscan_nothing():
-    score = np.array([0.9, 0.1, 0.8, 0.7, 0.2, 0.6, 0.95, 0.3, 0.5, 0.4, 0.99, 0.0])
-    members = [np.arange(10), np.arange(10, 12)]
-    ranked = [6, 0, 2, 3, 5, 8, 9, 7, 4, 1]
-    issue = np.isin(np.arange(12), [6, 0, 10])
-    suspect = np.isin(np.arange(12), [6, 0, 2, 3, 10])
-    inputs = RuleInputs(None, issue, suspect)
-    assert cut_bands(inputs, score, members, {}) is inputs
-    for k in (0, 1, 5, 10, 20):
-        out = cut_bands(inputs, score, members, {0: k})
-        assert list(np.flatnonzero(out.issue[:10])) == sorted(ranked[:k]), k
-        assert np.array_equal(out.suspect[:10], out.issue[:10])  # no band left
-        # The other class keeps the rule's bands.
-        assert out.issue[10] and out.suspect[10] and not out.suspect[11]
-
-
-@settings(max_examples=60, deadline=None)
-@given(n=st.integers(1, 120), ms=st.integers(1, 8), seed=st.integers(0, 2**16))
-def test_noise_until_is_where_sklearn_stops_calling_a_point_noise(n, ms, seed):
-    """The oracle: just below the threshold scikit-learn calls the point noise, at it
-    (within float rounding) not."""
-    rng = np.random.default_rng(seed)
-    pts = np.concatenate([rng.normal(0, 1, (n, 2)), rng.uniform(-5, 5, (3, 2))])
-    which = rng.choice(len(pts), min(6, len(pts)), replace=False)
-    until = noise_until(pts, which, ms)
-    for i, eps in zip(which, until, strict=True):
-        if not np.isfinite(eps):
-            assert ms > len(pts)
-            continue
-        if eps > 0:
-            assert sklearn_dbscan(pts, eps * (1 - 1e-9), ms)[i] == -1
-        # eps 0: the point is core at any eps (min_samples 1, or duplicates). Checked at
-        # 1e-6, not less: scikit-learn's brute-force neighbours compute |x|² + |y|² - 2x·y,
-        # so a point's distance to itself can round to ~1e-8 (OpenBLAS's Haswell kernel)
-        # and it would miss itself at eps 1e-12; the random points lie far more than 1e-6
-        # apart, so at 1e-6 only the point and its duplicates are neighbours, as at 0.
-        assert sklearn_dbscan(pts, max(eps * (1 + 1e-9), 1e-6), ms)[i] != -1
 
 
 def _flagged(run, code: int) -> np.ndarray:

@@ -8,7 +8,7 @@ import subprocess
 
 import numpy as np
 
-from tests.unit.test_cli import CURATOR
+from tests.integration.conftest import CURATOR
 from worker.pipeline.curation.snapshot import current_snapshot, summary_rows
 from worker.pipeline.export import export
 from worker.pipeline.storage.curation_store import open_store

@@ -15,9 +15,9 @@ from worker.pipeline.features.datapath import LoaderOptions, host_batches, to_de
 from worker.pipeline.features.extraction import network_features
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.sources.datasets import parse_spec
-from worker.pipeline.sources.decoding import decode_workers, host_cores, open_rgb
+from worker.pipeline.sources.decoding import open_rgb
 from worker.pipeline.sources.ingest import DatasetOptions, ingest
-from worker.pipeline.storage.rundir import NpyRows, RunDir
+from worker.pipeline.storage.rundir import RunDir
 
 DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
 
@@ -104,19 +104,3 @@ def test_draft_keeps_the_side_asked_for(photos):
         small, stored = open_rgb(ds.file_path(i), min_side=64)
         assert size == stored == full.size
         assert min(small.size) >= 64 and small.size[0] <= full.size[0] // 2
-
-
-def test_decoding_uses_all_cores_but_one():
-    assert decode_workers() == max(1, host_cores() - 1)
-    assert decode_workers(0) == 0 and decode_workers(3) == 3
-
-
-def test_rows_written_through_the_file_make_the_same_npy(tmp_path):
-    x = np.random.default_rng(0).integers(0, 255, (10, 4, 4, 3), dtype=np.uint8)
-    with NpyRows(tmp_path / "a.npy", x.shape, np.uint8) as out:
-        out.write(x[:3])
-        out.write(x[3:])
-    assert np.array_equal(np.load(tmp_path / "a.npy"), x)
-    with pytest.raises(ValueError, match="wrote 3 rows of 10"), \
-            NpyRows(tmp_path / "b.npy", x.shape, np.uint8) as out:
-        out.write(x[:3])

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import shared_file
+from tests.integration.conftest import shared_file
 from worker.pipeline.errors import InputError
-from worker.pipeline.features.backbones import build_backbone, pick_device, read_state_dict
+from worker.pipeline.features.backbones import build_backbone, read_state_dict
 from worker.pipeline.features.extraction import (
     ADAPT_LR,
     SCRATCH_LR,
@@ -88,40 +88,6 @@ def test_weights_that_do_not_fit(tmp_path):
     (tmp_path / "junk.th").write_bytes(b"garbage")
     with pytest.raises(InputError, match="cannot read weights file"):
         read_state_dict(tmp_path / "junk.th")
-
-
-def test_torchvision_resnet_weights_roundtrip(tmp_path):
-    import torchvision
-
-    net = torchvision.models.resnet18(weights=None, num_classes=7)
-    torch.save({"state_dict": {f"module.{k}": v for k, v in net.state_dict().items()}},
-               tmp_path / "r18.pth")
-    bb = build_backbone("resnet18", tmp_path / "r18.pth", 7, 32)
-    assert bb.feature_dim == 512 and bb.head.out_features == 7
-    assert torch.equal(bb.net.conv1.weight, net.conv1.weight)
-
-
-def test_unknown_model_and_device():
-    with pytest.raises(InputError, match="unknown model"):
-        build_backbone("vgg16", None, 10, 32)
-    assert pick_device("auto").type in ("cpu", "cuda")
-    if not torch.cuda.is_available():
-        with pytest.raises(InputError, match="CUDA is not available"):
-            pick_device("cuda")
-
-
-def test_precision_choice_and_fallback(monkeypatch):
-    from worker.pipeline.features import backbones as models
-
-    cpu = torch.device("cpu")
-    monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: False)
-    assert models.resolve_precision("auto", cpu) == "fp32"  # emulated bf16 would be slower
-    monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: True)
-    assert models.resolve_precision("auto", cpu) == "bf16"
-    assert models.resolve_precision("fp32", cpu) == "fp32"
-    assert models.resolve_precision("auto", torch.device("cuda")) == "bf16"
-    with pytest.raises(InputError, match="unknown precision 'fp8'"):
-        models.resolve_precision("fp8", cpu)
 
 
 def test_bf16_features_agree_with_fp32_and_are_cached_apart(cifar_mini, tmp_path):

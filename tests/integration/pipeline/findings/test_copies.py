@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageEnhance
 
-from tests.conftest import train_photos
+from tests.integration.conftest import train_photos
 from worker.pipeline.findings.copies import (
     RING,
     TAIL_PROPOSE,
@@ -84,16 +84,6 @@ def test_the_warp_cuts_stay_where_they_are_when_copies_abound(photos):
 
     clean, copied = cuts(photos), cuts(_with_copies(photos, 150)[0])
     np.testing.assert_allclose(copied, clean, atol=0.02)
-
-
-def test_a_set_too_small_for_the_ring_reads_the_best_matches():
-    rng = np.random.default_rng(0)
-    thumbs = rng.integers(0, 255, (8, 32, 32, 3), dtype=np.uint8)
-    nbrs = exact_neighbours(grey_views(thumbs).reshape(8, -1).astype(np.float32), 7)[0]
-    assert ring(nbrs) is None
-    near = near_matches(grey_views(thumbs), nbrs)
-    assert near.reference is None
-    assert near.tail_cut(1.0) == NearMatches(near.best, near.best).tail_cut(1.0)
 
 
 def test_a_family_of_copies_still_stands_out(photos):

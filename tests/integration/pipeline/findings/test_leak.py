@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageOps
 
-from tests.conftest import shared_file
+from tests.integration.conftest import shared_file
 
 TRAIN_PER_CLASS, TEST_PER_CLASS = 30, 10
 # (class, which test image of it, how it is planted among the train images)

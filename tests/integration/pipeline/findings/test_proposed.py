@@ -107,7 +107,7 @@ def test_digits_written_as_jpeg_files_hold_no_copies(tmp_path):
 def copies_run(cifar_mini, tmp_path_factory) -> RunDir:
     """300 CIFAR-10 photographs with 10% injected copies of every strength, through the
     CIFAR ResNet-20 (trained on CIFAR-10's true labels: it knows these classes)."""
-    from tests.conftest import shared_file
+    from tests.integration.conftest import shared_file
     from worker.pipeline.features.feature_options import FeatureOptions
 
     base = tmp_path_factory.mktemp("copies")

@@ -11,34 +11,8 @@ import pytest
 from worker.pipeline.errors import InputError
 from worker.pipeline.sources.datasets import open_dataset, parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions, ingest, open_run_dataset
-from worker.pipeline.sources.labels import apply_labels_csv, inject_noise
+from worker.pipeline.sources.labels import apply_labels_csv
 from worker.pipeline.storage.rundir import RunDir
-
-
-@pytest.mark.parametrize("spec, message", [
-    ("imagenet", "unknown dataset spec"),
-    ("folder:", "unknown dataset spec"),
-    ("cifar10:/no/such/dir", "dataset folder not found"),
-    ("folder:/no/such/dir", "dataset folder not found"),
-])
-def test_bad_specs_say_what_to_fix(spec, message):
-    with pytest.raises(InputError, match=message):
-        parse_spec(spec)
-
-
-def test_empty_folder_is_refused(tmp_path):
-    with pytest.raises(InputError, match="no class subfolders"):
-        open_dataset(parse_spec(f"folder:{tmp_path}"))
-    (tmp_path / "cat").mkdir()
-    with pytest.raises(InputError, match="no images found"):
-        open_dataset(parse_spec(f"folder:{tmp_path}"))
-
-
-def test_digits_are_real_8bit_images():
-    ds = open_dataset(parse_spec("digits"))
-    assert len(ds.samples) == 1797 and ds.arrays.shape == (1797, 8, 8)
-    assert ds.arrays.dtype == np.uint8 and ds.arrays.max() == 255
-    assert ds.samples.classes == [str(i) for i in range(10)]
 
 
 def test_folder_with_splits_uses_paths_relative_to_dir(cifar_mini):
@@ -54,11 +28,6 @@ def test_cifar10_batches_folder(cifar_batches):
     assert train.arrays.shape == (400, 32, 32, 3) and len(test.samples) == 400
     assert train.samples.classes[0] == "airplane"
     assert np.bincount(train.samples.labels).tolist() == [40] * 10
-
-
-def test_cifar10_spec_on_a_wrong_folder(tmp_path):
-    with pytest.raises(InputError, match="not a cifar-10-batches-py folder"):
-        open_dataset(parse_spec(f"cifar10:{tmp_path}"))
 
 
 def _write_csv(path, rows, header=("path", "label")):
@@ -92,7 +61,7 @@ def test_labels_csv_errors(small_folder, tmp_path, rows, column, message):
 
 def test_cifar10n_labels_on_the_shared_csv(cifar_mini, tmp_path):
     """The CIFAR-10N CSV's paths are relative to cifar10/; a subset CSV fits the mini folder."""
-    from tests.conftest import shared_file
+    from tests.integration.conftest import shared_file
 
     src = shared_file("cifar10n-train-labels.csv")
     have = set(open_dataset(parse_spec(f"folder:{cifar_mini}")).samples.paths)
@@ -105,17 +74,6 @@ def test_cifar10n_labels_on_the_shared_csv(cifar_mini, tmp_path):
     s = apply_labels_csv(ds.samples, tmp_path / "n.csv", "aggre_label", "clean_label")
     wrong = (s.labels != s.true_labels).mean()
     assert (s.true_labels >= 0).all() and 0.03 < wrong < 0.2  # CIFAR-10N aggre: ~9% wrong
-
-
-def test_injected_noise_is_exact_and_seeded():
-    ds = open_dataset(parse_spec("digits"))
-    a = inject_noise(ds.samples, 0.1, seed=3)
-    b = inject_noise(ds.samples, 0.1, seed=3)
-    assert (a.labels == b.labels).all()
-    assert (a.labels != a.true_labels).sum() == round(0.1 * 1797)
-    assert (a.true_labels == ds.samples.labels).all()
-    with pytest.raises(InputError, match="inject-noise"):
-        inject_noise(ds.samples, 1.5, seed=0)
 
 
 def test_corrupt_jpeg_is_skipped_and_listed(small_folder, tmp_path, capsys):
@@ -138,17 +96,6 @@ def test_corrupt_jpeg_is_skipped_and_listed(small_folder, tmp_path, capsys):
     assert reopened.samples.paths == ds.samples.paths
 
 
-def test_all_images_corrupt_is_an_error(tmp_path):
-    (tmp_path / "d" / "a").mkdir(parents=True)
-    for i in range(5):  # enough files for a map: what is refused is that none decodes
-        (tmp_path / "d" / "a" / f"x{i}.jpg").write_bytes(b"junk")
-    run = RunDir(tmp_path / "run")
-    with pytest.raises(InputError, match="could be read"):
-        ingest(run, DatasetOptions(parse_spec(f"folder:{tmp_path / 'd'}")))
-    assert not list((tmp_path / "run").glob(".thumbnails*"))  # no half file left
-    assert not run.exists()  # bad input leaves no run in the making to list or resume
-
-
 def _links_out(folder: Path, outside: Path) -> None:
     """A file link and a class-folder link in ``folder`` that resolve to ``outside``."""
     outside.mkdir()
@@ -163,7 +110,7 @@ def _links_out(folder: Path, outside: Path) -> None:
 def test_links_that_leave_the_dataset_folder_are_skipped_and_listed(small_folder, tmp_path):
     """A symlink to a file or class folder outside the dataset folder is never
     read; it is listed in skipped.csv with the reason, and the CLI's summary counts it."""
-    from tests.unit.test_cli import curator
+    from tests.integration.conftest import curator
 
     _links_out(small_folder, tmp_path / "outside")
     out = tmp_path / "run"

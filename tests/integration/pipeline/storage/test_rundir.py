@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.pipeline.storage.rundir import STEP_NAMES, step_record
+from worker.pipeline.storage.rundir import STEP_NAMES
 
 
 def test_a_misspelt_step_is_refused_by_reading_and_by_writing(fresh_run):
@@ -22,11 +22,6 @@ def test_every_step_a_pipeline_runs_is_a_step_name(fresh_run):
     assert recorded <= set(STEP_NAMES) and {"ingest", "extract", "embed", "cluster"} <= recorded
     assert fresh_run.step("extract")["status"] == "done"
     assert fresh_run.step_done("cluster")
-
-
-@pytest.mark.parametrize("meta", [None, [], {}, {"steps": []}, {"steps": {"embed": 3}}])
-def test_a_record_not_as_a_run_writes_it_reads_as_not_run(meta):
-    assert step_record(meta, "embed") == {}
 
 
 def test_a_misspelt_field_is_refused_by_reading_and_by_writing(fresh_run):

@@ -1,4 +1,4 @@
-"""The Curate page's figures at scale: the raster backdrop and the overview of large runs."""
+"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
 
 from __future__ import annotations
 
@@ -11,6 +11,47 @@ from app.curate.backdrop import LABEL_LIMIT, render_png
 from app.curate.figures import NOISE_COLOUR, OVERVIEW_POINTS_MAX, overview_figure
 from app.map_extent import extent
 from worker.pipeline.map.clustering import Decisions
+
+
+def test_proposed_marks_are_drawn_apart_from_drops():
+    """A finding's mark below its drop cut is drawn in its kind's symbol and the proposed
+    colour, and counts as kept; a drop by the kind, a flag by the rule and a reviewer's
+    decision each win over it."""
+    from app.curate.figures import (
+        FINDING_COLOUR,
+        FINDING_MARKS,
+        KEEP_COLOUR,
+        LOOKS,
+        NOISE_COLOUR,
+        PROPOSED_COLOUR,
+        SYMBOLS,
+        channels,
+        drawn_kinds,
+        finding_slots,
+        look_codes,
+        marker_style,
+        override_codes,
+    )
+    from worker.pipeline.map.clustering import Decisions
+
+    kind, other = drawn_kinds()[0], drawn_kinds()[-1]
+    clusters = np.array([0, 0, -1, -1, 0, 0])
+    flagged = np.array([False, False, False, True, False, False])
+    kept = np.array([True, False, True, False, True, False])
+    reason = np.array(["cluster", kind.name, "noise", "noise", "override_keep", kind.name])
+    # the last: dropped by one kind, proposed by another
+    proposal = np.array([kind.name, "", kind.name, kind.name, kind.name, other.name])
+    marks = {4: "keep"}
+    n = len(kept)
+    colours, symbols, _ = marker_style(np.arange(n), Decisions(clusters, flagged, kept, reason),
+                                       marks, proposal)
+    mark = FINDING_MARKS[kind.symbol][0]
+    assert symbols == [mark, mark, mark, SYMBOLS["x"], SYMBOLS["diamond"], mark]
+    assert colours == [channels(c) for c in (PROPOSED_COLOUR, FINDING_COLOUR, PROPOSED_COLOUR,
+                                             NOISE_COLOUR, KEEP_COLOUR, FINDING_COLOUR)]
+    codes = look_codes(flagged, clusters == -1, override_codes(np.arange(n), marks),
+                       finding_slots(reason, proposal))
+    assert [LOOKS[c].kept for c in codes] == kept.tolist()
 
 
 def _decisions(n: int, dropped: np.ndarray) -> Decisions:

@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from tests.unit.test_cli import curator
 from worker.pipeline.errors import InputError
 from worker.pipeline.features import backbones as models
 from worker.pipeline.features import efficientnet
-from worker.pipeline.features.backbones import build_backbone, random_weights_warning
+from worker.pipeline.features.backbones import (
+    build_backbone,
+    pick_device,
+    random_weights_warning,
+)
 from worker.pipeline.features.extraction import _inference_net
 
 
@@ -101,35 +104,35 @@ def test_auto_precision_is_timed_once_and_cached(tmp_path, monkeypatch):
                                                                      ("m@224", "bf16")]
 
 
-def test_default_model_on_an_image_folder_is_pretrained_and_recorded(small_folder, tmp_path):
-    out = tmp_path / "run"
-    r = curator("extract", "--dataset", f"folder:{small_folder}", "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    assert "warning" not in r.stderr
-    step = json.loads((out / "run.json").read_text())["steps"]["extract"]
-    assert step["model"] == "efficientnet-lite0" and step["pretrained"] is True
-    assert step["feature_dim"] == 1280
+def test_torchvision_resnet_weights_roundtrip(tmp_path):
+    import torchvision
+
+    net = torchvision.models.resnet18(weights=None, num_classes=7)
+    torch.save({"state_dict": {f"module.{k}": v for k, v in net.state_dict().items()}},
+               tmp_path / "r18.pth")
+    bb = build_backbone("resnet18", tmp_path / "r18.pth", 7, 32)
+    assert bb.feature_dim == 512 and bb.head.out_features == 7
+    assert torch.equal(bb.net.conv1.weight, net.conv1.weight)
 
 
-def test_random_weights_print_one_warning_and_are_recorded(small_folder, tmp_path):
-    out = tmp_path / "run"
-    r = curator("extract", "--dataset", f"folder:{small_folder}", "--model", "cifar-resnet20",
-                "--out", str(out))
-    assert r.returncode == 0, r.stderr
-    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
-    assert len(warnings) == 1 and "random weights" in warnings[0]
-    step = json.loads((out / "run.json").read_text())["steps"]["extract"]
-    assert step["pretrained"] is False
-    # The digits demo keeps raw pixels by default: no network, nothing to warn about.
-    digits = tmp_path / "digits"
-    r = curator("extract", "--dataset", "digits", "--out", str(digits))
-    assert r.returncode == 0 and "warning" not in r.stderr
-    step = json.loads((digits / "run.json").read_text())["steps"]["extract"]
-    assert step["model"] == "pixels" and step["pretrained"] is None
+def test_unknown_model_and_device():
+    with pytest.raises(InputError, match="unknown model"):
+        build_backbone("vgg16", None, 10, 32)
+    assert pick_device("auto").type in ("cpu", "cuda")
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="CUDA is not available"):
+            pick_device("cuda")
 
 
-def test_an_input_size_out_of_range_is_one_line(small_folder, tmp_path):
-    r = curator("extract", "--dataset", f"folder:{small_folder}", "--input-size", "8",
-                "--out", str(tmp_path / "run"))
-    assert r.returncode == 2 and "--input-size: must be a whole number from 32 to 512" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+def test_precision_choice_and_fallback(monkeypatch):
+    from worker.pipeline.features import backbones as models
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: False)
+    assert models.resolve_precision("auto", cpu) == "fp32"  # emulated bf16 would be slower
+    monkeypatch.setattr(models, "cpu_has_native_bf16", lambda: True)
+    assert models.resolve_precision("auto", cpu) == "bf16"
+    assert models.resolve_precision("fp32", cpu) == "fp32"
+    assert models.resolve_precision("auto", torch.device("cuda")) == "bf16"
+    with pytest.raises(InputError, match="unknown precision 'fp8'"):
+        models.resolve_precision("fp8", cpu)

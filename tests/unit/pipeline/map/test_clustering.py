@@ -4,46 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.clustering import (
-    DEFAULT_MIN_SAMPLES,
     RuleInputs,
     auto_eps,
     auto_params,
     cluster_all,
+    cut_bands,
     decide,
-    knn_agreement,
 )
-from worker.pipeline.map.dbscan import dbscan_once, sklearn_dbscan
+from worker.pipeline.map.dbscan import dbscan_once
 from worker.pipeline.map.embedding import check_features
-
-
-def test_labels_identical_to_sklearn_on_random_blobs():
-    rng = np.random.default_rng(0)
-    for trial in range(200):
-        n = int(rng.integers(1, 300))
-        centres = rng.normal(0, 5, (int(rng.integers(1, 5)), 2))
-        pts = centres[rng.integers(0, len(centres), n)] + rng.normal(0, 1, (n, 2))
-        pts = pts.astype(np.float32)
-        if trial % 4 == 0:
-            pts = np.round(pts, 1)  # duplicates and distances exactly equal to eps
-        eps = 0.1 if trial % 3 == 0 else float(rng.uniform(0.05, 1.5))
-        ms = int(rng.integers(1, 12))
-        ours = dbscan_once(pts, eps, ms)
-        assert np.array_equal(ours, sklearn_dbscan(pts, eps, ms)), (trial, n, eps, ms)
-
-
-def test_labels_identical_to_sklearn_on_a_real_embedding(digits_run):
-    emb = np.load(digits_run.embedding)
-    labels = digits_run.read_samples().labels
-    for c in range(10):
-        pts = emb[labels == c]
-        for eps in (0.3, 0.8, 1.5, 3.0):
-            for ms in (1, 3, 5, 10):
-                assert np.array_equal(dbscan_once(pts, eps, ms), sklearn_dbscan(pts, eps, ms))
 
 
 @pytest.mark.parametrize("eps, ms, message", [
@@ -107,58 +79,17 @@ def test_overrides_win_and_rules_differ():
     assert d.reason.tolist() == ["override_drop", "cluster", "override_keep", "cluster", "noise"]
 
 
-def test_knn_agreement_on_real_digits(digits_run):
-    s = digits_run.read_samples()
-    from worker.pipeline.map.clustering import feature_neighbours
-
-    nn = feature_neighbours(np.load(digits_run.features))
-    assert nn.shape == (1797, 20) and not (nn == np.arange(1797)[:, None]).any()
-    # The run's neighbours come from the t-SNE's exact search in the same PCA space:
-    # the same sets, up to the order of (near-)tied distances.
-    saved = np.load(digits_run.path / "neighbours.npy")
-    same = [set(a[:10]) == set(b[:10]) for a, b in zip(nn, saved, strict=True)]
-    assert np.mean(same) > 0.97
-    agree = knn_agreement(nn, s.labels)
-    noisy = s.labels != s.true_labels
-    assert agree[noisy].mean() < 0.3 < 0.8 < agree[~noisy].mean()
-
-
-@settings(max_examples=300, deadline=None)
-@given(n=st.integers(1, 250), grid=st.sampled_from([0.0, 0.1, 0.5]),
-       line=st.booleans(), eps=st.sampled_from([0.05, 0.1, 0.3, 1.0, 2.5, 40.0]),
-       ms=st.integers(1, 15), seed=st.integers(0, 2**16))
-def test_one_shot_dbscan_equals_sklearn_at_any_eps(n, grid, line, eps, ms, seed):
-    """dbscan_once (k-nearest core test + Delaunay components) on blobs, grids with
-    duplicates and distances exactly at eps, and points all on one line (no triangulation),
-    including eps larger than the whole class."""
-    rng = np.random.default_rng(seed)
-    pts = rng.normal(0, 2, (n, 2))
-    if grid:
-        pts = np.round(pts / grid) * grid
-    if line:
-        pts[:, 1] = 0.5 * pts[:, 0] if seed % 2 else 0.0
-    assert np.array_equal(dbscan_once(pts, eps, ms), sklearn_dbscan(pts, eps, ms))
-
-
-def test_a_new_map_rederives_every_class_s_eps_as_the_pipeline_s_own_step(fresh_run):
-    """eps is a distance on one map: stored values, the user's included, do not carry
-    over to a new embedding. Deriving them again is the pipeline's step, which undo passes
-    by; undoing the reviewer's eps then leaves the new map's value (it measured another
-    map)."""
-    from worker.pipeline.curation.cluster_step import cluster_step
-    from worker.pipeline.map.embedding import EmbeddingOptions, embed
-    from worker.pipeline.storage.curation_store import open_store
-
-    store = open_store(fresh_run)
-    store.set_class_params({0: (0.123, 7)}, "a reviewer's eps")
-    cluster_step(fresh_run)  # same map: the reviewer's value stays
-    assert store.class_params()[0] == (0.123, 7)
-    embed(fresh_run, EmbeddingOptions(seed=1))  # another map
-    cluster_step(fresh_run)
-    params = store.class_params()
-    assert params[0][0] != 0.123 and params[0][1] == DEFAULT_MIN_SAMPLES
-    assert all(ms == DEFAULT_MIN_SAMPLES for _, ms in params.values())
-    assert store.undo() is None and store.class_params() == params
-    assert [h["pipeline"] for h in store.history(3)] == [True, False, True]
-    cluster_step(fresh_run)  # recorded: this map already has its parameters
-    assert store.class_params() == params
+def test_a_cut_flags_the_class_s_top_scores_and_leaves_dbscan_nothing():
+    score = np.array([0.9, 0.1, 0.8, 0.7, 0.2, 0.6, 0.95, 0.3, 0.5, 0.4, 0.99, 0.0])
+    members = [np.arange(10), np.arange(10, 12)]
+    ranked = [6, 0, 2, 3, 5, 8, 9, 7, 4, 1]
+    issue = np.isin(np.arange(12), [6, 0, 10])
+    suspect = np.isin(np.arange(12), [6, 0, 2, 3, 10])
+    inputs = RuleInputs(None, issue, suspect)
+    assert cut_bands(inputs, score, members, {}) is inputs
+    for k in (0, 1, 5, 10, 20):
+        out = cut_bands(inputs, score, members, {0: k})
+        assert list(np.flatnonzero(out.issue[:10])) == sorted(ranked[:k]), k
+        assert np.array_equal(out.suspect[:10], out.issue[:10])  # no band left
+        # The other class keeps the rule's bands.
+        assert out.issue[10] and out.suspect[10] and not out.suspect[11]

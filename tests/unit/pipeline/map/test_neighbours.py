@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
-from sklearn.datasets import load_digits
 from sklearn.neighbors import NearestNeighbors
 
-from worker.pipeline.errors import InputError
-from worker.pipeline.map import embedding
-from worker.pipeline.map.embedding import EmbeddingOptions, tsne_2d
 from worker.pipeline.map.neighbours import exact_neighbours, faiss_knn, knn_query, torch_knn
-
-
-def _label_agreement(emb: np.ndarray, y: np.ndarray, k: int = 10) -> float:
-    _, nn = NearestNeighbors(n_neighbors=k + 1).fit(emb).kneighbors(emb)
-    return float((y[nn[:, 1:]] == y[:, None]).mean())
 
 
 def test_exact_neighbours_match_sklearn():
@@ -54,42 +44,3 @@ def test_the_gpu_path_gives_the_cpu_paths_neighbours():
     cross_f, cross_t = knn_query(x, q, 5), torch_knn(x, q, 5, "cpu")
     np.testing.assert_allclose(cross_f[1], cross_t[1], rtol=1e-4, atol=3e-3)
     assert np.mean([set(a) == set(b) for a, b in zip(cross_f[0], cross_t[0], strict=True)]) > 0.99
-
-
-@pytest.mark.parametrize("exact_max", [10**9, 100])
-def test_both_neighbour_paths_give_a_map_that_separates_digits(monkeypatch, exact_max):
-    """Exact neighbours below EXACT_KNN_MAX, openTSNE's Annoy above; both must work."""
-    digits = load_digits()
-    x, y = digits.data[:600].astype(np.float32), digits.target[:600]
-    monkeypatch.setattr(embedding, "EXACT_KNN_MAX", exact_max)
-    seen = []
-    emb = tsne_2d(x, EmbeddingOptions(n_iter=150, exaggeration_iter=75),
-                  progress=lambda done, total, msg: seen.append((done, total)))
-    assert emb.shape == (600, 2) and emb.dtype == np.float32 and np.isfinite(emb).all()
-    assert _label_agreement(emb, y) > 0.85  # chance is about 0.1
-    assert seen[-1] == (225, 225)  # progress counts both phases
-
-
-def test_bad_embedding_options():
-    x = np.random.default_rng(0).normal(size=(50, 5)).astype(np.float32)
-    with pytest.raises(InputError, match="--n-iter must be a whole number from 0"):
-        tsne_2d(x, EmbeddingOptions(n_iter=-1))
-    with pytest.raises(InputError, match="--perplexity must be a number > 0"):
-        tsne_2d(x, EmbeddingOptions(perplexity=0))
-    with pytest.raises(InputError, match="at least 4 samples"):
-        tsne_2d(x[:3], EmbeddingOptions())
-
-
-def test_the_map_pca_is_fitted_once_for_every_step(digits_run, monkeypatch):
-    """embed fits the map's PCA and keeps it; the label evidence and the findings read it
-    (each fitted it again before: 4.2 s apiece at 50,000 × 1,280 on 2 cores)."""
-    kept = list(digits_run.cache.glob("pca-*.npz"))
-    assert len(kept) == 1
-    features = digits_run.load_features()
-    again = embedding.pca_reduce(features, 50)
-    fits = []
-    monkeypatch.setattr(embedding, "fit_pca", lambda *a, **k: fits.append(a))
-    read = embedding.run_pca(digits_run, 50)
-    assert not fits
-    np.testing.assert_array_equal(read.x, again)
-    assert read.components.shape == (50, features.shape[1])

@@ -4,9 +4,6 @@ is refused in one line (library and CLI); :func:`has_split` and :func:`split_spe
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -78,15 +75,6 @@ def test_the_split_a_folder_lacks_is_one_line_naming_what_it_has(tmp_path):
     assert has_split(ds.spec, "test") and not has_split(ds.spec, "train")
 
 
-def test_class_folders_have_no_test_split(small_folder):
-    """Plain class folders stay the train split; ``--split test`` stays refused."""
-    assert _refusal(parse_spec(f"folder:{small_folder}", "test")) == (
-        f"{small_folder} has no test/ folder (its subfolders are the classes): "
-        "use --split train")
-    spec = parse_spec(f"folder:{small_folder}")
-    assert has_split(spec, "train") and not has_split(spec, "test")
-
-
 def test_a_split_folder_beside_other_folders_is_refused(tmp_path):
     """``train/`` beside ``cat/``: a split folder and a class, or two classes? Neither
     reading is safe, so neither split is read."""
@@ -140,35 +128,6 @@ def test_a_features_file_has_no_test_split(tmp_path):
         split_spec(spec, "test")
 
 
-def test_split_spec_is_the_same_dataset_for_the_other_split(cifar_mini, cifar_batches):
-    for text in (f"folder:{cifar_mini}", f"cifar10:{cifar_batches}"):
-        train = parse_spec(text)
-        test = split_spec(train, "test")
-        assert test == parse_spec(text, "test") and split_spec(test, "train") == train
-        assert has_split(train, "test") and has_split(test, "train")
-        assert all(p.startswith("test/") for p in open_dataset(test).samples.paths[:50])
-    digits = parse_spec("digits")
-    assert has_split(digits, "train") and not has_split(digits, "test")
-    assert split_spec(digits, "test").split == "test"  # open_dataset refuses it
-    assert not has_split(digits, "val")
-    with pytest.raises(InputError, match="unknown split 'val'"):
-        split_spec(digits, "val")
-
-
-def test_a_cifar_folder_without_its_test_batch(cifar_batches, tmp_path):
-    src = cifar_batches / "cifar-10-batches-py"
-    dest = tmp_path / "cifar-10-batches-py"
-    dest.mkdir()
-    for f in src.iterdir():
-        if f.name != "test_batch":
-            os.link(f, dest / f.name)
-    spec = parse_spec(f"cifar10:{tmp_path}")
-    assert has_split(spec, "train") and not has_split(spec, "test")
-    assert "missing test_batch" in _refusal(split_spec(spec, "test"))
-    (dest / "batches.meta").unlink()  # no split can be read without the class names
-    assert not has_split(spec, "train")
-
-
 # A top-level folder of a random dataset: a split-like folder (class subfolders), a flat
 # class folder (images only), or a hidden one.
 SHAPES = st.sampled_from(["classes", "flat", "hidden"])
@@ -203,18 +162,3 @@ def test_has_split_agrees_with_open_dataset(layout):
             for name in set(ds.samples.classes) & {"train", "test"}:
                 # Read as a class only when it is a class folder: images, no subfolders.
                 assert not any(p.is_dir() for p in (root / name).iterdir()), layout
-
-
-def test_the_cli_refuses_a_split_in_one_line(tmp_path):
-    """Run as a user would: exit status 2, one ``error:`` line, no traceback, no run."""
-    root = _tree(tmp_path / "d", {"train/cat": 2, "train/dog": 2})
-    out = tmp_path / "run"
-    r = subprocess.run([sys.executable, "-m", "worker.cli", "pipeline", "--dataset",
-                        f"folder:{root}", "--split", "test", "--out", str(out)],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip() and "%|" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("error:"), r.stderr
-    assert lines[0].endswith(f"{root} has no test/ folder (it has train/): use --split train")
-    assert "Traceback" not in r.stderr
-    assert not (out / "run.json").exists()

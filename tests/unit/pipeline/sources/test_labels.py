@@ -1,5 +1,4 @@
-"""The labels-CSV parser: encodings, BOMs, missing cells, disagreeing duplicates, and a
-property test that any bytes give either a mapping or one clear InputError."""
+"""Dataset specs, labels CSVs, noise injection and ingest of real images."""
 
 from __future__ import annotations
 
@@ -10,7 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.sources.labels import read_label_csv
+from worker.pipeline.sources.datasets import open_dataset, parse_spec
+from worker.pipeline.sources.labels import inject_noise, read_label_csv
+
+
+def test_injected_noise_is_exact_and_seeded():
+    ds = open_dataset(parse_spec("digits"))
+    a = inject_noise(ds.samples, 0.1, seed=3)
+    b = inject_noise(ds.samples, 0.1, seed=3)
+    assert (a.labels == b.labels).all()
+    assert (a.labels != a.true_labels).sum() == round(0.1 * 1797)
+    assert (a.true_labels == ds.samples.labels).all()
+    with pytest.raises(InputError, match="inject-noise"):
+        inject_noise(ds.samples, 1.5, seed=0)
 
 
 def _write(path, text: str | bytes):
@@ -81,59 +92,6 @@ def test_written_rows_read_back(tmp_path_factory, rows):
             read_label_csv(path, "label")
     else:
         assert read_label_csv(path, "label") == expected
-
-
-def test_override_indices_must_be_in_range(fresh_run):
-    import subprocess
-
-    from tests.unit.test_cli import CURATOR
-
-    for bad in ("99999999", str(10**20), "-1"):
-        r = subprocess.run([CURATOR, "override", str(fresh_run.path), "drop", "5", bad],
-                           capture_output=True, text=True, timeout=120)
-        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-        assert "out of range" in r.stderr or "invalid" in r.stderr, r.stderr
-    from worker.pipeline.storage.curation_store import open_store
-
-    assert open_store(fresh_run).overrides() == {}  # nothing half-applied
-
-
-def test_wrong_architecture_weights_are_one_short_line(small_folder, tmp_path):
-    from tests.conftest import shared_file
-    from tests.unit.test_cli import curator
-
-    weights = shared_file("weights/resnet56-4bfd9763.th")
-    r = curator("pipeline", "--dataset", f"folder:{small_folder}", "--model", "cifar-resnet20",
-                "--weights", str(weights), "--out", str(tmp_path / "w"))
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    line = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")][0]
-    assert "does not fit" in line and len(line) < 400
-
-
-def test_a_deleted_store_is_an_error_not_a_silent_fresh_one(fresh_run):
-    from tests.unit.test_cli import curator
-
-    fresh_run.store.unlink()
-    # Exports and trainings are recorded as jobs in that store: refused before it is made.
-    for args in (["evaluate", str(fresh_run.path)], ["export", str(fresh_run.path), "--dest", "x"],
-                 ["retrain", str(fresh_run.path), "--epochs", "1"]):
-        r = curator(*args)
-        assert r.returncode == 2 and "is missing" in r.stderr, r.stderr
-    assert not fresh_run.store.exists()
-    assert curator("cluster", str(fresh_run.path)).returncode == 0  # starts a new one
-    assert fresh_run.store.is_file()
-
-
-def test_a_non_numeric_setting_is_one_line():
-    import os
-    import subprocess
-
-    from tests.unit.test_cli import CURATOR
-
-    r = subprocess.run([CURATOR, "serve"], env={**os.environ, "CURATOR_PORT": "abc"},
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and r.stderr.strip() == \
-        "error: CURATOR_PORT must be a whole number from 1 to 65,535, got abc"
 
 
 @settings(max_examples=150, deadline=None)

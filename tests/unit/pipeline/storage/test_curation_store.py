@@ -1,9 +1,14 @@
-"""The curation store: persistence, undo/redo, and no lost updates across processes."""
+"""Mistakes a notebook user makes, each refused in one ``tc.InputError`` line before
+anything is written, and the same mistake at the CLI's and the New-run form's doors: one
+check, three doors.
+
+Real data throughout: scikit-learn's digits as features (a few hundred rows at most, so
+every run here takes seconds), tmp_path runs, real image files.
+"""
 
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import sqlite3
 from pathlib import Path
 
@@ -11,6 +16,60 @@ import pytest
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.curation_store import CurationStore
+
+
+def test_a_store_made_before_the_pipeline_mark_keeps_its_clustering(tmp_path):
+    """A store whose history predates the ``pipeline`` column: its cluster step's rows
+    are marked when it is opened, so undo passes them by there too."""
+    import sqlite3
+
+    path = tmp_path / "curation.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            "CREATE TABLE history (id INTEGER PRIMARY KEY AUTOINCREMENT, description TEXT "
+            "NOT NULL, changes TEXT NOT NULL, undone INTEGER NOT NULL DEFAULT 0, created_at "
+            "TEXT NOT NULL);"
+            "CREATE TABLE class_params (label INTEGER PRIMARY KEY, eps REAL NOT NULL, "
+            "min_samples INTEGER NOT NULL, updated_at TEXT NOT NULL);"
+            "INSERT INTO class_params VALUES (0, 0.5, 5, 'then');")
+        db.execute("INSERT INTO history (description, changes, created_at) VALUES (?, ?, ?)",
+                   ("automatic parameters",
+                    json.dumps([["class_params", 0, None, [0.5, 5]]]), "then"))
+    store = CurationStore(path)
+    assert store.undo() is None and store.class_params() == {0: (0.5, 5)}
+    assert store.history()[0]["pipeline"]
+
+
+def test_store_keeps_cuts_with_undo_and_redo(tmp_path):
+    store = CurationStore(tmp_path / "c.sqlite")
+    assert store.set_class_cut(3, 4) == 1 and store.cuts() == {3: 4}
+    assert store.set_class_cut(3, 4) == 0  # no change, no history entry
+    store.set_class_cut(3, 0, "flag none in class 3")
+    assert store.snapshot().cuts == {3: 0}
+    assert store.undo() == "flag none in class 3" and store.cuts() == {3: 4}
+    store.set_class_cut(3, None)  # back to the rule: no row
+    assert store.cuts() == {}
+    store.undo()
+    store.redo()
+    assert store.cuts() == {}
+    for bad in (0.5, -1):
+        with pytest.raises(InputError, match="--cut must be a whole number from 0"):
+            store.set_class_cut(1, bad)
+    assert store.cuts() == {}
+
+
+def test_store_checks_every_value_of_a_multi_value_step(tmp_path):
+    store = CurationStore(tmp_path / "c.sqlite")
+    with pytest.raises(InputError, match="class code 12 is out of range"):
+        store.set_sample_values({"relabels": {1: 12}}, "x", n_samples=10, n_classes=10)
+    with pytest.raises(InputError, match="sample index 10 is out of range"):
+        store.set_sample_values({"overrides": {10: "keep"}}, "x", n_samples=10)
+    with pytest.raises(InputError, match="override must be"):
+        store.set_sample_values({"overrides": {1: "maybe"}}, "x")
+    assert store.revision() == 0 and store.history() == []
+    assert store.set_sample_values({"overrides": {1: "drop"}, "relabels": {1: 3, 2: 4}},
+                                   "mixed {n}") == 3
+    assert store.history()[0]["description"] == "mixed 3"
 
 
 def test_overrides_persist_and_undo_redo(tmp_path):
@@ -43,30 +102,6 @@ def test_params_survive_and_bad_values_are_refused(tmp_path):
     with pytest.raises(InputError):
         store.set_overrides([1], "maybe")
     assert store.class_params() == {} and store.revision() == 0
-
-
-def _writer(path: str, start: int, count: int, barrier) -> None:
-    store = CurationStore(path)
-    barrier.wait()
-    for i in range(start, start + count):
-        store.set_overrides([i], "drop" if i % 2 else "keep")
-
-
-def test_two_processes_writing_at_once_lose_nothing(tmp_path):
-    path = str(tmp_path / "c.sqlite")
-    CurationStore(path)
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_writer, args=(path, s, 150, barrier)) for s in (0, 150)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
-    store = CurationStore(path)
-    assert len(store.overrides()) == 300
-    assert len(store.history(limit=1000)) == 300
-    assert store.revision() == 300
 
 
 def test_snapshot_reads_everything_at_one_revision(tmp_path):

@@ -1,0 +1,82 @@
+"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
+
+One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
+session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
+(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
+model see, and the other way round.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tsne_curator as tc
+from app.cli import main
+from worker.pipeline.errors import InputError
+
+
+@pytest.mark.parametrize("options, word", [
+    ({"inject_noise": 1.5}, "inject_noise (--inject-noise) must be a number ≥ 0 and < 1"),
+    ({"seed": -1}, "seed (--seed) must be a whole number"),
+    ({"seed": 1.5}, "seed (--seed)"),
+    ({"seed": True}, "seed (--seed)"),
+    ({"n_iter": "many"}, "n_iter (--n-iter)"),
+    ({"eps": 0}, "eps (--eps) must be a number > 0"),
+    ({"min_samples": 0}, "min_samples (--min-samples)"),
+    ({"model": "vgg"}, "model (--model) must be one of pixels"),
+    ({"noise_kind": "asymmetric"}, "noise_kind (--noise-kind)"),
+    ({"duplicate_threshold": 2}, "duplicate_threshold (--duplicate-threshold)"),
+    ({"thresholds": {"duplicate": 0}}, "duplicate_threshold (--duplicate-threshold)"),
+    ({"thresholds": {"label": 0.5}}, "no finding kind 'label' with a cut"),
+    ({"labels": 3}, "labels (--labels) must be a path"),
+    ({"shards": 2}, "curator pipeline --shards"),
+])
+def test_a_bad_value_is_one_input_error_naming_the_keyword(tmp_path, options, word):
+    out = tmp_path / "new"
+    with pytest.raises(InputError) as exc:
+        tc.pipeline("digits", out=out, **options)
+    assert word in str(exc.value) and "\n" not in str(exc.value)
+    assert not out.exists()
+
+
+def test_a_bad_spec_or_unknown_keyword_touches_nothing(tmp_path):
+    out = tmp_path / "new"
+    with pytest.raises(InputError, match="unknown dataset spec"):
+        tc.pipeline("imagenet", out=out)
+    with pytest.raises(TypeError) as exc:
+        tc.pipeline("digits", out=out, inject_nosie=0.1)
+    text = str(exc.value)
+    assert "did you mean 'inject_noise'" in text and "valid keywords:" in text
+    assert "perplexity" in text and "shards" not in text.split("valid keywords:")[1]
+    assert not out.exists()
+
+
+def _one_line(text: str) -> str:
+    """The only line of a command's stderr (progress bars left out), an ``error:``."""
+    lines = [ln for ln in text.splitlines() if ln.strip() and "%|" not in ln]
+    assert len(lines) == 1 and lines[0].startswith("error:"), text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+def _refused(call, out: Path | None, match: str) -> str:  # noqa: ANN001 - no arguments
+    """``call()`` raises one InputError line matching ``match`` and ``out`` (the folder
+    it would have made; None: the caller checks what else it could have written) stays
+    absent."""
+    with pytest.raises(tc.InputError, match=match) as e:
+        call()
+    assert "\n" not in str(e.value)
+    if out is not None:
+        assert not out.exists(), sorted(p.name for p in out.rglob("*"))
+    return str(e.value)
+
+
+# -- the folder --------------------------------------------------------------------------
+def test_no_dataset_for_a_new_folder_leaves_no_folder(tmp_path, capsys):
+    out = tmp_path / "missing"
+    _refused(lambda: tc.pipeline(None, out=out), out, "is not a run yet: give --dataset")
+    assert main(["pipeline", "--out", str(out)]) == 2
+    assert "is not a run yet" in _one_line(capsys.readouterr().err)
+    assert not out.exists()

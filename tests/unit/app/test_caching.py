@@ -1,0 +1,34 @@
+"""Every in-process cache of the app and of the test split's paths: a repeat is a hit, it
+holds at most its size (the least recently used entry goes first), and a run whose files
+change is read again (each key holds the mtimes of the files its value comes from; the
+pipeline replaces a file by renaming a new one into place).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app import caching
+from app import run_data as run_data_module
+from app.image_routes import _run_dataset, background_png, image_png, thumbnail_png
+from worker.pipeline.findings.testsplit import _read_paths
+
+
+@pytest.fixture(autouse=True)
+def empty_caches():
+    """Each test starts with every cache empty (they are per process)."""
+    caching.clear()
+    run_data_module._STATES.clear()
+    for cached in (run_data_module._load, _run_dataset, _read_paths):
+        cached.cache_clear()
+
+
+def test_the_sizes_and_lifetimes_are_those_chosen():
+    assert (caching.files.maxsize, caching.derived.maxsize, caching.labels.maxsize) == \
+        (20000, 256, 20000)
+    assert caching.files.ttl == caching.derived.ttl == caching.labels.ttl == 3600
+    assert run_data_module._load.cache.maxsize == run_data_module.RUNS_KEPT == 8
+    assert run_data_module._STATES.maxsize == run_data_module.STATES_KEPT == 4
+    assert _run_dataset.cache.maxsize == 4 and _read_paths.cache.maxsize == 8
+    for png in (thumbnail_png, image_png, background_png):
+        assert png.cache is caching.files

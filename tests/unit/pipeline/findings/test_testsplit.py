@@ -1,0 +1,57 @@
+"""Every in-process cache of the app and of the test split's paths: a repeat is a hit, it
+holds at most its size (the least recently used entry goes first), and a run whose files
+change is read again (each key holds the mtimes of the files its value comes from; the
+pipeline replaces a file by renaming a new one into place).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import pytest
+
+from app import caching
+from app import run_data as run_data_module
+from app.image_routes import _run_dataset
+from worker.pipeline.findings import testsplit
+from worker.pipeline.findings.testsplit import _read_paths, read_test_paths
+from worker.pipeline.storage.rundir import RunDir
+
+
+@pytest.fixture(autouse=True)
+def empty_caches():
+    """Each test starts with every cache empty (they are per process)."""
+    caching.clear()
+    run_data_module._STATES.clear()
+    for cached in (run_data_module._load, _run_dataset, _read_paths):
+        cached.cache_clear()
+
+
+def _write_test_split(run: RunDir, paths: list[str]) -> None:
+    tmp = run.path / "split.new"
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["index", "path", "label"])
+        writer.writerows([k, p, "0"] for k, p in enumerate(paths))
+    target = testsplit.test_paths_csv(run)
+    if target.exists():  # the next version is a second newer, whatever the clock says
+        old = target.stat().st_mtime_ns + 10**9
+        os.utime(tmp, ns=(old, old))
+    os.replace(tmp, target)
+
+
+def test_test_split_paths_hit_evict_at_their_size_and_follow_the_file(tmp_path):
+    runs = [RunDir(tmp_path / f"r{k}") for k in range(_read_paths.cache.maxsize + 1)]
+    for k, run in enumerate(runs):
+        run.path.mkdir()
+        _write_test_split(run, [f"test/{k}.png"])
+    first = testsplit.test_paths_csv(runs[0])
+    key = (str(first), first.stat().st_mtime_ns)
+    assert read_test_paths(runs[0]) == ["test/0.png"]
+    assert _read_paths(*key) is _read_paths(*key)
+    for run in runs[1:]:
+        read_test_paths(run)
+    assert key not in _read_paths.cache and len(_read_paths.cache) == 8
+    _write_test_split(runs[1], ["test/new.png"])
+    assert read_test_paths(runs[1]) == ["test/new.png"]

@@ -1,0 +1,13 @@
+"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+
+from __future__ import annotations
+
+
+def test_a_training_not_started_yet_says_so_not_step_0_of_0():
+    from worker.train.launch import TrainConfig, progress_message
+
+    assert progress_message(TrainConfig(epochs=3), None, []) == "train: starting the processes"
+    live = {"epoch": 0, "step": 5, "total_steps": 30}
+    assert progress_message(TrainConfig(epochs=3), live, []) == "train: epoch 1/3, step 5/30"
+    assert progress_message(TrainConfig(epochs=3), {**live, "loss": 2.30259}, []) == \
+        "train: epoch 1/3, step 5/30, loss 2.303"
