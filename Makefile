@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 RUNS_ROOT ?= runs
 PORT ?= $(or $(CURATOR_PORT),8050)
 
-.PHONY: run test install lint demo browser clean bench guard
+.PHONY: run test test-fast install lint demo browser clean bench guard
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,13 @@ test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The unit tests alone, after ruff: tests/unit holds the tests that need no run on disk, no
+# subprocess, no ../shared/data and no server, browser or Redis (tests/README.md), so this
+# is the check to run while editing; `make test` runs them with the integration tests.
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	OPENBLAS_CORETYPE=Haswell $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/unit
 
 # The regression guard: what earlier work won (the Curate page's speed as ratios, the
 # findings' and the detection's figures, start-up), each against its floor in

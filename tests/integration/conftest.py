@@ -213,7 +213,7 @@ def small_folder(cifar_mini, tmp_path) -> Path:
 
 @pytest.fixture(scope="session")
 def digits_run(tmp_path_factory):
-    """A complete digits run (pixels, 10% injected noise), built once per session."""
+    """A complete digits run (pixels, 10% injected noise), built once per test process."""
     from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.map.embedding import EmbeddingOptions
     from worker.pipeline.runner import run_pipeline
@@ -230,7 +230,7 @@ def digits_run(tmp_path_factory):
 @pytest.fixture(scope="session")
 def island_build(tmp_path_factory) -> Path:
     """A runs root holding ``digits``: scikit-learn's digits with 30 injected line drawings
-    filed under random labels (an island of outliers), short map, built once per session;
+    filed under random labels (an island of outliers), short map, built once per test process;
     tests take a private copy (``island_root``)."""
     from worker.pipeline.features.feature_options import FeatureOptions
     from worker.pipeline.map.embedding import EmbeddingOptions

@@ -1,4 +1,5 @@
-"""docker-compose.yml agrees with what the code reads (no Docker engine runs here)."""
+"""The compose file's app service: its command, ``curator serve``, runs on the production
+server (waitress), and the service's healthcheck passes against it."""
 
 from __future__ import annotations
 

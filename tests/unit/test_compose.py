@@ -1,4 +1,5 @@
-"""docker-compose.yml agrees with what the code reads (no Docker engine runs here)."""
+"""docker-compose.yml and the Dockerfile agree with what the code reads (no Docker engine
+runs here)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Property tests for what users type: dataset specs, export names, run ids. Each input
-either parses to something safe or is one clear InputError; none escapes its folder."""
+"""Run ids (worker/run_catalog.py ``resolve_run``): any text either names a run inside the
+runs root or is one InputError (Hypothesis)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The settings read from ``CURATOR_*`` environment variables: the defaults, each variable's
-override, and the one-line error naming the variable that a bad value gets. The expected
-values are the tool's settings as of 2026-11-28; a change here is a change users see."""
+"""The settings read from ``CURATOR_*`` environment variables (worker/settings.py): the
+defaults, each variable's override, and the one-line error naming the variable that a bad
+value gets. The expected values are the tool's settings as of 2026-11-28; a change here is
+a change users see."""
 
 from __future__ import annotations
 

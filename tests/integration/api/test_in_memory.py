@@ -1,10 +1,7 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""``tc.from_arrays`` (tsne_curator/in_memory.py) making real runs from digits' pixels in
+memory: through the features path, with image files copied into the run, Ctrl-C leaving no
+partial file, huge values refused without killing the process, and the smallest runs that
+make a map."""
 
 from __future__ import annotations
 

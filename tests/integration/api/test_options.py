@@ -1,6 +1,6 @@
-"""The API's keywords and the CLI's flags come from one declaration per option
-(worker/option_table.py): the same names, defaults and checks, the same one-line refusals,
-and no argparse parser behind the API."""
+"""The API neither imports the CLI nor reads a parser: tsne_curator/ imports nothing of
+worker/cli, nothing reads argparse's private state, and importing ``tsne_curator`` in a
+fresh Python process loads no ``worker.cli`` module."""
 
 from __future__ import annotations
 

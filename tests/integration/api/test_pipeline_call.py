@@ -1,10 +1,6 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""``tc.pipeline`` (tsne_curator/pipeline_call.py) on digits with 10% injected noise, once
+per module: findings with their kinds, a map figure, the same run as ``run_pipeline``'s,
+and a second call that resumes and refuses other options."""
 
 from __future__ import annotations
 
@@ -25,19 +21,19 @@ def _files(path) -> dict[str, bytes]:  # noqa: ANN001
 
 @pytest.fixture(scope="module")
 def api_run(tmp_path_factory):
-    """The issue's done-when snippet, once: digits with 10% injected noise."""
+    """A notebook's first call, once: digits with 10% injected noise."""
     return tc.pipeline("digits", out=tmp_path_factory.mktemp("nb") / "nbrun",
                        inject_noise=0.1, seed=0)
 
 
 # -- tc.pipeline ---------------------------------------------------------------------------
-def test_done_when_findings_have_kind_label_and_map_is_a_figure(api_run, digits_run):
+def test_findings_have_kind_and_label_and_the_map_is_a_figure(api_run, digits_run):
     df = api_run.findings()
     print(df.head())
     assert list(df.columns) == list(FINDING_COLUMNS)
     assert "label" in set(df["kind"])
     assert type(api_run.map("3")) is go.Figure
-    # The same run as run_pipeline's with the same options (the session's digits run).
+    # The same run as run_pipeline's with the same options (the shared digits run).
     label = findings_report(digits_run, "label", top=0)["kinds"][0]
     assert (df["kind"] == "label").sum() == label["count"] > 0
 

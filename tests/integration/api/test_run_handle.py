@@ -1,10 +1,8 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""The notebook's run (tsne_curator/run_handle.py) on real runs: a copy of the digits run
+(``fresh_run``) and a small run made from arrays. The store is one store: what the API
+decides, the CLI and the read model see, and the other way round; its methods are the
+commands' (cluster, map, export, experiment); a class is taken by its number wherever it
+is taken by its name; undo takes back decisions, never the pipeline's clustering."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""Every in-process cache of the app and of the test split's paths: a repeat is a hit, it
+"""Every in-process cache of the app on a copy of the digits run: a repeat is a hit, it
 holds at most its size (the least recently used entry goes first), and a run whose files
 change is read again (each key holds the mtimes of the files its value comes from; the
-pipeline replaces a file by renaming a new one into place).
-"""
+pipeline replaces a file by renaming a new one into place)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+"""The app's pages on a copy of the digits run, without a browser: routes and bad run ids,
+a broker that is down, the New-run form's checks and the data roots it may read, and the
+Results page's verdict."""
 
 from __future__ import annotations
 

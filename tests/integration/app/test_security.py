@@ -1,5 +1,7 @@
-"""What the server refuses before Dash sees it: foreign Host headers (DNS rebinding), large
-bodies, malformed callback payloads, bad tokens; and what never reaches its log."""
+"""What the server refuses before Dash sees it, on a copy of the digits run: foreign Host
+headers (DNS rebinding), large bodies, malformed callback payloads, bad tokens, component
+suite traversal; and how its callbacks and scripts are wired (ids, triggers, one writer
+per output, the debug script only with debug hooks)."""
 
 from __future__ import annotations
 

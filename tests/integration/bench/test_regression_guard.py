@@ -1,4 +1,5 @@
-"""The regression guard (bench/regression_guard.py): its floors file and its verdicts."""
+"""The regression guard (bench/regression_guard.py) run as ``make guard`` runs it, on the
+digits run: it fails on a figure past its floor."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Mistakes a notebook user makes, each refused in one ``tc.InputError`` line before
-anything is written, and the same mistake at the CLI's and the New-run form's doors: one
-check, three doors.
-
-Real data throughout: scikit-learn's digits as features (a few hundred rows at most, so
-every run here takes seconds), tmp_path runs, real image files.
-"""
+"""``--dataset features:FILE.npy``: bring-your-own embeddings, end to end through the CLI
+(pipeline → curate → evaluate → export), the clear refusals for what needs images or for a
+bad features file, a resume that does not read the file again, and a one-class folder."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The findings registry (worker/pipeline/findings) on real runs: a toy kind registered in
-the test reaches every consumer with no other edit; exact copies injected into digits are
-all found with one kept copy per group; outliers injected among real CIFAR-10 photos rank
-by score; the grouping functions' invariants (Hypothesis); and the bad inputs of
-``curator findings`` and ``curator pipeline``'s injection flags, each one line and exit 2.
-"""
+"""``curator findings`` and ``curator pipeline``'s injection flags: each bad input one line
+and exit 2, and no progress bars when the output is not a terminal."""
 
 from __future__ import annotations
 

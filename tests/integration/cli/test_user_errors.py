@@ -1,5 +1,6 @@
-"""The labels-CSV parser: encodings, BOMs, missing cells, disagreeing duplicates, and a
-property test that any bytes give either a mapping or one clear InputError."""
+"""A user's mistake at the command line is one line and exit 2: override indices out of
+range, weights for another network, a deleted store, a setting that is not a number, a
+bad ``CURATOR_*`` value."""
 
 from __future__ import annotations
 

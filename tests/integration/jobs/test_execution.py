@@ -1,6 +1,7 @@
-"""A job re-queued as lost belongs to its new attempt: the worker that only seemed dead
-(a long pause, a partitioned host) can no longer write its progress, its cancel or its
-end over the attempt that replaced it (JobStore's attempt token, run_job's fence)."""
+"""A job re-queued as lost belongs to its new attempt (worker/jobs/execution.py
+``run_job``'s fence), on a copy of the digits run: the worker that only seemed dead (a
+long pause, a partitioned host) stops and leaves the new attempt alone, and an
+undisturbed job succeeds with its result."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What the broker carries for each job kind: the message a real Redis holds for a submitted
 job (no worker consumes it here) has the job's record JSON as its parameters, the same as
-the job store's (tests/unit/test_job_params.py holds that format)."""
+the job store's (tests/unit/jobs/test_job_params.py holds that format)."""
 
 from __future__ import annotations
 

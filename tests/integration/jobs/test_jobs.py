@@ -213,7 +213,7 @@ def test_wrong_broker_url_is_one_line(broker_env, runs_root):
 
 
 def test_redis_stopped_then_restarted(tmp_path, runs_root, fresh_run, broker_env):
-    """A private Redis goes down mid-session: clear errors, no curation lost, then recovery."""
+    """A private Redis goes down while in use: clear errors, no curation lost, then recovery."""
     port = 6391
     url = f"redis://127.0.0.1:{port}/0"
     start = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port),

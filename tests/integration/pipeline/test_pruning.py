@@ -1,6 +1,5 @@
-"""Pruning by value: the subset names ``pruned@F`` / ``random@F``, the
-prototype score against a plain computation, CCS's coverage sampling, and the subsets a
-training would take on the digits run."""
+"""Pruning on the digits run: the subsets a training would take, the retrain preview
+counting them as the training does, and the CLI refusing a bad subset in one line."""
 
 from __future__ import annotations
 

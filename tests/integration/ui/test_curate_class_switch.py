@@ -1,4 +1,7 @@
-"""The Dash app in real headless Chromium against a real ``curator serve`` and a real run."""
+"""The class switch and the class list on the Curate page, in real headless Chromium
+against a real ``curator serve``: a switch shows the stored clustering, a class drawn
+ahead is the server's and takes later changes, and the list filters, sorts and scrolls
+through 300 classes."""
 
 from __future__ import annotations
 

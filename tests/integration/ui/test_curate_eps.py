@@ -1,4 +1,7 @@
-"""The Dash app in real headless Chromium against a real ``curator serve`` and a real run."""
+"""eps and the re-cluster on the Curate page, in real headless Chromium against a real
+``curator serve``: an eps change repaints the counts and the plot, the browser's DBSCAN
+equals scikit-learn's and the server's, the preview counts proposed samples as the server
+does, and dragging eps previews live and stores on release."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The Dash app in real headless Chromium against a real ``curator serve`` and a real run."""
+"""Export, retrain and a new run from the browser, in real headless Chromium against a real
+``curator serve``: the export writes the manifest, the retrain panel's defaults train and
+reuse only an identical subset, and the New-run form starts the pipeline with live
+progress."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The Dash app in real headless Chromium against a real ``curator serve`` and a real run."""
+"""The map's pointer on the Curate page, in real headless Chromium against a real
+``curator serve``: hover shows the image, a click's override survives a reload and undo
+reverts it, and a lasso drops what it encloses."""
 
 from __future__ import annotations
 

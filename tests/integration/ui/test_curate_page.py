@@ -1,4 +1,7 @@
-"""The Dash app in real headless Chromium against a real ``curator serve`` and a real run."""
+"""The Curate page in real headless Chromium against a real ``curator serve`` and copies of
+the digits run: pages load without console errors, the page store is the one model,
+two tabs keep each other's changes, the map and the review list share one screen, the
+token is required everywhere, and ``curator serve`` prints the Curate URL."""
 
 from __future__ import annotations
 

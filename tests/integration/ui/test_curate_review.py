@@ -1,4 +1,6 @@
-"""The Dash app in real headless Chromium against a real ``curator serve`` and a real run."""
+"""Reviewing on the Curate page, in real headless Chromium against a real ``curator
+serve``: a key pressed as the list appears is explained, the focused row says why, and a
+relabel from the review list reaches the export and the training subset."""
 
 from __future__ import annotations
 

@@ -293,8 +293,9 @@ def test_rule_panel_explains_the_class_and_flag_more_fewer_are_undoable(page, re
     assert lines[:2] == ["Estimated wrong labels: 11–14 of 175 (6.3–8.0%).",
                          "14 flagged: 11 whatever DBSCAN says, 3 because DBSCAN calls them "
                          "noise (of 3 it decides)."]
-    # The span's numbers depend on the map (the host's kernels): tests/unit/test_cut.py
-    # checks them against scikit-learn; here the page says what the server computes.
+    # The span's numbers depend on the map (the host's kernels):
+    # tests/integration/pipeline/curation/test_cluster_step.py checks them against
+    # scikit-learn; here the page says what the server computes.
     from app.curate import logic
     from app.run_data import current_state, run_data
 

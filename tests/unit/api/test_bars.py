@@ -1,10 +1,5 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""The notebook's progress bars (tsne_curator/bars.py): every step's progress goes through
+tqdm's auto bar, which a notebook shows as a widget and a terminal as text."""
 
 from __future__ import annotations
 

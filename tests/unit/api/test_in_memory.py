@@ -1,10 +1,8 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""``tc.from_arrays`` (tsne_curator/in_memory.py) refuses what cannot become a run, in one
+``tc.InputError`` line, before anything is written: arrays of the wrong shape, dtype or
+values, labels that do not match, too few samples for the map, bad names or keywords, an
+image file that does not decode. Real data: scikit-learn's digits; no run is made here
+(the runs it makes are tested in tests/integration/api/test_in_memory.py)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""The API's keywords and the CLI's flags come from one declaration per option
+(worker/option_table.py, read by tsne_curator/options.py): the same names, defaults and
+checks, the same one-line refusals, lists taken as lists, and no argparse parser behind
+the API."""
 
 from __future__ import annotations
 

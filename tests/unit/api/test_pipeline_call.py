@@ -1,10 +1,6 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""``tc.pipeline`` (tsne_curator/pipeline_call.py) refuses a bad value, an unknown dataset
+spec or keyword, or a missing dataset for a new folder in one line naming the keyword,
+and writes nothing (the runs it makes are tested in tests/integration/api/)."""
 
 from __future__ import annotations
 

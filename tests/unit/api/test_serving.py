@@ -1,10 +1,5 @@
-"""The Python API (``tsne_curator``), on real data: scikit-learn's digits.
-
-One real ``tc.pipeline`` (the issue's done-when snippet); the methods run on a copy of the
-session's digits run (``fresh_run``) and on small runs made from digits' pixels in memory
-(``tc.from_arrays``). The store is one store: what the API decides, the CLI and the read
-model see, and the other way round.
-"""
+"""``tc.serve`` (tsne_curator/serving.py) starts what ``curator serve`` starts, and refuses
+a bad port or a file given as the runs root in one line before it prints anything."""
 
 from __future__ import annotations
 

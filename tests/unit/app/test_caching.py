@@ -1,8 +1,6 @@
-"""Every in-process cache of the app and of the test split's paths: a repeat is a hit, it
-holds at most its size (the least recently used entry goes first), and a run whose files
-change is read again (each key holds the mtimes of the files its value comes from; the
-pipeline replaces a file by renaming a new one into place).
-"""
+"""The app's in-process caches (app/caching.py): the sizes and lifetimes chosen for each.
+How each follows a run's files is tested on a real run in
+tests/integration/app/test_caching.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+"""How the app shows a job (app/job_view.py): the time left from the current phase's own
+start, and a finished job read as done rather than as its last step."""
 
 from __future__ import annotations
 

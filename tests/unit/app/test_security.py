@@ -1,5 +1,5 @@
-"""What the server refuses before Dash sees it: foreign Host headers (DNS rebinding), large
-bodies, malformed callback payloads, bad tokens; and what never reaches its log."""
+"""What never reaches the server's log (app/security.py): the access token in a URL. The
+server's refusals are tested on a real run in tests/integration/app/test_security.py."""
 
 from __future__ import annotations
 

@@ -191,8 +191,9 @@ def test_a_deferred_import_keeps_a_heavy_library_out_of_start_up():
 
 def test_no_import_cycle_counting_deferred_imports():
     """Module cycles, within a layer too. The layers themselves are import-linter contracts
-    (tests/unit/test_layers.py); this graph also sees what import-linter cannot: the
-    packages an import runs on the way, and a package that imports its whole folder
+    (tests/integration/architecture/test_layers.py); this graph also sees what
+    import-linter cannot: the packages an import runs on the way, and a package that
+    imports its whole folder
     (``DISCOVERY``: findings/detectors/)."""
     assert cycles(import_graph()) == []
 

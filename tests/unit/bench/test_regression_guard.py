@@ -1,4 +1,5 @@
-"""The regression guard (bench/regression_guard.py): its floors file and its verdicts."""
+"""The regression guard (bench/regression_guard.py): its floors file and its verdicts, on
+figures given here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A job re-queued as lost belongs to its new attempt: the worker that only seemed dead
-(a long pause, a partitioned host) can no longer write its progress, its cancel or its
-end over the attempt that replaced it (JobStore's attempt token, run_job's fence)."""
+"""A job re-queued as lost belongs to its new attempt (worker/jobs/execution.py): a write
+that carries a superseded attempt changes nothing in the job store."""
 
 from __future__ import annotations
 

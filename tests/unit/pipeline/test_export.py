@@ -1,5 +1,5 @@
-"""Property tests for what users type: dataset specs, export names, run ids. Each input
-either parses to something safe or is one clear InputError; none escapes its folder."""
+"""Export names (worker/pipeline/export.py ``check_export_name``): any text either names a
+folder inside the run's exports or is one InputError (Hypothesis)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Pruning by value: the subset names ``pruned@F`` / ``random@F``, the
-prototype score against a plain computation, CCS's coverage sampling, and the subsets a
-training would take on the digits run."""
+"""Pruning by value (worker/pipeline/pruning.py): the prototype score against a plain
+computation, CCS's coverage sampling, each class's quota, the verdict against pruning's
+own random control, fractions that round to nothing, and rows that are not finite."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Verdicts that know when training stopped early: the plateau rule on
 per-epoch rows, the verdict that names no winner while a compared run was still
-learning (tests/integration/test_train.py runs a real under-trained experiment)."""
+learning (tests/integration/train/test_train.py runs a real under-trained experiment)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+"""The training launcher's progress line (worker/train/launch.py): a training not started
+yet says so."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Training settings chosen from the subset size, warnings, and the comparison verdict."""
+"""Training settings chosen from the subset size (worker/train/plan.py), their warnings,
+the comparison verdict, and trainings run side by side stopping at the first failure."""
 
 from __future__ import annotations
 

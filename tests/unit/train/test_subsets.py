@@ -1,6 +1,6 @@
-"""Pruning by value: the subset names ``pruned@F`` / ``random@F``, the
-prototype score against a plain computation, CCS's coverage sampling, and the subsets a
-training would take on the digits run."""
+"""Training subset names (worker/train/subsets.py): ``pruned@F``, ``random@F`` and the
+rest parse to one canonical form, a bad name is one line naming the forms, and any text is
+a subset or one InputError."""
 
 from __future__ import annotations
 

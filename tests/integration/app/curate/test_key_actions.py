@@ -1,6 +1,6 @@
-"""The Curate page's key actions come from one table (app/curate/key_actions.py): the scripts get it
-through /ids.js, one listener dispatches every key, the key help is made from it, and a
-row added to it (here a toy one, inside the test) reaches all of them with no other edit."""
+"""The Curate page's key actions (app/curate/key_actions.py) on a real run: a row added to
+the table (a toy one, inside the test) reaches the scripts, the key help and the server with
+no other edit, and the served table is the table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+"""The Curate page's callbacks as plain functions (app/curate/logic.py) on a copy of the
+digits run, without a browser: parameters set and undone, decisions, auto eps, hover, the
+model the browser is sent, memoized figures, why a point is flagged, and every value a
+callback takes checked against its range with nothing stored when refused."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Islands of outliers: a batch of images from another source, filed under many labels,
-each nearest to others of the batch, is one finding: listed together, shown together,
-kept or dropped together in one undoable step. Real digits run with 30 injected line
-drawings; the grouping itself on hand-made neighbour lists."""
+"""The review list across classes (app/curate/review_queue.py) on real runs, no browser:
+its rows, the confusion pairs, relabel to any class and the bulk actions, each one
+undoable step; and an island of 30 injected line drawings listed, shown and decided
+together."""
 
 from __future__ import annotations
 

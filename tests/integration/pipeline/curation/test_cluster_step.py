@@ -1,5 +1,6 @@
-"""The per-class cut along the score ranking ("flag more / fewer"): stored and undoable
-like eps, applied the same way by the CLI, export and the app, and explained in words."""
+"""The per-class cut along the score ranking ("flag more / fewer") on a copy of the digits
+run: stored and undoable like eps, applied the same way by the CLI, export and the app,
+and explained in words."""
 
 from __future__ import annotations
 

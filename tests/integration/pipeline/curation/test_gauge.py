@@ -1,4 +1,5 @@
-"""The feature-quality gauge: what the number measures, its verdict, and where it shows."""
+"""The feature-quality gauge where it shows: ``curator evaluate`` and the pages, on a copy
+of the digits run."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The data path to the network (features/datapath.py): the host hands over uint8 only,
-and JPEGs decoded by the device's decoder give the features of the host's decode."""
+"""The data path to the network (features/datapath.py) on real CIFAR-10 JPEGs: the host
+hands over uint8 only, and JPEGs decoded by the device's decoder give the features of the
+host's decode."""
 
 from __future__ import annotations
 

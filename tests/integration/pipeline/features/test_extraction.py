@@ -1,4 +1,6 @@
-"""Models, weights files and feature extraction on real images."""
+"""Feature extraction (worker/pipeline/features/extraction.py) on real images: pretrained
+features that separate classes, the file path and the thumbnail path giving the same
+features, fine-tuning, weights files, and bf16 features cached apart from fp32."""
 
 from __future__ import annotations
 

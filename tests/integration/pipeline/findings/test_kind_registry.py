@@ -1,9 +1,6 @@
-"""The findings registry (worker/pipeline/findings) on real runs: a toy kind registered in
-the test reaches every consumer with no other edit; exact copies injected into digits are
-all found with one kept copy per group; outliers injected among real CIFAR-10 photos rank
-by score; the grouping functions' invariants (Hypothesis); and the bad inputs of
-``curator findings`` and ``curator pipeline``'s injection flags, each one line and exit 2.
-"""
+"""The findings registry on a copy of the digits run: a toy kind registered in the test
+reaches the export, the review list, ``curator findings`` and evaluate with no other
+edit, and a table stored by an earlier method is computed again."""
 
 from __future__ import annotations
 
@@ -113,7 +110,7 @@ def toy_run(fresh_run, request) -> Iterator[dict]:
 
 
 def test_a_toy_kind_reaches_the_export(toy_run):
-    """The issue's acceptance test, (a): one class and one ``register`` call, and the csv
+    """A new kind is one class and one ``register`` call, and the csv
     manifest has its column, names it in ``findings`` exactly for the samples it marks,
     and drops them (decision drop) unless a reviewer keeps one."""
     run, decision, before, tables, marked = (toy_run[k] for k in (

@@ -1,6 +1,6 @@
 """The warp match and the copy-robust index (findings/warps.py) on real CIFAR-10
 photographs: against a plain per-pair loop (oracle), on copies that a crop, a stretch, a
-rotation or a blur moved, and on what the index finds."""
+rotation or a blur moved, on what the index finds, and on a run whose copies moved."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The embedding step: exact neighbours, both affinity paths, and its input checks."""
+"""The map's PCA is fitted once for every step that reads it, on the digits run."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The adaptive rule's evidence on real digits: it adapts to the noise rate, it is stored in
-the run and the manifest, it is recomputed when the labels change, and pairs noise."""
+"""The adaptive rule's evidence on a copy of the digits run: stored in the run and the
+manifest, recomputed when the labels change, reported by ``curator evaluate`` beside the
+truth, and read from the neighbours on large runs."""
 
 from __future__ import annotations
 

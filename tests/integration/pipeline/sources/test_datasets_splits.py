@@ -1,6 +1,6 @@
-"""``--split`` on every kind of dataset: a folder holding only ``train/`` (or only ``test/``)
-is read as that split, not as one class named ``train``; a split a dataset cannot honour
-is refused in one line (library and CLI); :func:`has_split` and :func:`split_spec`."""
+"""``--split`` on real datasets: class folders have no test split, a split spec is the same
+dataset for the other split, a CIFAR folder without its test batch, and the CLI refusing a
+split in one line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Dataset specs, labels CSVs, noise injection and ingest of real images."""
+"""Ingest of real images (worker/pipeline/sources/ingest.py): folders with splits, CIFAR-10
+batches, labels CSVs that override and record the truth, CIFAR-10N's labels, corrupt JPEGs
+and links that leave the dataset folder skipped and listed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The injector's held-out transformations and outlier sources: made
-after the cuts were chosen, to report on data they were not chosen on. Real CIFAR-10
-photographs."""
+"""The injector's held-out transformations and outlier sources on real CIFAR-10
+photographs: made after the cuts were chosen, to report on data they were not chosen on;
+copies in families and across classes; leaks of test images; and bad options at the
+command line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The curation store: persistence, undo/redo, and no lost updates across processes."""
+"""The curation store loses no update when two processes write at once."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""What a run records of its steps (storage/rundir.py ``step_record``, ``RunDir.step``):
-a misspelt step fails loudly instead of reading as "not run yet", and a record that is not
-what a run writes reads as empty."""
+"""What a run records of its steps (storage/rundir.py ``step_record``, ``RunDir.step``), on
+a copy of the digits run: a misspelt step or field fails loudly instead of reading as
+"not run yet", every step and field a pipeline writes is declared, and an older record's
+extra field is kept but not read."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+"""The class list's grid rows (app/curate/class_list.py): each class's code, counts and
+shares, and the total row apart."""
 
 from __future__ import annotations
 

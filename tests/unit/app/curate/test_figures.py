@@ -1,4 +1,6 @@
-"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+"""The Curate page's figures (app/curate/figures.py, backdrop.py): how a finding's proposed
+mark is drawn beside drops, the raster backdrop and the overview of large runs, and the
+marker colours as they travel to the browser."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The Curate page's callbacks as plain functions, and the app's routes, without a browser."""
+"""The Curate page's callbacks as plain functions (app/curate/logic.py), on values alone:
+the eps slider's range and which controls an update changes."""
 
 from __future__ import annotations
 

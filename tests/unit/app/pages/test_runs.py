@@ -1,10 +1,5 @@
-"""Mistakes a notebook user makes, each refused in one ``tc.InputError`` line before
-anything is written, and the same mistake at the CLI's and the New-run form's doors: one
-check, three doors.
-
-Real data throughout: scikit-learn's digits as features (a few hundred rows at most, so
-every run here takes seconds), tmp_path runs, real image files.
-"""
+"""The New-run form (app/pages/runs.py) refuses a features file in the same words as the
+check behind ``tc.from_arrays`` and ``curator pipeline``: one check, three doors."""
 
 from __future__ import annotations
 

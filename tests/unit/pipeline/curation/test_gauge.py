@@ -1,4 +1,5 @@
-"""The feature-quality gauge: what the number measures, its verdict, and where it shows."""
+"""The feature-quality gauge (worker/pipeline/curation/gauge.py): what the number measures,
+its verdict levels and the advice it gives."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The pretrained default backbone: weights mapped right, folded BatchNorm exact, recorded
-in run.json, random weights never silent, and the precision timed once per machine."""
+"""The backbones (worker/pipeline/features/backbones.py): the pretrained default's weights
+mapped right (a known photograph gets its ImageNet class), folded BatchNorm exact, weights
+files for another network refused in one line, which networks are pretrained, and the
+precision chosen and timed once per machine."""
 
 from __future__ import annotations
 

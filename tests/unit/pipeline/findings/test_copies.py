@@ -1,6 +1,5 @@
-"""The copy tests' calibration does not count the copies it looks for: the tail test's
-reference (findings/copies.py, test 1) and the warp test's (findings/warps.py) stay where
-they are whether a third of the images are copies or none, on real CIFAR-10 photographs."""
+"""The copy test's calibration (worker/pipeline/findings/copies.py): a set too small for
+the ring its reference is read from reads the best matches instead."""
 
 from __future__ import annotations
 

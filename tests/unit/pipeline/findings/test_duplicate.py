@@ -1,9 +1,6 @@
-"""The findings registry (worker/pipeline/findings) on real runs: a toy kind registered in
-the test reaches every consumer with no other edit; exact copies injected into digits are
-all found with one kept copy per group; outliers injected among real CIFAR-10 photos rank
-by score; the grouping functions' invariants (Hypothesis); and the bad inputs of
-``curator findings`` and ``curator pipeline``'s injection flags, each one line and exit 2.
-"""
+"""The duplicate kind's grouping (worker/pipeline/findings/detectors/duplicate.py): exact
+units are the lowest index of equal hashes, star groups never chain and split a chain at
+its centre (Hypothesis), and a family grouped with a kept near copy is found."""
 
 from __future__ import annotations
 

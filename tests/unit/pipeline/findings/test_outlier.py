@@ -1,7 +1,6 @@
-"""Islands of outliers: a batch of images from another source, filed under many labels,
-each nearest to others of the batch, is one finding: listed together, shown together,
-kept or dropped together in one undoable step. Real digits run with 30 injected line
-drawings; the grouping itself on hand-made neighbour lists."""
+"""Islands of outliers (worker/pipeline/findings/detectors/outlier.py ``islands``): a
+batch of samples from another source, filed under many labels and each nearest to others
+of the batch, is marked as one group; on hand-made neighbour lists."""
 
 from __future__ import annotations
 

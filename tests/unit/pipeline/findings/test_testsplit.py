@@ -1,8 +1,5 @@
-"""Every in-process cache of the app and of the test split's paths: a repeat is a hit, it
-holds at most its size (the least recently used entry goes first), and a run whose files
-change is read again (each key holds the mtimes of the files its value comes from; the
-pipeline replaces a file by renaming a new one into place).
-"""
+"""The test split's paths (worker/pipeline/findings/testsplit.py): a repeat read is a cache
+hit, the cache holds at most its size, and a changed file is read again."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The warp match and the copy-robust index (findings/warps.py) on real CIFAR-10
-photographs: against a plain per-pair loop (oracle), on copies that a crop, a stretch, a
-rotation or a blur moved, and on what the index finds."""
+"""The warp match (worker/pipeline/findings/warps.py) on random images: each row's best
+candidate is refined when asked, and a caption across the width is left out."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""DBSCAN equivalence with scikit-learn, auto eps, edge-case classes, bad parameters."""
+"""The per-class rules (worker/pipeline/map/clustering.py): bad parameters refused, empty,
+single and tiny classes, auto eps finding the outliers, NaN and inf features refused,
+overrides winning, and a cut flagging a class's top scores."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DBSCAN equivalence with scikit-learn, auto eps, edge-case classes, bad parameters."""
+"""DBSCAN (worker/pipeline/map/dbscan.py) against scikit-learn: the same labels, one pass
+that answers any eps, and ``noise_until``, the eps at which a point stops being noise."""
 
 from __future__ import annotations
 

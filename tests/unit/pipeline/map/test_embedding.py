@@ -1,4 +1,5 @@
-"""The embedding step: exact neighbours, both affinity paths, and its input checks."""
+"""The embedding (worker/pipeline/map/embedding.py): both neighbour paths give a map that
+separates digits, and bad options are refused."""
 
 from __future__ import annotations
 

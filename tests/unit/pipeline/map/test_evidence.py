@@ -1,5 +1,8 @@
-"""The adaptive rule's evidence on real digits: it adapts to the noise rate, it is stored in
-the run and the manifest, it is recomputed when the labels change, and pairs noise."""
+"""The adaptive rule's label evidence (worker/pipeline/map/evidence.py) on digits'
+features: it adapts to the noise rate, flags the highest scores as many as the estimated
+counts, pairs noise, and the neighbour votes give confident learning's joint without
+dense matrices. How the evidence reaches a run is tested in
+tests/integration/pipeline/map/test_evidence.py."""
 
 from __future__ import annotations
 

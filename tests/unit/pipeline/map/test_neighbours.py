@@ -1,4 +1,5 @@
-"""The embedding step: exact neighbours, both affinity paths, and its input checks."""
+"""Exact nearest neighbours (worker/pipeline/map/neighbours.py): the same as
+scikit-learn's, and the GPU path's the same as the CPU path's."""
 
 from __future__ import annotations
 

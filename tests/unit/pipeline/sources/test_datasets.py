@@ -1,4 +1,6 @@
-"""Dataset specs, labels CSVs, noise injection and ingest of real images."""
+"""Dataset specs (worker/pipeline/sources/datasets.py): bad specs say what to fix, an empty
+or unreadable folder is refused, digits are real 8-bit images, and any text either parses
+or is one line (Hypothesis)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def _refusal(spec: DatasetSpec) -> str:
 
 
 def test_a_folder_holding_only_train_is_read_as_the_train_split(tmp_path):
-    """The issue: such a folder was one class named ``train`` with nothing flagged."""
+    """Not one class named ``train`` with nothing flagged, as such a folder once was."""
     root = _tree(tmp_path / "d", {"train/cat": 3, "train/dog": 2})
     (root / ".cache").mkdir()  # hidden folders are neither splits nor classes
     (root / "README.txt").write_text("files beside the split folder are not read")
@@ -139,7 +139,7 @@ SHAPES = st.sampled_from(["classes", "flat", "hidden"])
 def test_has_split_agrees_with_open_dataset(layout):
     """On any mix of split, class and hidden folders: each split is either read or refused
     in one line, has_split says which beforehand, and a folder of class folders is never
-    read as one class (the issue's silent misreading)."""
+    read as one class (the silent misreading a split folder once got)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for name, shape in layout.items():

@@ -1,5 +1,5 @@
-"""The data path to the network (features/datapath.py): the host hands over uint8 only,
-and JPEGs decoded by the device's decoder give the features of the host's decode."""
+"""Decoding on the host (worker/pipeline/sources/decoding.py): it uses every core but
+one."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Mistakes a notebook user makes, each refused in one ``tc.InputError`` line before
-anything is written, and the same mistake at the CLI's and the New-run form's doors: one
-check, three doors.
-
-Real data throughout: scikit-learn's digits as features (a few hundred rows at most, so
-every run here takes seconds), tmp_path runs, real image files.
-"""
+"""The features' value check (worker/pipeline/sources/feature_values.py), which
+``tc.from_arrays``, ``curator pipeline --dataset features:`` and the New-run form share:
+fed in blocks it refuses exactly what the whole array shows, it takes what real features
+look like, and it finds a large value without a float64 copy of the block."""
 
 from __future__ import annotations
 

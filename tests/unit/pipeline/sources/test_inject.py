@@ -1,6 +1,7 @@
-"""The injector's held-out transformations and outlier sources: made
-after the cuts were chosen, to report on data they were not chosen on. Real CIFAR-10
-photographs."""
+"""The injector (worker/pipeline/sources/inject.py): held-out outlier sources, families of
+copies, copies filed under another class, what is part of the feature cache's key, and
+bad options refused. The transformations on real photographs are tested in
+tests/integration/pipeline/sources/test_inject.py."""
 
 from __future__ import annotations
 

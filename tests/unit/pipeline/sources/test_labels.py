@@ -1,4 +1,7 @@
-"""Dataset specs, labels CSVs, noise injection and ingest of real images."""
+"""Labels (worker/pipeline/sources/labels.py): injected noise exact and seeded, the
+labels-CSV parser (encodings, BOMs, missing cells, disagreeing duplicates, and a property
+test that any bytes give either a mapping or one clear InputError), and a features file's
+labels."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Mistakes a notebook user makes, each refused in one ``tc.InputError`` line before
-anything is written, and the same mistake at the CLI's and the New-run form's doors: one
-check, three doors.
-
-Real data throughout: scikit-learn's digits as features (a few hundred rows at most, so
-every run here takes seconds), tmp_path runs, real image files.
-"""
+"""The curation store (worker/pipeline/storage/curation_store.py): persistence, undo and
+redo of decisions, relabels and cuts, values checked before a step is written, snapshots
+at one revision, and stores written by earlier versions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The data path to the network (features/datapath.py): the host hands over uint8 only,
-and JPEGs decoded by the device's decoder give the features of the host's decode."""
+"""The run directory (worker/pipeline/storage/rundir.py): rows written through the file
+make the same .npy, and a step record that is not what a run writes reads as not run."""
 
 from __future__ import annotations
 

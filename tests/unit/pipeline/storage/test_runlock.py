@@ -1,4 +1,6 @@
-"""One writer per run, and where a run may be created: real CLI subprocesses."""
+"""The run's lock (worker/pipeline/storage/runlock.py): a held lock refuses a second writer
+and is freed on exit. The locks between real processes are tested in
+tests/integration/pipeline/storage/test_runlock.py."""
 
 from __future__ import annotations
 
