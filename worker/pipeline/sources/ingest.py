@@ -55,6 +55,8 @@ from worker.pipeline.storage.rundir import (
 from worker.pipeline.storage.sample_table import SampleTable
 
 MAX_THUMB = 64
+# Each image's stored (width, height), int64 (N, 2) in sample order (docs/run-directory.md).
+IMAGE_SIZE_FILE = "image_size.npy"
 
 
 @dataclass(frozen=True)
@@ -255,16 +257,17 @@ def decoded(decode: Callable[[], Any]) -> Any:
         return f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
 
 
-def _decode(ds: Dataset, i: int, size: int) -> tuple[np.ndarray, int, bool, int] | str:
-    """(thumbnail, longer side, thumbnail is exact, hash of the decoded pixels) of sample
-    i, or the error text.
+def _decode(ds: Dataset, i: int, size: int
+            ) -> tuple[np.ndarray, tuple[int, int], bool, int] | str:
+    """(thumbnail, stored (width, height), thumbnail is exact, hash of the decoded pixels)
+    of sample i, or the error text.
 
     A JPEG larger than twice ``size`` decodes at a reduced scale (sources/decoding.py),
     so its hash is of those pixels: equal files still hash equal.
     """
-    def decode() -> tuple[np.ndarray, int, bool, int]:
+    def decode() -> tuple[np.ndarray, tuple[int, int], bool, int]:
         img, stored = ds.decode(i, min_side=size)
-        return (thumbnail(img, size), max(stored), stored == (size, size),
+        return (thumbnail(img, size), stored, stored == (size, size),
                 pixel_digest(np.asarray(img)))
 
     return decoded(decode)
@@ -330,11 +333,12 @@ def ingest(run: RunDir, opts: DatasetOptions, progress: ProgressFn | None = None
 @dataclass
 class Decoded:
     """What :func:`decode_thumbnails` learned of N images: which were readable (bool (N,)),
-    their longer sides (int64 (N,)), whether the thumbnail is the image (bool (N,)), their
+    their stored (width, height) (int64 (N, 2), as the file holds them: the image-quality
+    kinds' ``odd_size`` reads them), whether the thumbnail is the image (bool (N,)), their
     pixel hashes (uint64 (N,)) and each unreadable one's error text, by index."""
 
     ok: np.ndarray
-    sides: np.ndarray
+    dims: np.ndarray
     exact: np.ndarray
     hashes: np.ndarray
     errors: dict[int, str]
@@ -350,7 +354,7 @@ def decode_thumbnails(ds: Dataset, size: int, dest: Path, progress: ProgressFn |
     machine's memory (storage/rundir.NpyRows).
     """
     n = len(ds.samples)
-    d = Decoded(np.ones(n, bool), np.zeros(n, np.int64), np.zeros(n, bool),
+    d = Decoded(np.ones(n, bool), np.zeros((n, 2), np.int64), np.zeros(n, bool),
                 np.zeros(n, np.uint64), {})
     part = 128  # images per task: one task per tiny image costs more than its decode
 
@@ -366,7 +370,7 @@ def decode_thumbnails(ds: Dataset, size: int, dest: Path, progress: ProgressFn |
                     if isinstance(res, str):
                         d.ok[i], d.errors[i] = False, res
                     else:
-                        block[j], d.sides[i], d.exact[i], d.hashes[i] = res
+                        block[j], d.dims[i], d.exact[i], d.hashes[i] = res
                 thumbs.write(block)
                 report(progress, min(n, (k + 1) * part), n, what)
     if not d.ok.any():
@@ -386,13 +390,14 @@ def _decode_all(run: RunDir, opts: DatasetOptions, ds: Dataset,
         raise InputError(f"none of the {len(d.ok)} images in {opts.spec} could be read")
     ok = d.ok
     save_npy(run.path / "pixel_hash.npy", d.hashes[ok])
+    save_npy(run.path / IMAGE_SIZE_FILE, d.dims[ok])
     skipped = [(ds.samples.paths[i], e) for i, e in sorted(d.errors.items())]
     ds.samples = ds.samples.subset(ok)
     if ds.arrays is not None:
         ds.arrays = ds.arrays[ok[:len(ds.arrays)]]
     ds.skipped = [*ds.skipped, *skipped]  # after the links the listing left out
     _write_run(run, opts, ds, exact=bool(d.exact[ok].all()),
-               native_size=int(np.median(d.sides[ok])))
+               native_size=int(np.median(d.dims[ok].max(1))))
 
 
 def _copy_rows(rows: np.ndarray, ok: np.ndarray, dest: Path, block: int = 4096) -> None:
