@@ -1,0 +1,105 @@
+"""The image statistics the image-quality kinds read (findings/image_stats.py), on small
+arrays whose answers are known."""
+
+from __future__ import annotations
+
+import numpy as np
+from PIL import Image, ImageFilter
+
+from worker.pipeline.findings.image_stats import (
+    content_box,
+    image_stats,
+    robust_z,
+    share_beyond,
+)
+from worker.pipeline.sources.ingest import thumbnail
+
+
+def _texture(seed: int = 0, side: int = 32) -> np.ndarray:
+    """A colourful, detailed RGB image: uint8 (side, side, 3)."""
+    return np.random.default_rng(seed).integers(30, 220, (side, side, 3), dtype=np.uint8)
+
+
+def test_the_content_box_is_where_the_thumbnail_pastes_the_image():
+    assert content_box(32, 32, 32) == (0, 0, 32, 32)
+    wide = np.full((8, 32, 3), 200, np.uint8)  # 4:1, pasted into rows 12..19
+    thumb = thumbnail(Image.fromarray(wide), 32)
+    x0, y0, x1, y1 = content_box(32, 8, 32)
+    assert (x0, x1) == (0, 32) and 12 <= y0 < y1 <= 20
+    assert (thumb[y0:y1, x0:x1] == 200).all()  # only the image, none of the padding
+    tall = content_box(8, 32, 32)
+    assert (tall[1], tall[3]) == (0, 32) and 12 <= tall[0] < tall[2] <= 20
+
+
+def test_exposure_contrast_colour_and_clipping_of_known_images():
+    black = np.zeros((32, 32, 3), np.uint8)
+    grey = np.full((32, 32, 3), 128, np.uint8)
+    half_white = _texture()
+    half_white[:16] = 255
+    s = image_stats(np.stack([black, grey, _texture(), half_white]))
+    assert s["brightest"][0] == 0 and s["mean"][1] == 128
+    assert s["contrast"][1] == 0 and s["contrast"][2] > 20
+    assert s["chroma"][1] == 0 and s["chroma"][2] > 50
+    assert s["clipped"][3] == 0.5 and s["clipped"][2] == 0
+    assert s["darkest"][1] == 128
+
+
+def test_blur_lowers_sharpness_and_darkening_does_not():
+    img = Image.fromarray(_texture(1))
+    blurred = np.asarray(img.filter(ImageFilter.GaussianBlur(1.5)))
+    darker = (np.asarray(img, np.float32) * 0.5).astype(np.uint8)
+    s = image_stats(np.stack([np.asarray(img), blurred, darker]))["sharpness"]
+    assert s[1] < s[0] - 1.0
+    assert abs(s[2] - s[0]) < 0.2  # energy and variance scale alike
+
+
+def test_a_letterbox_is_a_border_and_a_backdrop_or_one_bar_is_not():
+    letterbox = _texture(2)
+    letterbox[:5] = 0
+    letterbox[-5:] = 0
+    one_bar = _texture(3)
+    one_bar[:8] = 0  # a dark sky above: no bar below
+    backdrop = np.full((32, 32, 3), 255, np.uint8)
+    yy, xx = np.mgrid[:32, :32]
+    disc = (yy - 16) ** 2 + (xx - 16) ** 2 < 10 ** 2  # an object on white: no straight edge
+    backdrop[disc] = _texture(4)[disc]
+    b = image_stats(np.stack([letterbox, one_bar, backdrop, _texture(5)]))["border"]
+    assert abs(b[0] - 10 / 32) < 0.07
+    assert b[1] == 0 and b[2] == 0 and b[3] == 0
+
+
+def test_with_sizes_the_padding_of_a_wide_image_is_not_read():
+    wide = Image.fromarray(np.full((8, 32, 3), 200, np.uint8))
+    thumbs = np.stack([thumbnail(wide, 32)])
+    whole = image_stats(thumbs)
+    own = image_stats(thumbs, np.array([[32, 8]]))
+    assert whole["mean"][0] < 100 and whole["border"][0] > 0.5  # the black padding
+    assert own["mean"][0] == 200 and own["border"][0] == 0
+
+
+def test_robust_z_is_on_the_datasets_own_scale_with_a_floor():
+    x = np.arange(100, dtype=np.float64)
+    x[-1] = 1000
+    z, med, spread = robust_z(x, floor=0.1)
+    assert med == 49.5 and spread == 1.4826 * 25  # the normal-consistent deviation
+    assert z[-1] > 20 and abs(z[50]) < 0.1
+    z, _, _ = robust_z(x, floor=0.1, lower=True)
+    assert z[0] > 1 and z[-1] < -20  # a low value is the defect
+    z, med, spread = robust_z(np.array([32.0, 32, 32, 8]), floor=2.0, lower=True)
+    assert spread > 2.0 and z[-1] > 1  # the 10th percentile sees the small one
+    z, med, spread = robust_z(np.full(50, 32.0), floor=2.0)
+    assert spread == 2.0 and (z == 0).all()
+
+
+def test_a_skewed_tail_widens_the_spread_on_its_side():
+    """A fifth of the images share a trait (digits: black bands): not an outlier."""
+    x = np.zeros(100)
+    x[:20] = 0.25
+    z, _, spread = robust_z(x, floor=0.02)
+    assert spread > 0.15 and z.max() < 2
+
+
+def test_share_beyond_counts_the_images_on_the_other_side():
+    x = np.array([1.0, 2, 3, 4])
+    assert share_beyond(x, lower=True).tolist() == [0.75, 0.5, 0.25, 0.0]
+    assert share_beyond(x, lower=False).tolist() == [0.0, 0.25, 0.5, 0.75]
