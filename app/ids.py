@@ -2,7 +2,7 @@
 
 The pages build their components with these constants, and ``/ids.js`` (app/server.py)
 hands the same values to the scripts as ``window.CURATOR_IDS`` before they load, so an
-id changed here changes everywhere; ``tests/unit/test_server_guard.py`` checks that no
+id changed here changes everywhere; ``tests/integration/app/test_security.py`` checks that no
 script spells one out.
 """
 

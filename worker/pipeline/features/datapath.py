@@ -278,7 +278,7 @@ def _as_drafted(x: torch.Tensor, side: int) -> torch.Tensor:
     """A fully decoded JPEG (1, 3, H, W) as the host's reduced-scale decode gives it: area
     means over the same s×s blocks (sources/decoding.draft_scale). libjpeg's scaled IDCT
     is close to that mean; without it the two paths' features differed up to cosine 0.998
-    (tests/unit/test_datapath.py), with it they agree to 0.999+."""
+    (tests/integration/pipeline/features/test_datapath.py), with it they agree to 0.999+."""
     s = draft_scale(x.shape[-1], x.shape[-2], side)
     return x if s == 1 else F.avg_pool2d(x.float(), s, ceil_mode=True)
 

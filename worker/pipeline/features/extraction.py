@@ -163,7 +163,7 @@ def network_features(ds: Dataset, thumbs: np.ndarray | None, opts: FeatureOption
 
     A shard that starts on a multiple of ``opts.batch_size`` sees the same batches as the
     whole run, so its rows are bit-identical to the whole run's (tests/integration/
-    test_jobs.py, the shared-out extraction test).
+    jobs/test_jobs.py, the shared-out extraction test).
 
     With ``dest`` the rows are written to that .npy batch by batch and come back memory
     mapped: 1.28M features of EfficientNet-Lite0 are 6.5 GB (storage/rundir.NpyRows).

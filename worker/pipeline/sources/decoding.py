@@ -74,7 +74,7 @@ def children_allowed() -> Iterator[None]:
     are not allowed to have children"), lest they outlive it. Ours do not: they are
     stopped when their step ends, and die with their parent (:func:`ordered_map`'s by
     ``PR_SET_PDEATHSIG``, a DataLoader's by its watchdog). The killed-worker tests in
-    tests/integration/test_jobs.py run this path.
+    tests/integration/jobs/test_jobs.py run this path.
     """
     config = multiprocessing.current_process()._config  # noqa: SLF001 - the flag's home
     daemon = config.get("daemon")
