@@ -1,6 +1,6 @@
 """Web forms to typed job parameters: the browser sends text, floats and empty boxes; the
 jobs take :mod:`worker.jobs.job_params` dataclasses. Every number is checked by the one rule of
-worker.pipeline.ranges, so a form, the CLI and a job's JSON are refused in the same words.
+worker.pipeline.number_params, so a form, the CLI and a job's JSON are refused in the same words.
 """
 
 from __future__ import annotations

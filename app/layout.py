@@ -7,7 +7,7 @@ import dash_bootstrap_components as dbc
 from dash import dcc, html
 
 from app.ids import PAGE_ERROR
-from worker.pipeline.ranges import PARAMS
+from worker.pipeline.number_params import PARAMS
 
 
 def shell() -> html.Div:
@@ -101,5 +101,5 @@ def feature_advice(meta: dict) -> html.Div | None:
 
 def number_input(id_: str, name: str) -> dbc.Input:
     """A form's number box for parameter ``name``: its range and default from
-    worker.pipeline.ranges, so the form agrees with the CLI and the check."""
+    worker.pipeline.number_params, so the form agrees with the CLI and the check."""
     return dbc.Input(id=id_, type="number", size="sm", **PARAMS[name].form_bounds())

@@ -111,10 +111,10 @@
   // Marker colours, symbols and sizes, and the class's counts, looked up: model.looks
   // holds each point's row of model.style.looks for both DBSCAN outcomes, computed by the
   // server from its rule (app/curate/figures.py look_table), colours as the channel arrays the
-  // server sends too (app/curate/figures.py channels); model comes from app/curate/logic.py
+  // server sends too (app/curate/figures.py channels); model comes from app/curate/page_actions.py
   // client_model().
   // A point the rule keeps is counted proposed where model.listed says a finding lists it
-  // whatever DBSCAN says (app/curate/logic.py listed_open): the status line and the class
+  // whatever DBSCAN says (app/curate/page_actions.py listed_open): the status line and the class
   // list then show the server's count at once, not a second time when its answer lands.
   function paint(model, labels) {
     const {looks: table, clusters} = model.style;

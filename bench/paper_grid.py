@@ -55,7 +55,7 @@ from bench.common import (
     curator_pipeline,
     machine,
 )
-from worker.pipeline.names import COMPILE_MODES
+from worker.pipeline.choices import COMPILE_MODES
 
 SIZES = {
     "toy": {"per_class": 60, "test_per_class": 100, "model": "cifar-resnet20",

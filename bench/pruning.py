@@ -9,7 +9,7 @@ same 2,000 clean test images (200 per class):
 - ``choose``: 5,000 train images (images 1,000–1,499 of each class), one seed: each method
   (``pruned-coverage@F``, ``pruned-easy@F``, ``pruned-hard@F``) at F = 0.5 and 0.3 beside
   ``random@F``. The method with the largest mean gain over ``random@F`` is the one
-  ``pruned@F`` should use (worker/pipeline/names.py ``DEFAULT_PRUNING``; the bench says
+  ``pruned@F`` should use (worker/pipeline/choices.py ``DEFAULT_PRUNING``; the bench says
   when it differs);
 - ``report``: 10,000 train images (the first 1,000 of each class), SEEDS seeds:
   ``pruned@0.5``, ``random@0.5``, ``pruned@0.3``, ``random@0.3`` (and ``full`` with
@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 from bench.common import Row, cifar_folder, cifar_subset, machine, run_row
+from worker.pipeline.choices import DEFAULT_PRUNING, PRUNINGS
 from worker.pipeline.features.feature_options import FeatureOptions
-from worker.pipeline.names import DEFAULT_PRUNING, PRUNINGS
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
 from worker.pipeline.storage.rundir import RunDir

@@ -4,7 +4,7 @@ Each call of the API names a ``curator`` command (``pipeline``, ``cluster``, ``e
 ``experiment``, ``serve``). Its keywords are that command's options by name
 (``--inject-noise`` is ``inject_noise``), from the declarations the CLI adds its flags from
 (:data:`worker.option_table.COMMANDS`); every value is checked by the same declaration: a
-number through its :class:`~worker.pipeline.ranges.Param` (range, whole number or not), a
+number through its :class:`~worker.pipeline.number_params.Param` (range, whole number or not), a
 choice against its choices, a path as a path, a list option's list joined as the CLI's
 comma-separated text. The result maps every option of the command to its value (its
 default where none was given), which :mod:`worker.step_options` turns into the steps'
@@ -32,7 +32,7 @@ from worker.option_table import (
     read_text,
 )
 from worker.pipeline.errors import InputError
-from worker.pipeline.ranges import PARAMS, check, group_params
+from worker.pipeline.number_params import PARAMS, check, group_params
 
 
 def check_keyword(option: Option, value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 An :class:`Option` is what one ``--flag`` (or positional argument) of a command is: its
 name (the argparse ``dest`` and the API's keyword), flag, default, help, metavar and how
-its value is read (a number through its :class:`~worker.pipeline.ranges.Param`, a choice,
+its value is read (a number through its :class:`~worker.pipeline.number_params.Param`, a choice,
 a path, text, a switch, or another parser of text). The CLI adds its flags from these
 declarations (:func:`worker.cli.arguments.add_options`), and the API
 (:mod:`tsne_curator.options`) checks its keywords against the same declarations, so a
@@ -18,8 +18,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from worker.pipeline.errors import InputError
-from worker.pipeline.names import (
+from worker.pipeline.choices import (
     BUDGETS,
     COMPILE_MODES,
     DECODERS,
@@ -33,7 +32,8 @@ from worker.pipeline.names import (
     PRECISIONS,
     RULES,
 )
-from worker.pipeline.ranges import PARAMS, cli_type, fmt_number, group_params
+from worker.pipeline.errors import InputError
+from worker.pipeline.number_params import PARAMS, cli_type, fmt_number, group_params
 from worker.settings import AUTO_SHARD_MIN, SHARDS_PER_WORKER
 from worker.train.subsets import subsets_arg
 
@@ -62,7 +62,7 @@ class Option:
     help : the help line (None: the flag has none)
     metavar : how the help shows the value (None: argparse's own); one ending in
         :data:`LIST_METAVAR_END` takes a comma-separated list
-    param : a number's :data:`~worker.pipeline.ranges.PARAMS` name
+    param : a number's :data:`~worker.pipeline.number_params.PARAMS` name
     choices : a choice's values
     parse : a ``parsed`` option's reader of text
     required : the command refuses to run without it
@@ -196,7 +196,7 @@ FEATURES = (
 )
 
 # The t-SNE options: EmbeddingOptions has a field of each number's name (its group in
-# worker/pipeline/ranges.py, whose Params carry their help), and the gradient.
+# worker/pipeline/number_params.py, whose Params carry their help), and the gradient.
 EMBEDDING = (
     *(number(name, p.help) for name, p in group_params("embedding").items()),
     choice("gradient", ("auto", "fft", "bh"), "auto"),

@@ -17,9 +17,9 @@ from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode, SettingsConfigDict
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.ranges import PARAMS, check
+from worker.pipeline.number_params import PARAMS, check
 
-# Settings whose range is a parameter's (worker.pipeline.ranges): field → parameter.
+# Settings whose range is a parameter's (worker.pipeline.number_params): field → parameter.
 RANGED = {"port": "port", "num_workers": "workers"}
 FLAG_ON = ("1", "true", "yes", "on")
 FLAG_OFF = ("", "0", "false", "no", "off")

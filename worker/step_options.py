@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from worker.pipeline.features.feature_options import FeatureOptions
-from worker.pipeline.ranges import check, group_params
+from worker.pipeline.number_params import check, group_params
 from worker.settings import load_settings
 from worker.train.config import TrainConfig
 from worker.train.subsets import subsets_arg

@@ -18,7 +18,7 @@ import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, clientside_callback, dcc, html
 
 from app.app_context import settings
-from app.curate import ALERT, logic
+from app.curate import ALERT, page_actions
 from worker.pipeline.errors import InputError
 
 CHANGE = "curate-change"  # pattern-matching id type: {"type": CHANGE, "part": <component>}
@@ -57,7 +57,7 @@ def apply(run_id: str, change: Callable[[Path], object]) -> dict:
         alert = None
     except InputError as exc:
         alert = str(exc)
-    return {"rev": logic.store_for(root, run_id).revision(), "alert": alert,
+    return {"rev": page_actions.store_for(root, run_id).revision(), "alert": alert,
             "at": time.time() * 1000}
 
 

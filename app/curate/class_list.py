@@ -26,7 +26,7 @@ from dash import (
 
 from app import ids
 from app.curate import CLASS_PICK, Page
-from app.curate.logic import COUNT_KEYS, FINDING_KEYS
+from app.curate.page_actions import COUNT_KEYS, FINDING_KEYS
 from app.curate.render import PageRequest
 from worker.pipeline.findings import kinds
 

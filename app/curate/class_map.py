@@ -42,7 +42,7 @@ from dash.exceptions import PreventUpdate
 
 from app import ids
 from app.app_context import settings
-from app.curate import RUN, SHOWN, Page, changes, logic
+from app.curate import RUN, SHOWN, Page, changes, page_actions
 from app.curate.figures import LEGEND, class_figure, class_trace, overview_figure
 from app.curate.render import PageRequest, changed
 from app.layout import GRAPH_CONFIG, LOCAL_ONLY, small_button
@@ -139,15 +139,15 @@ def render(view: PageRequest, states: dict) -> dict:
     code, state = view.code, view.state
     drawn = _painted(view, states["draft"]) or _switched_in_browser(view, states["painted"])
     out = {"figure": no_update if drawn else _figure(view, states["background"]),
-           "model": None if code is None else logic.client_model(view.data, state, code,
+           "model": None if code is None else page_actions.client_model(view.data, state, code,
                                                                  view.noise)}
     if not view.stored:  # a class switch alone: the counts and history are as they were
         return {**out, **dict.fromkeys(("status", "status_at", "undo_disabled",
                                         "redo_disabled"),
                                        no_update)}
-    store = logic.store_for(view.root, view.run_id)
+    store = page_actions.store_for(view.root, view.run_id)
     return {**out,
-            "status": logic.status_text(view.counts, view.noise, state.rule),
+            "status": page_actions.status_text(view.counts, view.noise, state.rule),
             "status_at": f"revision {state.revision} at {time.time():.3f}",
             "undo_disabled": changed(not store.can_undo(), states["undo_disabled"]),
             "redo_disabled": changed(not store.can_redo(), states["redo_disabled"])}
@@ -279,16 +279,16 @@ def on_undo_redo(_undo, _redo, run_id):
     """Undo or redo the last stored change, whatever it was (parameters or overrides)."""
     redo = ctx.triggered_id == REDO
     # Nothing to do is refused in the line every door gives: the page shows it as its alert.
-    return changes.apply(run_id, lambda root: logic.undo_redo(root, run_id, redo=redo))
+    return changes.apply(run_id, lambda root: page_actions.undo_redo(root, run_id, redo=redo))
 
 
 def on_override(_keep, _drop, _clear, selection, run_id):
     """Keep, drop or clear the points selected on the map (lasso or box), in one step."""
     if not ctx.triggered or not ctx.triggered[0]["value"]:
         raise PreventUpdate
-    samples = logic.selected_samples(selection)
+    samples = page_actions.selected_samples(selection)
     decision = {KEEP: "keep", DROP: "drop", CLEAR: None}[ctx.triggered_id]
-    return changes.apply(run_id, lambda root: logic.bulk(root, run_id, samples, decision))
+    return changes.apply(run_id, lambda root: page_actions.bulk(root, run_id, samples, decision))
 
 
 def on_background(show, shown):

@@ -14,7 +14,7 @@ from dash.exceptions import PreventUpdate
 
 from app import ids
 from app.app_context import settings
-from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, Page, changes, code_of, logic
+from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, Page, changes, code_of, page_actions
 from app.curate.render import PageRequest
 from app.layout import small_button
 from app.run_data import current_state, run_data
@@ -90,8 +90,8 @@ def render(view: PageRequest, shows: dict) -> dict:
     eps lies past it (not under the user's hand)."""
     if view.code is None:
         return dict.fromkeys(OUTPUTS, no_update)
-    v = logic.control_values(view.data, view.state, view.code)
-    update = logic.control_updates(v, shows, rescale=view.switched)
+    v = page_actions.control_values(view.data, view.state, view.code)
+    update = page_actions.control_updates(v, shows, rescale=view.switched)
     return {k: update.get(k, no_update) for k in OUTPUTS}
 
 
@@ -124,9 +124,9 @@ def on_params(draft, run_id):
     the boxes' precision of the stored one is no change."""
     if not draft or draft.get("class") is None:
         raise PreventUpdate
-    return changes.apply(run_id, lambda root: logic.set_params(
+    return changes.apply(run_id, lambda root: page_actions.set_params(
         root, run_id, draft["class"], draft.get("eps"), draft.get("min_samples"),
-        tolerance=logic.TYPED_TOLERANCE if draft.get("typed") else 0.0))
+        tolerance=page_actions.TYPED_TOLERANCE if draft.get("typed") else 0.0))
 
 
 def on_auto_eps(_clicks, class_value, ms, run_id):
@@ -134,12 +134,12 @@ def on_auto_eps(_clicks, class_value, ms, run_id):
     code = code_of(class_value)
     if code is None:
         raise PreventUpdate
-    return changes.apply(run_id, lambda root: logic.auto_eps_for(root, run_id, code, ms))
+    return changes.apply(run_id, lambda root: page_actions.auto_eps_for(root, run_id, code, ms))
 
 
 def on_apply_all(_clicks, class_value, eps, ms, run_id):
     """Store the shown eps and min_samples for every class."""
-    return changes.apply(run_id, lambda root: logic.set_params(
+    return changes.apply(run_id, lambda root: page_actions.set_params(
         root, run_id, code_of(class_value), eps, ms, all_classes=True))
 
 
@@ -147,7 +147,7 @@ def on_cut(_more, _fewer, _reset, class_value, run_id):
     """Flag more or fewer in the shown class (its cut along the score ranking), or put the
     cut back where the rule put it: one undoable step."""
     direction = {CUT_MORE: 1, CUT_FEWER: -1, CUT_RESET: 0}[ctx.triggered_id]
-    return changes.apply(run_id, lambda root: logic.move_cut(
+    return changes.apply(run_id, lambda root: page_actions.move_cut(
         root, run_id, code_of(class_value), direction))
 
 
@@ -158,5 +158,5 @@ def on_rule_facts(shown, _revision, run_id):
     if code is None:
         return html.P("Pick a class to see what the rule makes of it.", className="mb-1"), True
     data = run_data(settings().runs_root, run_id)
-    facts = logic.rule_facts(data, current_state(data), code)
+    facts = page_actions.rule_facts(data, current_state(data), code)
     return [html.P(line, className="mb-1") for line in facts.sentences()], not facts.can_cut

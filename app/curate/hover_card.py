@@ -16,7 +16,7 @@ from dash.exceptions import PreventUpdate
 
 from app import ids
 from app.app_context import settings
-from app.curate import RUN, Page, logic
+from app.curate import RUN, Page, page_actions
 from app.run_data import current_state, run_data
 
 PART = "hover_card"
@@ -53,7 +53,7 @@ def on_hover(hover, run_id):
     if sample is None:
         raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
-    info = logic.hover_info(data, current_state(data), sample)
+    info = page_actions.hover_info(data, current_state(data), sample)
     state = "kept" if info["kept"] else "dropped"
     lines = [
         html.Div(f"#{sample} · {info['path']}", className="small text-muted text-break"),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app import ids
-from app.curate.logic import set_decision
+from app.curate.page_actions import set_decision
 from app.curate.review_queue import decide_island, keep_member, relabel_to
 from worker.pipeline.errors import InputError
 

@@ -21,7 +21,7 @@ from types import ModuleType
 from dash import Input, Output, Patch, State, callback, ctx, no_update
 
 from app.app_context import settings
-from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, changes, code_of, logic
+from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, changes, code_of, page_actions
 from app.run_data import RunData, RunState, current_state, run_data
 
 
@@ -47,12 +47,12 @@ class PageRequest:
     @cached_property
     def noise(self) -> list[int]:
         """DBSCAN noise per class, shape (n_classes,)."""
-        return logic.noise_per_class(self.data, self.state)
+        return page_actions.noise_per_class(self.data, self.state)
 
     @cached_property
     def counts(self) -> list[dict]:
-        """Per-class count rows, the total last (:func:`~app.curate.logic.class_counts`)."""
-        return logic.class_counts(self.data, self.state)
+        """Per-class count rows, the total last (:func:`~app.curate.page_actions.class_counts`)."""
+        return page_actions.class_counts(self.data, self.state)
 
 
 def changed(new, old):  # noqa: ANN001, ANN201 - any output's value

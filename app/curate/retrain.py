@@ -11,8 +11,8 @@ from app.curate import RUN, Page
 from app.forms import train_form
 from app.job_view import poll, submit
 from app.layout import error_alert
+from worker.pipeline.choices import SHOWN_FRACTIONS, SUBSETS
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import SHOWN_FRACTIONS, SUBSETS
 from worker.train.launch import plan_for
 
 # The form's fields share one pattern-matching id type, {"type": FIELD, "name": <a train

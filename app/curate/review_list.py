@@ -32,7 +32,7 @@ from dash.exceptions import PreventUpdate
 
 from app import ids
 from app.app_context import settings
-from app.curate import RUN, SHOWN, SHOWN_REV, TABS, Page, changes, code_of, logic
+from app.curate import RUN, SHOWN, SHOWN_REV, TABS, Page, changes, code_of, page_actions
 from app.curate import review_queue as review
 from app.curate.key_actions import key_help, run_action
 from app.curate.review_queue import BULK, STATES
@@ -447,7 +447,7 @@ def on_review_edit(_keep, _drop, _relabel, selected, label, run_id):
             return review.relabel_to(root, run_id, samples, label)
         if not samples:
             raise InputError("select rows first (click, Shift/Ctrl-click), then Keep or Drop")
-        return logic.bulk(root, run_id, samples, "keep" if trigger == KEEP else "drop")
+        return page_actions.bulk(root, run_id, samples, "keep" if trigger == KEEP else "drop")
 
     return changes.apply(run_id, action)
 
@@ -485,6 +485,6 @@ def on_focus(sample, _revision, run_id):
     if not 0 <= i < len(s):
         raise PreventUpdate
     state = current_state(data)
-    why = logic.why(data, state, i)
+    why = page_actions.why(data, state, i)
     return ([html.B(f"#{i} · {s.classes[s.labels[i]]}"), html.Span(f" · {why}")],
             side_by_side(review.related_images(data, state, i, run_id)))

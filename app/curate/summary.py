@@ -9,9 +9,9 @@ from dash import Input, Output, State, callback, ctx, html
 from dash.exceptions import PreventUpdate
 
 from app.app_context import settings
-from app.curate import RUN, SHOWN_REV, TABS, Page, logic
+from app.curate import RUN, SHOWN_REV, TABS, Page, page_actions
 from app.run_data import RunData, RunState, current_state, run_data
-from worker.pipeline.names import DEFAULT_PRUNING, SHOWN_FRACTIONS
+from worker.pipeline.choices import DEFAULT_PRUNING, SHOWN_FRACTIONS
 from worker.train.data import pruned_sizes, training_pool
 
 PART = "summary"
@@ -39,13 +39,13 @@ def on_summary(_revision, tab, run_id):
         return None
     data = run_data(settings().runs_root, run_id)
     state = current_state(data)
-    rows = logic.class_counts(data, state)
+    rows = page_actions.class_counts(data, state)
     return [table(rows), pruning_table(data, state, rows[-1]["kept"])]
 
 
 def table(rows: list[dict]) -> dbc.Table:
-    """``rows`` (:func:`~app.curate.logic.class_counts`, the total last) as a table."""
-    keys = (*logic.COUNT_KEYS, *logic.FINDING_KEYS)
+    """``rows`` (:func:`~app.curate.page_actions.class_counts`, the total last) as a table."""
+    keys = (*page_actions.COUNT_KEYS, *page_actions.FINDING_KEYS)
     head = html.Thead(html.Tr([html.Th(h) for h in ("class", *keys, "reduction")]))
     body = html.Tbody([html.Tr([html.Td(r["class"]), *[html.Td(r.get(k, 0)) for k in keys],
                                 html.Td(f"{r['reduction_pct']:.2f}%")],

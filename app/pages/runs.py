@@ -14,11 +14,11 @@ from app.app_context import dispatcher, settings
 from app.job_view import job_progress
 from app.layout import error_alert, feature_badges, live_table, number_input
 from worker.jobs.job_params import PipelineParams
+from worker.pipeline.choices import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.feature_options import FeatureOptions
 from worker.pipeline.map.embedding import DEFAULT_PERPLEXITY, EmbeddingOptions
 from worker.pipeline.metrics import detection_scores
-from worker.pipeline.names import DEFAULT_IMAGE_MODEL, MODEL_HELP, MODEL_NAMES
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions, check_dataset
 from worker.pipeline.storage.job_store import FINAL, JobStore

@@ -30,7 +30,7 @@ from worker.option_table import (
     as_required,
 )
 from worker.option_table import LIST_METAVAR_END as LIST_METAVAR_END  # the commands' import
-from worker.pipeline.ranges import cli_type
+from worker.pipeline.number_params import cli_type
 from worker.step_options import (
     dataset_options,
     embedding_options,

@@ -9,11 +9,11 @@ from pathlib import Path
 from worker.cli.arguments import Add, add_options, finding_args, rundir, thresholds
 from worker.cli.text_tables import format_rows
 from worker.option_table import EXPORT_OWN, RUN, SIMILAR_OWN
+from worker.pipeline.number_params import cli_type
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
 from worker.pipeline.progress import TqdmProgress
-from worker.pipeline.ranges import cli_type
 
 
 def cmd_findings(a: argparse.Namespace) -> None:

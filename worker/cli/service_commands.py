@@ -14,7 +14,7 @@ from worker.cli.arguments import Add, rundir
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
 from worker.pipeline.errors import InputError
-from worker.pipeline.ranges import cli_type
+from worker.pipeline.number_params import cli_type
 from worker.settings import load_settings
 
 

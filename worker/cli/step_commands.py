@@ -29,8 +29,8 @@ from worker.option_table import CLUSTER_OWN, OUT, RUN, SHARDS
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
 from worker.pipeline.errors import InputError
+from worker.pipeline.number_params import cli_type
 from worker.pipeline.progress import Cancelled, TqdmProgress
-from worker.pipeline.ranges import cli_type
 from worker.settings import load_settings
 
 if TYPE_CHECKING:

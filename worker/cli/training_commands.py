@@ -18,7 +18,7 @@ from worker.option_table import EXPERIMENT_OWN, RUN
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
-from worker.pipeline.ranges import cli_type
+from worker.pipeline.number_params import cli_type
 from worker.step_options import experiment_params
 from worker.train.subsets import subset_arg
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.pipeline.names import DEFAULT_PRUNING, PRUNINGS
+from worker.pipeline.choices import DEFAULT_PRUNING, PRUNINGS
 
 __all__ = ["DEFAULT_PRUNING", "PRUNINGS", "choose", "prototype_distance", "quota"]
 STRATA = 50  # CCS's k for CIFAR-10

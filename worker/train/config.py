@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 
-from worker.pipeline.ranges import check, check_optional
+from worker.pipeline.number_params import check, check_optional
 
 
 @dataclass
@@ -28,7 +28,7 @@ class TrainConfig:
     label_smoothing: float = 0.0
     optimizer: str = "auto"  # resolved by worker/train/plan.py: lars from batch 4,096
     warmup_epochs: int = 1
-    compile: str = "off"  # worker.pipeline.names.COMPILE_MODES
+    compile: str = "off"  # worker.pipeline.choices.COMPILE_MODES
     seed: int = 0
     device: str = "auto"
     name: str | None = None
@@ -55,7 +55,7 @@ def with_defaults(raw: dict) -> dict:
             **raw}
 
 
-# TrainConfig's numbers and their names in worker.pipeline.ranges; the optional ones (None
+# TrainConfig's numbers and their names in worker.pipeline.number_params; the optional ones (None
 # or an empty form box: chosen from the subset's size) first.
 OPTIONAL_NUMBERS = {"epochs": "epochs", "batch_size": "train_batch", "lr": "lr"}
 NUMBERS = {"nproc": "nproc", "weight_decay": "weight_decay",
@@ -64,7 +64,7 @@ NUMBERS = {"nproc": "nproc", "weight_decay": "weight_decay",
 
 
 def check_numbers(cfg: TrainConfig) -> TrainConfig:
-    """``cfg`` with every number checked and typed (worker.pipeline.ranges), whether it came
+    """``cfg`` with every number checked and typed (worker.pipeline.number_params), whether it came
     from the CLI, a form (text, floats, empty boxes) or a job's JSON."""
     for name, key in OPTIONAL_NUMBERS.items():
         setattr(cfg, name, check_optional(key, getattr(cfg, name)))

@@ -19,10 +19,10 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
+from worker.pipeline.choices import BUDGETS
 from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import check_export_name
-from worker.pipeline.names import BUDGETS
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, atomic_path
 from worker.train.data import select_subset

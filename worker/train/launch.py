@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from worker.pipeline.choices import COMPILE_MODES, OPTIMIZERS, TRAIN_MODELS
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import COMPILE_MODES, OPTIMIZERS, TRAIN_MODELS
 from worker.pipeline.progress import Cancelled, ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, save_npy, write_text
 from worker.train.config import TrainConfig, check_numbers, with_defaults

@@ -7,9 +7,9 @@ import math
 import torch
 from torch import nn
 
+from worker.pipeline.choices import DEPTHS, TORCHVISION_RESNETS, TRAIN_MODELS
 from worker.pipeline.errors import InputError
 from worker.pipeline.features.cifar_resnet import CifarResNet
-from worker.pipeline.names import DEPTHS, TORCHVISION_RESNETS, TRAIN_MODELS
 
 SMALL_IMAGE = 64
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from worker.pipeline.ranges import check
+from worker.pipeline.number_params import check
 from worker.train.config import TrainConfig
 
 MIN_STEPS_PER_EPOCH = 20

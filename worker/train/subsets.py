@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from worker.pipeline.choices import DEFAULT_PRUNING, PRUNINGS, SUBSETS
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import DEFAULT_PRUNING, PRUNINGS, SUBSETS
 
 SUBSET_FORMS = (f"{', '.join(SUBSETS)}, pruned@F or random@F (F the fraction kept, "
                 f"0 < F < 1, e.g. pruned@0.5), or pruned-METHOD@F with METHOD one of "

@@ -13,7 +13,7 @@ import pytest
 
 from app import caching
 from app import run_data as run_data_module
-from app.curate import logic
+from app.curate import page_actions
 from app.image_routes import _run_dataset, background_png, image_png, thumbnail_png
 from app.run_data import cached_figure, class_labels, current_state, run_data
 from worker.pipeline.findings.testsplit import _read_paths
@@ -125,11 +125,11 @@ def test_states_hit_evict_at_their_size_and_follow_the_store(fresh_run):
     data = run_data(root, "digits")
     first = current_state(data)
     assert current_state(data) is first
-    revision = logic.set_decision(root, "digits", 1, "drop")
+    revision = page_actions.set_decision(root, "digits", 1, "drop")
     later = current_state(data)
     assert later.revision == revision and later is not first
     for k in range(2, 2 + run_data_module.STATES_KEPT):
-        logic.set_decision(root, "digits", k, "drop")
+        page_actions.set_decision(root, "digits", k, "drop")
         current_state(data)
     assert len(run_data_module._STATES) == run_data_module.STATES_KEPT
     assert (str(data.run.path), data.stamp, first.revision) not in run_data_module._STATES
@@ -166,7 +166,7 @@ def test_figures_hit_evict_at_their_size_and_follow_the_run(fresh_run):
     fill(caching.derived, caching.derived.maxsize)
     figure(data, state)
     assert len(built) == 2  # evicted, so built again
-    logic.set_decision(root, "digits", 3, "drop")
+    page_actions.set_decision(root, "digits", 3, "drop")
     figure(data, current_state(data))
     assert len(built) == 3  # a new revision
     replace(fresh_run.embedding)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.curate import logic
+from app.curate import page_actions
 from app.run_data import run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.rundir import RunDir
@@ -48,7 +48,7 @@ def test_broker_down_is_an_alert_not_a_crash(root):
     text = str(alert.children if not isinstance(alert, html.Div) else alert)
     assert "cannot reach the broker" in text and poll_disabled is True
     # Curation still works without the broker.
-    assert logic.set_decision(root, "digits", 4, "drop") > 0
+    assert page_actions.set_decision(root, "digits", 4, "drop") > 0
 
 
 def runs_page():

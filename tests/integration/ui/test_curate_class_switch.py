@@ -41,7 +41,7 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
     """Switching classes sets the eps slider to the class's stored eps (snapped to the
     slider's step): that is no drag, so the browser must not re-cluster at the snapped
     value. The map and the counts are the server's, and nothing is stored."""
-    from app.curate import logic
+    from app.curate import page_actions
     from app.curate.figures import SYMBOLS, marker_style
     from app.run_data import current_state, run_data
 
@@ -60,8 +60,8 @@ def test_a_class_switch_shows_the_stored_clustering(driver, server, ui_root):
         # re-cluster.
         wait_for(lambda st=state, c=code: float(driver.find_element(
             By.ID, "curate-eps-input").get_attribute("value")) == round(st.params[c][0], 4))
-        line = logic.status_text(logic.class_counts(data, state),
-                                 logic.noise_per_class(data, state), state.rule)
+        line = page_actions.status_text(page_actions.class_counts(data, state),
+                                 page_actions.noise_per_class(data, state), state.rule)
         wait_for(lambda t=line: status_text(driver) == t)
         last = "return (window.curateDebug || {}).lastRecluster || null"
         assert driver.execute_script(last) is None

@@ -84,7 +84,7 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     markers and counts must be exactly what the server stores and would draw, and the
     server must not repaint them a second time. The run uses the default rule, adaptive,
     whose bits differ from point to point, so the browser must look them up."""
-    from app.curate import class_list, logic
+    from app.curate import class_list, page_actions
     from app.curate.figures import SYMBOLS, marker_style
     from app.run_data import current_state, run_data
     from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, flag_bits
@@ -106,8 +106,8 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
     wait_for(lambda: relabel in store.relabels())
     data = run_data(ui_root, "parity")
     state = current_state(data)
-    line = logic.status_text(logic.class_counts(data, state), logic.noise_per_class(data, state),
-                             state.rule)
+    line = page_actions.status_text(page_actions.class_counts(data, state),
+                                    page_actions.noise_per_class(data, state), state.rule)
     wait_for(lambda: status_text(driver) == line)  # the key's repaint and new model landed
     driver.execute_script(
         "const gd = document.querySelector('#curate-graph .js-plotly-plot');"
@@ -127,8 +127,8 @@ def test_browser_recluster_matches_the_server(driver, server, ui_root):
         wait_for(lambda p=params: store.class_params()[0] == p)
         data = run_data(ui_root, "parity")
         state = current_state(data)
-        rows = logic.class_counts(data, state)
-        line = logic.status_text(rows, logic.noise_per_class(data, state), state.rule)
+        rows = page_actions.class_counts(data, state)
+        line = page_actions.status_text(rows, page_actions.noise_per_class(data, state), state.rule)
         # The server's answer (counts, model) has landed once the line shows its counts.
         wait_for(lambda t=line: status_text(driver) == t)
         last = driver.execute_script("return window.curateDebug.lastRecluster")
@@ -158,13 +158,13 @@ def test_the_preview_counts_proposed_samples_as_the_server_does(driver, server, 
     server will count, so the server's answer does not rewrite the line (a rewrite is what
     the user would wait for)."""
     from app import ids
-    from app.curate import logic
+    from app.curate import page_actions
     from app.run_data import current_state, run_data
 
     subprocess.run([CURATOR, "cluster", str(ui_root / "proposed"), "--rule", "dbscan"],
                    check=True, capture_output=True)
     store = CurationStore(ui_root / "proposed" / "curation.sqlite")
-    before = logic.class_counts(run_data(ui_root, "proposed"),
+    before = page_actions.class_counts(run_data(ui_root, "proposed"),
                                 current_state(run_data(ui_root, "proposed")))[-1]["proposed"]
     open_run(driver, server, "proposed")
     driver.execute_script(
@@ -181,9 +181,9 @@ def test_the_preview_counts_proposed_samples_as_the_server_does(driver, server, 
     wait_for(lambda: store.class_params()[0][0] == eps)
     data = run_data(ui_root, "proposed")
     state = current_state(data)
-    rows = logic.class_counts(data, state)
+    rows = page_actions.class_counts(data, state)
     assert rows[-1]["proposed"] < before  # the change drops proposed samples
-    line = logic.status_text(rows, logic.noise_per_class(data, state), state.rule)
+    line = page_actions.status_text(rows, page_actions.noise_per_class(data, state), state.rule)
     # The server's answer has landed (its line, in the hidden element the script copies
     # from as React writes it).
     wait_for(lambda: driver.find_element(By.ID, ids.STATUS_DATA).get_attribute("textContent")

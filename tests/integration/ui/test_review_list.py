@@ -296,11 +296,11 @@ def test_rule_panel_explains_the_class_and_flag_more_fewer_are_undoable(page, re
     # The span's numbers depend on the map (the host's kernels):
     # tests/integration/pipeline/curation/test_cluster_step.py checks them against
     # scikit-learn; here the page says what the server computes.
-    from app.curate import logic
+    from app.curate import page_actions
     from app.run_data import current_state, run_data
 
     data = run_data(review_root, "cut")
-    facts = logic.rule_facts(data, current_state(data), 3)
+    facts = page_actions.rule_facts(data, current_state(data), 3)
     assert lines[2].startswith(f"eps changes this class's flags only from "
                                f"{facts.eps_from:.3g} to {facts.eps_to:.3g}")
     total = _flagged(d)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from worker.pipeline.names import DEFAULT_IMAGE_MODEL
+from worker.pipeline.choices import DEFAULT_IMAGE_MODEL
 
 # Cut points of the verdict, chosen on the detection grid (docs/benchmarks.md).
 STRONG_FROM = 0.70

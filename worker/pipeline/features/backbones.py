@@ -20,10 +20,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from worker.pipeline.choices import DEPTHS, MODEL_NAMES, PRECISIONS, PRETRAINED_MODELS
 from worker.pipeline.errors import InputError
 from worker.pipeline.features import efficientnet
 from worker.pipeline.features.cifar_resnet import CifarResNet
-from worker.pipeline.names import DEPTHS, MODEL_NAMES, PRECISIONS, PRETRAINED_MODELS
 
 # Input side for efficientnet-lite0 when none is asked for, chosen from the resolution
 # table in docs/benchmarks.md (linear probe, detection F1 and images/s at 96–224 px).

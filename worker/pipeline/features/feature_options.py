@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from worker.pipeline.choices import DECODERS, default_model
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import DECODERS, default_model
-from worker.pipeline.ranges import check, check_optional
+from worker.pipeline.number_params import check, check_optional
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from worker.pipeline.ranges import PARAMS
+from worker.pipeline.number_params import PARAMS
 
 if TYPE_CHECKING:
     from worker.pipeline.findings.context import FindingContext
@@ -91,7 +91,7 @@ class FindingKind:
     title : what a person calls one finding ("near-duplicate").
     decision : :data:`DROP` or :data:`REVIEW`, the default for the samples it marks.
     columns : the manifest and review-list columns it adds (:meth:`column_values`).
-    threshold : name of its cut in :data:`~worker.pipeline.ranges.PARAMS` (group
+    threshold : name of its cut in :data:`~worker.pipeline.number_params.PARAMS` (group
         ``findings``, named ``<name>_threshold``), which gives its CLI flag, range, default
         and help; or None for a kind without a cut. It is the **propose** cut: what marks
         a sample.

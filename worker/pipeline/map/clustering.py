@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from worker.pipeline.choices import DEFAULT_RULE, RULES
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.dbscan import check_params, dbscan_once
 from worker.pipeline.map.embedding import pca_reduce
 from worker.pipeline.map.evidence import K_EVIDENCE
 from worker.pipeline.map.neighbours import exact_neighbours
-from worker.pipeline.names import DEFAULT_RULE, RULES
 
 DEFAULT_MIN_SAMPLES = 5
 K_AGREE = 10

@@ -22,14 +22,14 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import Delaunay, QhullError, cKDTree
 
-from worker.pipeline.ranges import check
+from worker.pipeline.number_params import check
 
 SMALL_N = 32
 
 
 def check_params(eps: object, min_samples: object, largest: int | None = None
                  ) -> tuple[float, int]:
-    """``(eps, min_samples)`` checked against their ranges (worker.pipeline.ranges);
+    """``(eps, min_samples)`` checked against their ranges (worker.pipeline.number_params);
     ``largest`` is the size of the largest class they apply to, which min_samples may not
     exceed (every point would be noise)."""
     return (check("eps", eps),

@@ -15,8 +15,8 @@ import numpy as np
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.evidence import K_EVIDENCE
 from worker.pipeline.map.neighbours import exact_neighbours
+from worker.pipeline.number_params import PARAMS, check, group_params
 from worker.pipeline.progress import Cancelled, ProgressFn, report
-from worker.pipeline.ranges import PARAMS, check, group_params
 from worker.pipeline.sources.feature_values import MIN_MAP_SAMPLES, check_feature_values
 from worker.pipeline.storage.rundir import RunDir, atomic_path, save_npy
 
@@ -29,7 +29,7 @@ DEFAULT_PCA_DIMS = PARAMS["pca_dims"].default
 class EmbeddingOptions:
     """t-SNE settings; ``n_iter`` counts the iterations after early exaggeration.
 
-    Each number is a parameter of the ``embedding`` group in worker/pipeline/ranges.py,
+    Each number is a parameter of the ``embedding`` group in worker/pipeline/number_params.py,
     which gives its default, range and help: the CLI's flags, the API's keywords, the form
     and the job record follow from there, so a new option is a field here and a line there.
 

@@ -14,7 +14,7 @@ import numpy as np
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.embedding import run_pca
 from worker.pipeline.map.neighbours import knn_query
-from worker.pipeline.ranges import check
+from worker.pipeline.number_params import check
 from worker.pipeline.storage.rundir import RunDir
 
 SPACE_DIMS = 50  # the evidence's space (map.clustering.feature_neighbours)

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from worker.pipeline.choices import DUPLICATE_STRENGTHS, OUTLIER_SOURCES
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import DUPLICATE_STRENGTHS, OUTLIER_SOURCES
+from worker.pipeline.number_params import check
 from worker.pipeline.progress import ProgressFn, report
-from worker.pipeline.ranges import check
 from worker.pipeline.sources.datasets import (
     Dataset,
     DatasetSpec,

@@ -70,12 +70,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance, ImageFilter
 
-from worker.pipeline.errors import InputError
-from worker.pipeline.names import (
+from worker.pipeline.choices import (
     HELD_OUT,
     HELD_OUT_SOURCES,
     STRENGTHS,
 )
+from worker.pipeline.errors import InputError
 
 
 @dataclass

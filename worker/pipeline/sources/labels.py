@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+from worker.pipeline.choices import NOISE_KINDS
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import NOISE_KINDS
-from worker.pipeline.ranges import check
+from worker.pipeline.number_params import check
 from worker.pipeline.sources.feature_values import MIN_MAP_SAMPLES, check_feature_values
 from worker.pipeline.storage.rundir import RunDir
 from worker.pipeline.storage.sample_table import SampleTable

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.ranges import check
+from worker.pipeline.number_params import check
 from worker.pipeline.storage.rundir import RunDir, no_permission, now_iso
 
 DECISIONS = ("keep", "drop")

@@ -30,7 +30,7 @@ def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch
     """A toy action, one row with its operation: /ids.js serves it, the key help lists it,
     and a key's request runs its operation, whose decision the review list's state shows."""
     from app.curate import Page, review_list
-    from app.curate.logic import set_decision
+    from app.curate.page_actions import set_decision
     from app.server import create_app
 
     def op(runs_root, run_id, sample, key):

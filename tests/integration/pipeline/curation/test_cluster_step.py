@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from app.curate import logic
+from app.curate import page_actions
 from app.run_data import current_state, run_data
 from tests.integration.conftest import curator
 from worker.pipeline.curation.cluster_step import set_cut
@@ -70,7 +70,7 @@ def assert_eps_span(data, state, code: int, facts) -> None:
 def test_flag_more_and_fewer_step_clamp_and_explain(fresh_run):
     root = fresh_run.path.parent
     data = run_data(root, "digits")
-    facts = logic.rule_facts(data, current_state(data), 3)
+    facts = page_actions.rule_facts(data, current_state(data), 3)
     assert (facts.size, facts.low, facts.high, facts.flagged, facts.band, facts.by_dbscan,
             facts.cut, facts.step) == (175, 11, 14, 14, 3, 3, None, 2)
     lines = facts.sentences()
@@ -86,25 +86,25 @@ def test_flag_more_and_fewer_step_clamp_and_explain(fresh_run):
         f"{facts.eps_to:.3g} (min_samples 5): below {facts.eps_from:.3g} all 3 samples "
         f"DBSCAN decides are flagged, from {facts.eps_half:.3g} half of them, from "
         f"{facts.eps_to:.3g} none. Now eps ")
-    logic.move_cut(root, "digits", 3, 1)
-    more = logic.rule_facts(data, current_state(data), 3)
+    page_actions.move_cut(root, "digits", 3, 1)
+    more = page_actions.rule_facts(data, current_state(data), 3)
     assert (more.flagged, more.band, more.cut) == (16, 0, 16)
     assert "Cut set by a reviewer: the 16 highest scores are flagged" in more.sentences()[2]
-    logic.move_cut(root, "digits", 3, -1)
-    logic.move_cut(root, "digits", 3, -1)
-    assert logic.rule_facts(data, current_state(data), 3).flagged == 12
-    while logic.rule_facts(data, current_state(data), 3).flagged:
-        logic.move_cut(root, "digits", 3, -1)
+    page_actions.move_cut(root, "digits", 3, -1)
+    page_actions.move_cut(root, "digits", 3, -1)
+    assert page_actions.rule_facts(data, current_state(data), 3).flagged == 12
+    while page_actions.rule_facts(data, current_state(data), 3).flagged:
+        page_actions.move_cut(root, "digits", 3, -1)
     with pytest.raises(InputError, match="class 3: none of its 175 samples is flagged already"):
-        logic.move_cut(root, "digits", 3, -1)
-    logic.move_cut(root, "digits", 3, 0)
-    assert logic.rule_facts(data, current_state(data), 3) == facts
+        page_actions.move_cut(root, "digits", 3, -1)
+    page_actions.move_cut(root, "digits", 3, 0)
+    assert page_actions.rule_facts(data, current_state(data), 3) == facts
     store = open_store(data.run)
     assert store.undo() == "the rule's cut in class 3"
     assert [(h["description"], h["undone"]) for h in store.history(2)] == [
         ("the rule's cut in class 3", True), ("flag fewer: top 0 in class 3", False)]
     with pytest.raises(InputError, match="pick a class first"):
-        logic.move_cut(root, "digits", None, 1)
+        page_actions.move_cut(root, "digits", None, 1)
 
 
 def test_cli_cut_needs_a_class_and_is_undone_by_curator_undo(fresh_run):

@@ -147,7 +147,7 @@ def test_a_toy_kind_reaches_the_export(toy_run):
 def test_a_toy_kind_reaches_the_review_list(toy_run):
     """(b): the review list lists every sample the kind marks, its ``finding`` column
     naming it, and the focused row's why carries the kind's own why-line."""
-    from app.curate import logic as curate_logic
+    from app.curate import page_actions as curate_actions
     from app.curate import review_queue as review
     from app.run_data import current_state, run_data
 
@@ -160,7 +160,7 @@ def test_a_toy_kind_reaches_the_review_list(toy_run):
         assert ("toy" in r["finding"].split(",")) == marked[i], (i, r)
     sample = int(np.flatnonzero(marked)[1])
     assert f"toy: sample {sample} is a multiple of {TOY_EVERY}" in \
-        curate_logic.why(data, state, sample)
+        curate_actions.why(data, state, sample)
 
 
 def test_a_toy_kind_reaches_the_findings_report_and_evaluate(toy_run):

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from worker.pipeline.choices import HELD_OUT, HELD_OUT_SOURCES, STRENGTHS
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings.pixels import grey_views, match_pairs
-from worker.pipeline.names import HELD_OUT, HELD_OUT_SOURCES, STRENGTHS
 from worker.pipeline.sources.inject import (
     InjectionPlan,
     TrainImages,

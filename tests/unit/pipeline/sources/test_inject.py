@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from worker.pipeline.choices import HELD_OUT_SOURCES
 from worker.pipeline.errors import InputError
-from worker.pipeline.names import HELD_OUT_SOURCES
 from worker.pipeline.sources.inject import (
     outlier_images,
 )

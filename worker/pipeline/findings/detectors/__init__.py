@@ -2,7 +2,7 @@
 
 Each module here defines a :class:`~worker.pipeline.findings.base.FindingKind` with
 ``@register``; this package imports every module in its folder, so adding a kind is a
-module here (and, for a kind with a cut, its line in worker/pipeline/ranges.py). The
+module here (and, for a kind with a cut, its line in worker/pipeline/number_params.py). The
 architecture test counts this package as importing each of its modules.
 """
 

@@ -1,5 +1,5 @@
 """Every number is checked before use: one definition per parameter
-(worker.pipeline.ranges) used by the CLI, the forms, the callbacks and the jobs."""
+(worker.pipeline.number_params) used by the CLI, the forms, the callbacks and the jobs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from app.cli import build_parser
 from worker.pipeline.errors import InputError
-from worker.pipeline.ranges import PARAMS, check
+from worker.pipeline.number_params import PARAMS, check
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:

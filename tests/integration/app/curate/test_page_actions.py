@@ -1,4 +1,4 @@
-"""The Curate page's callbacks as plain functions (app/curate/logic.py) on a copy of the
+"""The Curate page's callbacks as plain functions (app/curate/page_actions.py) on a copy of the
 digits run, without a browser: parameters set and undone, decisions, auto eps, hover, the
 model the browser is sent, memoized figures, why a point is flagged, and every value a
 callback takes checked against its range with nothing stored when refused."""
@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
-from app.curate import logic
+from app.curate import page_actions
 from app.curate.key_actions import run_action
 from app.run_data import current_state, run_data
 from worker.pipeline.errors import InputError
-from worker.pipeline.ranges import check
+from worker.pipeline.number_params import check
 from worker.pipeline.storage.curation_store import CurationStore
 
 
@@ -28,41 +28,41 @@ def test_set_params_ignores_echoes_and_records_changes(root):
     store = CurationStore(data.run.store)
     eps, ms = store.class_params()[0]
     rev = store.revision()
-    assert logic.set_params(root, "digits", 0, round(eps, 4), ms, tolerance=1e-4) == rev
-    rev2 = logic.set_params(root, "digits", 0, 0.7, ms)
+    assert page_actions.set_params(root, "digits", 0, round(eps, 4), ms, tolerance=1e-4) == rev
+    rev2 = page_actions.set_params(root, "digits", 0, 0.7, ms)
     assert rev2 == rev + 1 and store.class_params()[0] == (0.7, ms)
-    logic.set_params(root, "digits", 0, 1.1, 6, all_classes=True)
+    page_actions.set_params(root, "digits", 0, 1.1, 6, all_classes=True)
     assert set(store.class_params().values()) == {(1.1, 6)}
     with pytest.raises(InputError, match="eps must be"):
-        logic.set_params(root, "digits", 0, -1, 5)
+        page_actions.set_params(root, "digits", 0, -1, 5)
     with pytest.raises(InputError, match="min-samples must be a whole number"):
-        logic.set_params(root, "digits", 0, 1.0, 0)
+        page_actions.set_params(root, "digits", 0, 1.0, 0)
     # What the browser sends is checked like any other input.
     with pytest.raises(InputError, match="--eps must be a number > 0 .* got wide"):
-        logic.set_params(root, "digits", 0, "wide", 5)
+        page_actions.set_params(root, "digits", 0, "wide", 5)
     with pytest.raises(InputError, match="min-samples must be"):
-        logic.set_params(root, "digits", 0, 1.0, float("nan"))
+        page_actions.set_params(root, "digits", 0, 1.0, float("nan"))
     for code in (99, -1, "all", None):
         with pytest.raises(InputError, match="no class"):
-            logic.set_params(root, "digits", code, 1.0, 5)
+            page_actions.set_params(root, "digits", code, 1.0, 5)
     assert set(store.class_params().values()) == {(1.1, 6)}  # the refusals stored nothing
 
 
 def test_decide_bulk_undo(root):
     data = run_data(root, "digits")
     decision = "drop" if current_state(data).decisions.kept[10] else "keep"
-    logic.set_decision(root, "digits", 10, decision)
+    page_actions.set_decision(root, "digits", 10, decision)
     state = current_state(data)
     assert state.decisions.kept[10] == (decision == "keep")
     assert state.overrides == {10: decision}
-    logic.bulk(root, "digits", [1, 2, 3], "drop")
+    page_actions.bulk(root, "digits", [1, 2, 3], "drop")
     assert not current_state(data).decisions.kept[[1, 2, 3]].any()
-    _, what = logic.undo_redo(root, "digits", redo=False)
+    _, what = page_actions.undo_redo(root, "digits", redo=False)
     assert "drop 3 selected" in what and current_state(data).overrides == state.overrides
     with pytest.raises(InputError, match="select points first"):
-        logic.bulk(root, "digits", [], "keep")
+        page_actions.bulk(root, "digits", [], "keep")
     with pytest.raises(InputError, match="sample"):
-        logic.set_decision(root, "digits", 10**6, "keep")
+        page_actions.set_decision(root, "digits", 10**6, "keep")
 
 
 def test_the_page_refuses_undo_and_redo_in_the_words_of_every_door(root):
@@ -98,10 +98,10 @@ def test_the_page_refuses_undo_and_redo_in_the_words_of_every_door(root):
             record = click(button)
             assert record["alert"] == line and record["rev"] == rev
             with pytest.raises(InputError) as e:
-                logic.undo_redo(root, "digits", redo=button == ids.REDO)
+                page_actions.undo_redo(root, "digits", redo=button == ids.REDO)
             assert str(e.value) == line
         assert store.history() == history and store.revision() == rev
-        logic.set_decision(root, "digits", 10, "drop")
+        page_actions.set_decision(root, "digits", 10, "drop")
         record = click(ids.UNDO)
         assert record["alert"] is None and record["rev"] == rev + 2
         assert click(ids.REDO)["alert"] is None and store.overrides() == {10: "drop"}
@@ -109,13 +109,13 @@ def test_the_page_refuses_undo_and_redo_in_the_words_of_every_door(root):
 
 def test_auto_eps_and_hover(root):
     data = run_data(root, "digits")
-    logic.auto_eps_for(root, "digits", 3, 8)
+    page_actions.auto_eps_for(root, "digits", 3, 8)
     eps, ms = CurationStore(data.run.store).class_params()[3]
     assert ms == 8 and eps > 0
     state = current_state(data)
-    info = logic.hover_info(data, state, int(data.members[3][0]))
+    info = page_actions.hover_info(data, state, int(data.members[3][0]))
     assert info["label"] == "3" and len(info["neighbours"]) == 5
-    rows = logic.class_counts(data, state)
+    rows = page_actions.class_counts(data, state)
     assert rows[-1]["class"] == "total" and rows[-1]["size"] == 1797
 
 
@@ -124,12 +124,12 @@ def test_client_model_carries_what_the_browser_needs(root):
 
     from app.curate.figures import LOOKS, channels, marker_style
 
-    logic.set_decision(root, "digits", 0, "drop")
+    page_actions.set_decision(root, "digits", 0, "drop")
     data = run_data(root, "digits")
     state = current_state(data)
-    noise = logic.noise_per_class(data, state)
+    noise = page_actions.noise_per_class(data, state)
     code = int(data.samples.labels[0])
-    model = logic.client_model(data, state, code, noise)
+    model = page_actions.client_model(data, state, code, noise)
     looks = np.frombuffer(base64.b64decode(model["looks"]["bdata"]), np.uint8).reshape(-1, 2)
     idx = data.members[code]
     assert len(looks) == model["n"] == len(idx)
@@ -149,8 +149,8 @@ def test_client_model_carries_what_the_browser_needs(root):
     assert sum(noise) == int(is_noise.sum() + (state.decisions.clusters[
         np.setdiff1d(np.arange(len(data.samples)), idx)] == -1).sum())
     assert (model["eps"], model["ms"]) == state.params[code]
-    rows = logic.class_counts(data, state)
-    text = logic.status_text(rows, noise, state.rule)
+    rows = page_actions.class_counts(data, state)
+    text = page_actions.status_text(rows, noise, state.rule)
     assert text.startswith(f"{rows[-1]['kept']} of {rows[-1]['size']} kept · {sum(noise)} DBSCAN")
 
 
@@ -183,7 +183,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         assert (first.decisions.clusters == np.load(data.run.path / "clusters.npy")).all()
         monkeypatch.undo()
         eps, ms = first.params[2]
-        logic.set_params(root, "digits", 2, eps * 0.9, ms)  # class 2 changes
+        page_actions.set_params(root, "digits", 2, eps * 0.9, ms)  # class 2 changes
         data = run_data(root, "digits")
         first = current_state(data)  # computes class 2 only, into the labels cache
         assert sum(key[0] == "labels" for key in caching.labels) == 1
@@ -198,7 +198,7 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
         assert cached_figure(data, again, ("class", 0), lambda: build(again)) == \
             cached_figure(data, again, ("class", 0), lambda: build(again))
         assert built == [first.revision]  # built once for this revision
-        logic.set_decision(root, "digits", 3, "drop")  # a new revision, a new figure
+        page_actions.set_decision(root, "digits", 3, "drop")  # a new revision, a new figure
         later = current_state(data)
         cached_figure(data, later, ("class", 0), lambda: build(later))
         assert built == [first.revision, later.revision] and later.revision > first.revision
@@ -206,15 +206,15 @@ def test_clusterings_and_figures_are_memoized_per_revision(root, monkeypatch):
 
 def test_messages_name_the_bad_value(root):
     with pytest.raises(InputError, match="eps must be a number greater than 0"):
-        logic.set_params(root, "digits", 0, None, 5)
+        page_actions.set_params(root, "digits", 0, None, 5)
     with pytest.raises(InputError, match="min_samples must be a whole number"):
-        logic.set_params(root, "digits", 0, 1.0, None)
+        page_actions.set_params(root, "digits", 0, 1.0, None)
     with pytest.raises(InputError, match="no run 'nope' in the runs root"):
         run_data(root, "nope")
 
 
 def test_auto_eps_is_stored_unrounded(root):
-    logic.auto_eps_for(root, "digits", 0, 5)
+    page_actions.auto_eps_for(root, "digits", 0, 5)
     eps = CurationStore(root / "digits" / "curation.sqlite").class_params()[0][0]
     assert eps != round(eps, 4)
 
@@ -225,19 +225,20 @@ def test_why_a_point_is_flagged_names_the_evidence(root):
     d = state.decisions
     wrong = np.flatnonzero(d.flagged & (data.samples.labels != data.samples.true_labels))
     i = int(wrong[0])
-    text = logic.why(data, state, i)
+    text = page_actions.why(data, state, i)
     assert text.startswith("flagged: ") and "of 10 nearest neighbours are labelled" in text
     assert f"score {data.score[i]:.2f}" in text and "DBSCAN: " in text
-    if logic.suggestion(data, state, i):
-        assert f"suggested: {logic.suggestion(data, state, i)}" in text
+    if page_actions.suggestion(data, state, i):
+        assert f"suggested: {page_actions.suggestion(data, state, i)}" in text
     # Flagged as a suspect the evidence doubts (not an issue) that DBSCAN calls noise.
     band = np.flatnonzero(d.flagged & ~data.inputs.issue)
     assert len(band) and (d.clusters[band] == -1).all()
-    assert logic.why(data, state, int(band[0])).startswith(logic.NOISE_WHY["adaptive"])
+    why = page_actions.why(data, state, int(band[0]))
+    assert why.startswith(page_actions.NOISE_WHY["adaptive"])
     kept = int(np.flatnonzero(d.kept)[0])
-    assert logic.why(data, state, kept).startswith("kept by the rule")
+    assert page_actions.why(data, state, kept).startswith("kept by the rule")
     CurationStore(data.run.store).set_overrides([kept], "drop")
-    assert logic.why(data, current_state(data), kept).startswith("dropped by a reviewer")
+    assert page_actions.why(data, current_state(data), kept).startswith("dropped by a reviewer")
 
 
 def test_relabel_to_the_suggestion_with_a_key(root):
@@ -248,14 +249,14 @@ def test_relabel_to_the_suggestion_with_a_key(root):
     data = run_data(root, "digits")
     state = current_state(data)
     sample = int(next(i for i in np.flatnonzero(state.decisions.flagged)
-                      if logic.suggestion(data, state, int(i))))
+                      if page_actions.suggestion(data, state, int(i))))
     code = int(data.samples.labels[sample])
-    suggested = logic.suggestion(data, state, sample)
+    suggested = page_actions.suggestion(data, state, sample)
     run_action(root, "digits", {"sample": sample, "action": "relabel", "label": suggested})
     state = current_state(data)
     assert state.relabels == {sample: data.samples.classes.index(suggested)}
     assert state.decisions.kept[sample] and state.marks[sample] == "keep"
-    assert logic.why(data, state, sample).startswith(f"relabelled to {suggested}")
+    assert page_actions.why(data, state, sample).startswith(f"relabelled to {suggested}")
     review.relabel_to(root, "digits", [sample], data.samples.classes[code])  # back: cleared
     assert current_state(data).relabels == {}
     with pytest.raises(InputError, match="no class 'zebra'"):
@@ -292,14 +293,14 @@ def test_bounds_the_data_set(fresh_run):
 def test_callback_values_are_refused_with_nothing_stored(fresh_run, value):
     """The eps/min_samples callbacks' plain function: a bad value is an InputError (the
     page shows it inline) and the store does not change."""
-    from app.curate import logic
+    from app.curate import page_actions
     from worker.pipeline.storage.curation_store import CurationStore
 
     root = fresh_run.path.parent
     rev = CurationStore(fresh_run.store).revision()
     if value != "2.5":  # a fine eps; not a whole min_samples
         with pytest.raises(InputError):
-            logic.set_params(root, "digits", 0, value, 5)
+            page_actions.set_params(root, "digits", 0, value, 5)
     with pytest.raises(InputError):
-        logic.set_params(root, "digits", 0, 1.0, value)
+        page_actions.set_params(root, "digits", 0, 1.0, value)
     assert CurationStore(fresh_run.store).revision() == rev

@@ -1,4 +1,4 @@
-"""Entry points made from declarations: each number's ``Param`` (worker/pipeline/ranges.py)
+"""Entry points made from declarations: each number's ``Param`` (worker/pipeline/number_params.py)
 and each finding kind's own attributes give the CLI's flags, the New-run form's bounds,
 the map's legend and the review list's tooltip, so a new option or kind is not listed by
 hand anywhere else."""
@@ -13,7 +13,7 @@ from app.layout import number_input
 from worker.cli.arguments import thresholds
 from worker.pipeline.findings import kinds
 from worker.pipeline.map.embedding import EmbeddingOptions
-from worker.pipeline.ranges import PARAMS, group_params
+from worker.pipeline.number_params import PARAMS, group_params
 
 
 def _flags(command: str) -> dict[str, object]:
@@ -46,7 +46,7 @@ def test_the_t_sne_options_are_the_embedding_group_in_cli_options_and_record():
     group = group_params("embedding")
     fields = {f.name: f.default for f in dataclasses.fields(EmbeddingOptions)}
     for name, p in group.items():
-        assert fields[name] == p.default  # written once, in ranges.py
+        assert fields[name] == p.default  # written once, in number_params.py
     for command in ("embed", "pipeline"):
         flags = _flags(command)
         for name, p in group.items():
