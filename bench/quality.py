@@ -112,20 +112,31 @@ def inject_defect(img: Image.Image, defect: str, strength: str) -> Image.Image:
     return DEFECTS[defect][0](img.convert("RGB"), STRENGTHS.index(strength))
 
 
-def clean_images(per_class: int) -> tuple[list[str], list[Image.Image], list[int]]:
-    """The first ``per_class`` CIFAR-10 mini train photographs of each class: (class names,
-    images, labels)."""
-    out = Path(tempfile.mkdtemp(prefix="quality-cifar-"))
+def _cifar_mini(work: Path) -> Path:
+    """The CIFAR-10 mini folder (train/ and test/, a folder per class) under ``work``."""
     with tarfile.open(SHARED / "cifar10-jpeg-mini.tar.gz") as tar:
-        tar.extractall(out, filter="data")
-    train = out / "cifar10-mini" / "train"
+        tar.extractall(work, filter="data")
+    return work / "cifar10-mini"
+
+
+def clean_images(work: Path, per_class: int, photos: int = 0
+                 ) -> tuple[list[str], list[Image.Image], list[int]]:
+    """The clean images: (class names, images, labels). The first ``per_class`` CIFAR-10
+    mini train photographs of each class, or, with ``photos``, that many 256–500 px
+    square photographs made from them (bench/jpeg_folder.py, as bench/stress.py makes
+    its folder), read back from their JPEG files."""
+    root = _cifar_mini(work)
+    train = root / "train"
+    if photos:
+        from bench.jpeg_folder import write_folder
+
+        train = write_folder(work / "photos", photos, root, square=True)
     classes = sorted(p.name for p in train.iterdir())
     images, labels = [], []
     for k, c in enumerate(classes):
-        for f in sorted((train / c).glob("*.jpg"))[:per_class]:
+        for f in sorted((train / c).glob("*.jpg"))[:None if photos else per_class]:
             images.append(Image.open(f).convert("RGB"))
             labels.append(k)
-    shutil.rmtree(out)
     return classes, images, labels
 
 
@@ -221,9 +232,20 @@ def main() -> None:
     ap.add_argument("--per-defect", type=int, default=30)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-cleanvision", action="store_true")
+    ap.add_argument("--photos", type=int, default=0,
+                    help="use this many 256-500 px photographs in place of CIFAR's 32 px")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / ".bench-venv" / "site"))
-    data = clean_images(args.per_class)
+    work = Path(tempfile.mkdtemp(prefix="quality-bench-"))
+    try:
+        _run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, work: Path) -> None:
+    """Inject, ingest, mark and score at every strength under ``work``; print the table."""
+    data = clean_images(work, args.per_class, args.photos)
     n = len(data[1])
     rng = np.random.default_rng(args.seed)
     perm = rng.permutation(n)
@@ -234,38 +256,35 @@ def main() -> None:
     # Images grey to begin with are grey in a colour dataset too: truth for ``grey``.
     native_grey = np.array([float(np.ptp(np.asarray(im, np.int16), axis=2).mean()) < 2.0
                             for im in data[1]])
-    work = Path(tempfile.mkdtemp(prefix="quality-bench-"))
     rows, rates = [], {}
-    try:
-        for strength in STRENGTHS:
-            root = work / f"set-{strength}"
-            paths = write_set(root, data, chosen, strength)
-            mine, scores, secs = ours(root, work / "runs", paths)
-            theirs = {} if args.no_cleanvision else cleanvision(root, paths)
-            print(f"{strength}: our kinds {secs:.1f} s on {n} images", flush=True)
-            for d in DEFECTS:
-                truth = np.zeros(n, bool)
-                truth[chosen[d]] = True
-                if d == "grey":
-                    truth |= native_grey & ~injected
-                scored = ~injected | truth  # the other defects' images are left out
-                rows.append((d, strength, prf(mine[d], truth, scored),
-                             prf(theirs[d], truth, scored) if d in theirs else None))
-                if strength == TUNED:
-                    cut, f1 = best_cut(scores[d], truth, scored)
-                    print(f"  {d}: F1-best cut {cut:.2f} (F1 {f1:.2f}); chosen cut "
-                          f"{chosen_cut(scores[d], truth, scored):.2f}", flush=True)
-                    rates[d] = (float(mine[d][~injected & ~truth].mean()),
-                                float(theirs[d][~injected & ~truth].mean()) if d in theirs
-                                else None)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    report(rows, rates, n, args.per_defect)
+    for strength in STRENGTHS:
+        root = work / f"set-{strength}"
+        paths = write_set(root, data, chosen, strength)
+        mine, scores, secs = ours(root, work / "runs", paths)
+        theirs = {} if args.no_cleanvision else cleanvision(root, paths)
+        print(f"{strength}: our kinds {secs:.1f} s on {n} images", flush=True)
+        for d in DEFECTS:
+            truth = np.zeros(n, bool)
+            truth[chosen[d]] = True
+            if d == "grey":
+                truth |= native_grey & ~injected
+            scored = ~injected | truth  # the other defects' images are left out
+            rows.append((d, strength, prf(mine[d], truth, scored),
+                         prf(theirs[d], truth, scored) if d in theirs else None))
+            if strength == TUNED:
+                cut, f1 = best_cut(scores[d], truth, scored)
+                print(f"  {d}: F1-best cut {cut:.2f} (F1 {f1:.2f}); chosen cut "
+                      f"{chosen_cut(scores[d], truth, scored):.2f}", flush=True)
+                rates[d] = (float(mine[d][~injected & ~truth].mean()),
+                            float(theirs[d][~injected & ~truth].mean()) if d in theirs
+                            else None)
+    report(rows, rates, n, args.per_defect, "256-500 px photographs" if args.photos
+           else "CIFAR-10 mini train images")
 
 
-def report(rows: list, rates: dict, n: int, per_defect: int) -> None:
+def report(rows: list, rates: dict, n: int, per_defect: int, what: str) -> None:
     """Print the P/R/F1 table (markdown) and the clean images' mark rates."""
-    print(f"\n{n} CIFAR-10 mini train images, {per_defect} per defect; cuts chosen on "
+    print(f"\n{n} {what}, {per_defect} per defect; cuts chosen on CIFAR-10 mini's "
           f"'{TUNED}', the others held out\n")
     print("| defect | strength | ours P | ours R | ours F1 | CleanVision P | R | F1 |")
     print("|---|---|---|---|---|---|---|---|")
