@@ -19,6 +19,7 @@ from bench.browser import (
     wait_for,
 )
 from tests.integration.ui.conftest import open_run
+from worker.pipeline.findings import kinds
 from worker.pipeline.storage.curation_store import CurationStore
 from worker.pipeline.storage.rundir import RunDir
 from worker.train.data import select_subset
@@ -66,10 +67,11 @@ def test_focused_row_says_why_and_summary_counts_relabels(driver, server, ui_roo
     table = wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, "#curate-summary table"))
     head = shown_text(table[0].find_element(By.TAG_NAME, "thead")).split()
     # The Table I counts, the proposed ones (kept until someone decides), then one count per
-    # finding kind besides label.
+    # finding kind besides label, in the registry's order.
+    others = [k.name for k in kinds() if k.name != "label"]
+    assert others[:3] == ["duplicate", "leak", "outlier"] and "low_info" in others
     assert head == ["class", "size", "flagged", "overridden", "relabelled", "kept",
-                    "proposed", "duplicate", "leak", "outlier", "reduction"] \
-        and "total" in table[0].text
+                    "proposed", *others, "reduction"] and "total" in table[0].text
     # Under it, what pruned@F would train at 70/50/30%: the sizes the training
     # job's own subset selection gives.
     pruning = wait_for(lambda: driver.find_element(By.ID, "curate-summary-pruning").text)

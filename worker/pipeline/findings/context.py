@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from worker.pipeline.findings.copies import REFERENCE_RANK, NearMatches, near_matches, ring
+from worker.pipeline.findings.image_stats import image_stats
 from worker.pipeline.findings.index import FeatureSpace, fit_space
 from worker.pipeline.findings.pixels import grey_views
 from worker.pipeline.findings.testsplit import TestSplit, load_test_split, test_thumbnails
@@ -25,6 +26,7 @@ from worker.pipeline.findings.warps import (
 )
 from worker.pipeline.map.embedding import run_pca
 from worker.pipeline.progress import ProgressFn
+from worker.pipeline.sources.ingest import IMAGE_SIZE_FILE
 from worker.pipeline.sources.pixel_hash import hash_rows
 from worker.pipeline.storage.rundir import RunDir
 from worker.pipeline.storage.sample_table import SampleTable
@@ -55,6 +57,23 @@ class FindingContext:
         neighbours = self.run.load_array(self.run.path / "neighbours.npy", "cluster")
         return fit_space(self.features, run_pca(self.run, int(embed.get("pca_dims", 50)),
                                                 int(embed.get("seed", 0))), neighbours)
+
+    @functools.cached_property
+    def image_sizes(self) -> np.ndarray | None:
+        """Each image's original (width, height), int64 (N, 2), or None for a run ingested
+        before ingest recorded them (``image_size.npy``)."""
+        path = self.run.path / IMAGE_SIZE_FILE
+        if not path.is_file():
+            return None
+        sizes = self.run.load_array(path, "ingest")
+        return sizes if len(sizes) == len(self.samples) else None
+
+    @functools.cached_property
+    def image_stats(self) -> dict[str, np.ndarray]:
+        """Each image's pixel statistics (findings/image_stats.py), read off the thumbnails
+        once for every image-quality kind."""
+        thumbs = self.run.load_array(self.run.thumbnails, "ingest", mmap=True)
+        return image_stats(thumbs, self.image_sizes)
 
     @functools.cached_property
     def label_score(self) -> np.ndarray | None:

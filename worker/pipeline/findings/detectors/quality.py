@@ -24,9 +24,8 @@ import numpy as np
 
 from worker.pipeline.findings.base import REVIEW, FindingKind, FindingTable, View
 from worker.pipeline.findings.context import FindingContext
-from worker.pipeline.findings.image_stats import image_stats, robust_z, share_beyond
+from worker.pipeline.findings.image_stats import robust_z, share_beyond
 from worker.pipeline.findings.kind_registry import register
-from worker.pipeline.sources.ingest import IMAGE_SIZE_FILE
 
 # Each kind's cut on its robust z (what marks an image), chosen by bench/quality.py's
 # rule on CIFAR-10 mini with each defect at its middle strength (2,000 images, 30 per
@@ -51,26 +50,6 @@ def _no_images(ctx: FindingContext) -> str | None:
     if not ctx.run.read_meta().get("has_images", True) or not ctx.run.thumbnails.is_file():
         return "the run has no images (a features: dataset)"
     return None
-
-
-def _sizes(ctx: FindingContext) -> np.ndarray | None:
-    """Each image's original (width, height), int64 (N, 2), or None for a run ingested
-    before ingest recorded them."""
-    path = ctx.run.path / IMAGE_SIZE_FILE
-    if not path.is_file():
-        return None
-    sizes = ctx.run.load_array(path, "ingest")
-    return sizes if len(sizes) == len(ctx.samples) else None
-
-
-def run_stats(ctx: FindingContext) -> dict[str, np.ndarray]:
-    """The run's image statistics (image_stats.image_stats), computed once per findings
-    step: kept in the context's own attribute dictionary, as its cached properties are,
-    so the eight kinds read the thumbnails once."""
-    if "image_stats" not in ctx.__dict__:
-        thumbs = ctx.run.load_array(ctx.run.thumbnails, "ingest", mmap=True)
-        ctx.__dict__["image_stats"] = image_stats(thumbs, _sizes(ctx))
-    return ctx.__dict__["image_stats"]
 
 
 def _skipped(n: int, reason: str) -> FindingTable:
@@ -110,7 +89,7 @@ class QualityKind(FindingKind):
 
     def values(self, ctx: FindingContext) -> np.ndarray:
         """The statistic of every image, float32 (N,), in the units the why-line names."""
-        return run_stats(ctx)[self.stat]
+        return ctx.image_stats[self.stat]
 
     def compute(self, ctx: FindingContext) -> FindingTable:
         n = len(ctx.samples)
@@ -156,7 +135,7 @@ class BrightKind(QualityKind):
     stat, words, beyond = "darkest", "its darkest pixels are", "brighter"
 
     def values(self, ctx: FindingContext) -> np.ndarray:
-        return 255.0 - run_stats(ctx)["darkest"]
+        return 255.0 - ctx.image_stats["darkest"]
 
     def detail(self, table: FindingTable, i: int) -> str:
         value = 255.0 - float(table.facts["value"][i])
@@ -189,7 +168,7 @@ class GreyKind(QualityKind):
     def compute(self, ctx: FindingContext) -> FindingTable:
         n = len(ctx.samples)
         if _no_images(ctx) is None:
-            share = float((run_stats(ctx)["chroma"] < GREY_CHROMA).mean()) if n else 0.0
+            share = float((ctx.image_stats["chroma"] < GREY_CHROMA).mean()) if n else 0.0
             if share >= GREY_MAJORITY:
                 return _skipped(n, f"{100 * share:.0f}% of the images are grey: grey is "
                                    "this dataset's own")
@@ -235,7 +214,7 @@ class OddSizeKind(QualityKind):
     def compute(self, ctx: FindingContext) -> FindingTable:
         n = len(ctx.samples)
         reason = _no_images(ctx)
-        sizes = None if reason else _sizes(ctx)
+        sizes = None if reason else ctx.image_sizes
         if sizes is None:
             return _skipped(n, reason or "the run was ingested before image sizes were "
                                          "recorded: ingest it again to check them")
