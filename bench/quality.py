@@ -5,9 +5,9 @@ grey, overexposed, letterboxed) is injected at three strengths into a few images
 CIFAR-10 mini train split, one defect and strength at a time; the images are written as a
 folder, ingested as ``curator`` ingests any folder (thumbnails and original sizes), and
 our kind for that defect is computed on the run. CleanVision (``cleanvision`` on the
-bench's path, ``.bench-venv/site``) checks the same folder. The cuts are our kinds' module
-constants (``worker/pipeline/findings/detectors/quality.py``), chosen on the middle
-strength; the weak and strong ones are held out. Printed: precision, recall and F1 per
+bench's path, ``.bench-venv/site``) checks the same folder. The cuts are our kinds'
+number parameters (``--dark-threshold`` …, ``worker/pipeline/number_params.py``), chosen
+on the middle strength; the weak and strong ones are held out. Printed: precision, recall and F1 per
 defect and strength, and the share of clean images each kind marks.
 
     nice -n 10 .venv/bin/python -m bench.quality [--per-defect 30] [--no-cleanvision]

@@ -47,6 +47,9 @@ def findings_report(run: RunDir, kind: str | None = None, top: int = 10) -> dict
 
 
 def _note(info: dict) -> str:
+    """A kind's note on its run, or why it looked at nothing (``skipped``)."""
+    if info.get("skipped"):
+        return f" (skipped: {info['skipped']})"
     return f" ({info['note']})" if info.get("note") else ""
 
 

@@ -10,15 +10,15 @@ import pytest
 from PIL import Image, ImageFilter
 
 from bench.quality import inject_defect
-from worker.pipeline.findings import ensure_findings, get_kind
+from worker.pipeline.findings import ensure_findings, get_kind, kinds
 from worker.pipeline.findings.context import FindingContext
-from worker.pipeline.findings.detectors.quality import CUTS
+from worker.pipeline.findings.detectors.quality import QualityKind
 from worker.pipeline.findings.image_stats import image_stats
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import IMAGE_SIZE_FILE, DatasetOptions, ingest, thumbnail
 from worker.pipeline.storage.rundir import RunDir, save_npy
 
-QUALITY = tuple(CUTS)
+QUALITY = tuple(k.name for k in kinds() if isinstance(k, QualityKind))
 PER_DEFECT = 5
 
 

@@ -11,9 +11,10 @@ So a dataset that is dark or grey by nature (scikit-learn's digits, X-rays) is n
 as a whole; ``grey`` marks nothing where most images are grey. Every kind only proposes:
 a reviewer decides, nothing is dropped by default.
 
-The cuts are module constants here (``CUTS``), chosen on CIFAR-10 mini with each defect
-injected at a middle strength and reported on a weaker and a stronger one
-(``bench/quality.py``, docs/method.md "Image quality").
+Each kind's cut is a number parameter (``--dark-threshold`` …, worker/pipeline/
+number_params.py), chosen on CIFAR-10 mini with each defect injected at a middle strength
+and reported on a weaker and a stronger one (``bench/quality.py``, docs/method.md "Image
+quality").
 """
 
 from __future__ import annotations
@@ -27,14 +28,6 @@ from worker.pipeline.findings.context import FindingContext
 from worker.pipeline.findings.image_stats import robust_z, share_beyond
 from worker.pipeline.findings.kind_registry import register
 
-# Each kind's cut on its robust z (what marks an image), chosen by bench/quality.py's
-# rule on CIFAR-10 mini with each defect at its middle strength (2,000 images, 30 per
-# defect): the lowest cut that reaches the best F1 there, but at least 3 spreads (nearer
-# the median is no outlier, whatever one dataset holds) and marking at most 1% of the
-# clean images (``overexposed``: white product backdrops clip as much as a blown
-# exposure does). The weak and strong strengths are held out.
-CUTS = {"dark": 3.73, "bright": 4.79, "blurry": 3.43, "low_info": 3.35, "odd_size": 3.0,
-        "grey": 3.0, "overexposed": 11.22, "border": 3.01}
 # An image is grey when its mean chroma (max − min channel, 0–255) is below GREY_CHROMA
 # (a JPEG of a grey image keeps a level or two of colour noise); where at least
 # GREY_MAJORITY of the run is grey, greyness is the dataset's, and ``grey`` marks nothing.
@@ -79,9 +72,11 @@ class QualityKind(FindingKind):
     beyond: ClassVar[str]
     advice = "proposed: look at it, and drop it ('d') when the defect makes it useless"
 
-    @property
-    def default_threshold(self) -> float | None:
-        return CUTS[self.name]
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        # Each kind's cut is its number parameter ``<name>_threshold`` (number_params.py,
+        # group ``findings``): its flag, range and default, chosen by bench/quality.py.
+        cls.threshold = f"{cls.name}_threshold"
 
     def spread_floor(self, ctx: FindingContext) -> float:
         """The least spread this run's statistic counts (:attr:`floor`)."""
