@@ -23,6 +23,9 @@ def serve_app(runs_root: Path | None = None, host: str | None = None, port: int 
     settings = settings.changed(runs_root=runs_root or settings.runs_root,
                                 host=host or settings.host, port=port or settings.port)
     check_runs_root(settings.runs_root)  # before anything is printed
+    from app.security import check_token_setting  # loads Flask: only to serve
+
+    check_token_setting(settings.auth_token)
     if settings.broker_url:
         from worker.jobs.dispatchers import check_broker
 

@@ -41,10 +41,10 @@ class Settings(BaseSettings):
     # Seconds before Redis re-delivers a message whose worker vanished without acking it.
     # It must exceed the longest job; jobs of a dead worker are recovered much sooner by
     # every live worker's periodic heartbeat check (see docs/jobs.md).
-    visibility_timeout: int = 6 * 3600
+    visibility_timeout: int = Field(6 * 3600, ge=1)
     # A running job whose heartbeat is older than this is taken for dead. Jobs beat at
     # least three times per window (worker.jobs.execution.heartbeat_interval).
-    stale_after_s: int = Field(20, alias="CURATOR_STALE_AFTER")
+    stale_after_s: int = Field(20, alias="CURATOR_STALE_AFTER", ge=1)
     host: str = "127.0.0.1"
     port: int = 8050
     auth_token: str = ""
@@ -59,10 +59,10 @@ class Settings(BaseSettings):
     # given comma-separated.
     allowed_hosts: Annotated[tuple[str, ...], NoDecode] = ()
     # Largest request body the server reads; Dash callbacks send a few kB.
-    max_body_bytes: int = 16 * 1024 * 1024
+    max_body_bytes: int = Field(16 * 1024 * 1024, ge=1)
     # Request threads of the production server (waitress); bench/server.py measured the
     # choice of server and this count (docs/benchmarks.md).
-    server_threads: int = 8
+    server_threads: int = Field(8, ge=1, le=1024)
     # The Curate page's test and benchmark hooks (assets/curate_debug.js: window.curateDebug),
     # for browser tests and bench/ui_latency.py; off, the script is neither on the page nor
     # served. `curator serve --debug` turns them on too.

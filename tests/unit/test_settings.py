@@ -131,3 +131,14 @@ def test_data_roots(env, tmp_path):
     assert data_roots_of(s) == ((tmp_path / "data").resolve(), (tmp_path / "shared").resolve())
     s = Settings(runs_root=tmp_path / "runs", data_roots=(tmp_path / "a",))
     assert data_roots_of(s) == ((tmp_path / "a").resolve(),)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("MAX_BODY_BYTES", "-1"), ("MAX_BODY_BYTES", "0"), ("SERVER_THREADS", "0"),
+    ("STALE_AFTER", "0"), ("VISIBILITY_TIMEOUT", "-5")])
+def test_a_count_that_cannot_work_is_refused_in_one_line(env, name, value):
+    """A body limit of 0 would refuse every request and 0 threads would crash the server:
+    each is one line naming the variable, before anything starts."""
+    env(name, value)
+    with pytest.raises(InputError, match=f"CURATOR_{name}: Input should be greater than"):
+        load_settings()

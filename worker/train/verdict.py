@@ -104,7 +104,7 @@ def compare(rows: list[dict]) -> list[SubsetResult]:
     return [SubsetResult(subset, batch, round(statistics.mean(int(r["train_size"]) for r in rs)),
                          accs[batch, subset], against(batch, subset, "full"),
                          against(batch, subset, control_of(subset)), *_convergence(rs),
-                         max(int(_number(r.get("steps")) if r.get("steps") else 0) for r in rs))
+                         max(_whole(r.get("steps")) for r in rs))
             for (batch, subset), rs in sorted(groups.items())]
 
 
@@ -131,6 +131,12 @@ def _flag(value: object) -> bool | None:
     return {"true": True, "false": False}.get(str(value or "").strip().lower())
 
 
+def _whole(value: object) -> int:
+    """A count from results.csv (``steps``); 0 when absent or not a finite number."""
+    x = _number(value)
+    return int(x) if math.isfinite(x) else 0
+
+
 def _number(value: object) -> float:
     try:
         return float(value)
@@ -150,7 +156,10 @@ def _convergence(rows: list[dict]) -> tuple[bool | None, Convergence | None, int
     lagging = [c for c in readings if not c.converged]
     if not lagging:
         return True, None, epochs
-    worst = max(lagging, key=lambda c: -math.inf if math.isnan(c.gain_pp) else c.gain_pp)
+    # A seed the rule could not judge (too few epochs, no gain recorded) could gain
+    # anything: it is the one still learning fastest.
+    worst = max(lagging, key=lambda c: math.inf if c.window == 0 or math.isnan(c.gain_pp)
+                else c.gain_pp)
     return False, worst, epochs
 
 
@@ -161,7 +170,8 @@ class Decision:
 
     ship: str | None
     caveat: str = ""
-    withheld: str = ""
+    withheld: str = ""  # a training still learning could overturn the winner
+    reason: str = ""  # why there is nothing to name, with or without learning
 
 
 def reach_pp(r: SubsetResult) -> float:
@@ -192,14 +202,18 @@ def decide(results: list[SubsetResult], batch_size: int) -> Decision:
     judged = [r for r in here if curated(r.subset)
               and r.vs_full is not None and r.vs_full.p is not None]
     full = next((r for r in here if r.subset == "full"), None)
-    if not judged or full is None:
-        return Decision(None)
-    best = max(judged, key=lambda r: r.mean)
-    winner = best if best.vs_full.clear and best.vs_full.diff > 0 else full
+    if full is None:
+        return Decision(None, reason="no full training to compare with")
+    if not judged:
+        return Decision(None, reason="one seed is no spread to judge a difference by "
+                                     "(run 2 or more)")
+    # Among the curated subsets that beat full clearly, the best mean; without a test
+    # between them. None beating it clearly: full.
+    better = [r for r in judged if r.vs_full.clear and r.vs_full.diff > 0]
+    winner = max(better, key=lambda r: r.mean) if better else full
     # What could overturn the choice is the other side of it: full, when a curated subset
-    # wins; a curated subset, when full does. Among curated subsets the best mean is
-    # chosen as before, without a test between them.
-    rivals = [full] if winner is best else [r for r in here if curated(r.subset)]
+    # wins; a curated subset, when full does.
+    rivals = [full] if better else [r for r in here if curated(r.subset)]
     threats = [r for r in rivals if r.converged is False
                and 100 * (winner.mean - r.mean) <= reach_pp(r)]
     if threats:
@@ -208,7 +222,7 @@ def decide(results: list[SubsetResult], batch_size: int) -> Decision:
             f"({100 * (winner.mean - r.mean):.1f} pp behind)" for r in threats))
     caveat = (f"{winner.subset} was still learning: the gap can only grow"
               if winner.converged is False else "")
-    name = winner.subset if winner is best else "full (no curated subset is clearly better)"
+    name = winner.subset if better else "full (no curated subset is clearly better)"
     return Decision(name, caveat)
 
 
@@ -231,12 +245,12 @@ def verdict(results: list[SubsetResult], batch_size: int) -> str:
     decision = decide(results, batch_size)
     lagging = [r for r in results if r.batch_size == batch_size and r.converged is False]
     learning = "; ".join(r.still_learning() for r in lagging)
-    if decision.ship is None and lagging:
+    if decision.withheld or (decision.ship is None and lagging):
         # --epochs is full's (the largest subset's) under the steps budget, and every
         # subset's under the epochs budget: the fewest epochs at this batch is what was given.
         epochs = min(r.epochs for r in results if r.batch_size == batch_size)
-        why = decision.withheld or "one seed is no spread to judge a difference by (run 2 or more)"
-        return (f"batch {batch_size}: not converged: {learning}; no winner named: {why}: "
+        return (f"batch {batch_size}: not converged: {learning}; no winner named: "
+                f"{decision.withheld or decision.reason}: "
                 f"run with --epochs {max(2 * epochs, MIN_WINDOW + 1)}")
     parts = [_comparison(r, other, d) for r in judged
              for other, d in (("full", r.vs_full), (control_of(r.subset), r.vs_random))

@@ -137,3 +137,24 @@ def test_the_results_page_and_the_report_say_the_same(tmp_path):
     page = str(experiment_view(tmp_path))
     assert want in page and "the gap can only grow" in page
     assert "filtered still gained 1.7 pp over its last 4 epochs" in page  # converged: no
+
+
+def test_a_seed_the_rule_could_not_judge_is_the_one_learning_fastest():
+    rows = _rows({"full": (FILTERED, True, 0.1), "filtered": (FULL, False, 0.2)})
+    rows[3]["gain_pp"] = ""  # one of filtered's seeds has no gain recorded
+    results = compare(rows)
+    assert reach_pp(next(r for r in results if r.subset == "filtered")) == float("inf")
+    assert recommend(results, BATCH) is None
+
+
+def test_the_clear_winner_is_chosen_over_a_noisier_higher_mean():
+    results = compare(_rows({"full": (FULL, True, 0.1), "filtered": (FILTERED, True, 0.1),
+                             "corrected": ([0.60, 0.95, 0.75], True, 0.1)}))
+    assert recommend(results, BATCH) == "filtered"
+
+
+def test_a_steps_value_that_is_no_number_reads_as_not_recorded():
+    rows = _rows({"full": (FULL, True, 0.1), "filtered": (FILTERED, True, 0.1)})
+    for r, steps in zip(rows, ("nan", "abc", "", "12", "12", "12"), strict=True):
+        r["steps"] = steps
+    assert {r.subset: r.steps for r in compare(rows)} == {"full": 0, "filtered": 12}

@@ -35,7 +35,8 @@ def nearest_samples(run: RunDir, index: int, k: int) -> tuple[np.ndarray, np.nda
     """
     k = int(check("similar_k", k))
     x = run_pca(run, SPACE_DIMS).x
-    if not (isinstance(index, int | np.integer) and 0 <= index < len(x)):
+    if isinstance(index, bool) or not (isinstance(index, int | np.integer)
+                                        and 0 <= index < len(x)):
         raise InputError(f"no sample {index!r}: the run's samples are 0 to {len(x) - 1}")
     idx, dist = knn_query(x, x[index:index + 1], min(k + 1, len(x)))
     keep = idx[0] != index  # itself, wherever ties put it
