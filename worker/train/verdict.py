@@ -190,8 +190,8 @@ def reach_pp(r: SubsetResult) -> float:
 def decide(results: list[SubsetResult], batch_size: int) -> Decision:
     """The subset to ship at ``batch_size`` and how sure that is.
 
-    The winner is the curated subset with the best mean accuracy when it beats full
-    clearly (Welch p < 0.05, two or more seeds), else full. Trainings still learning change
+    The winner is the best mean among the curated subsets that beat full clearly (Welch
+    p < 0.05, two or more seeds), else full. Trainings still learning change
     that only where they could: a rival on the other side of the choice (full against a
     curated winner, a curated subset against full) still learning and behind the winner by
     no more than :func:`reach_pp` withholds it. A winner still learning is named with a
