@@ -43,10 +43,11 @@ def driver():
 def open_run(driver, server, run: str) -> None:
     """Open ``run``'s Curate page and wait until its map and its counts are drawn. A run's
     first page reads its arrays and draws its figures cold, beside the other pytest
-    worker's jobs and trainings on a 2-core machine: the map gets a minute, not 20 s."""
+    worker's jobs and trainings on a 2-core machine: the map and its counts get a minute,
+    not 20 s."""
     driver.get(f"{server.url}/curate/{run}")
     wait_for(lambda: trace_markers(driver), timeout=60)
-    wait_for(lambda: "kept" in status_text(driver))
+    wait_for(lambda: "kept" in status_text(driver), timeout=60)
 
 
 def severe_errors(driver) -> list[str]:
