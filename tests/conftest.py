@@ -52,3 +52,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)
+
+
+@pytest.fixture
+def empty_caches():
+    """Every in-process cache of the app and the test split emptied (they are per process),
+    for the tests that count what a cache holds."""
+    from app import caching
+    from app import run_data as run_data_module
+    from app.image_routes import _run_dataset
+    from worker.pipeline.findings.testsplit import _read_paths
+
+    caching.clear()
+    run_data_module._STATES.clear()
+    for cached in (run_data_module._load, _run_dataset, _read_paths):
+        cached.cache_clear()
+
+
+@pytest.fixture
+def env(monkeypatch):
+    """A clean environment: no ``CURATOR_*`` variable but those a test sets."""
+    for name in list(os.environ):
+        if name.startswith("CURATOR_"):
+            monkeypatch.delenv(name)
+
+    def set_(name: str, value: str) -> None:
+        monkeypatch.setenv(f"CURATOR_{name}", value)
+    return set_

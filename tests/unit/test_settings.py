@@ -5,7 +5,6 @@ a change users see."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -42,18 +41,6 @@ OVERRIDDEN = {
 
 def _fields(s: Settings) -> dict:
     return {name: getattr(s, name) for name in DEFAULTS}
-
-
-@pytest.fixture
-def env(monkeypatch):
-    """A clean environment: no ``CURATOR_*`` variable but those a test sets."""
-    for name in list(os.environ):
-        if name.startswith("CURATOR_"):
-            monkeypatch.delenv(name)
-
-    def set_(name: str, value: str) -> None:
-        monkeypatch.setenv(f"CURATOR_{name}", value)
-    return set_
 
 
 def test_defaults(env):

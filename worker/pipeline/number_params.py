@@ -150,44 +150,6 @@ PARAMS: dict[str, Param] = {
         group="findings",
         help="an outlier is dropped by default when its score reaches T (default "
              "{default}); outliers below are proposed"),
-    # The image-quality kinds' cuts on their robust z (findings/detectors/quality.py),
-    # chosen by bench/quality.py's rule on CIFAR-10 mini with each defect injected at its
-    # middle strength (2,000 images, 30 per defect): the lowest cut that reaches the best F1
-    # there, at least 3 spreads, marking at most 1% of the clean images; the weak and strong
-    # strengths are held out (docs/benchmarks.md, "Image quality beside CleanVision").
-    # ``overexposed`` sits high: white product backdrops clip as much as a blown exposure.
-    "dark_threshold": Param(
-        "--dark-threshold", False, 0.0, 1000.0, above=True, default=3.73, group="findings",
-        help="marked when its brightest pixels lie T robust spreads below the "
-             "dataset's median (default {default}; proposed, never dropped)"),
-    "bright_threshold": Param(
-        "--bright-threshold", False, 0.0, 1000.0, above=True, default=4.79, group="findings",
-        help="marked when its darkest pixels lie T robust spreads above the "
-             "dataset's median (default {default}; proposed, never dropped)"),
-    "blurry_threshold": Param(
-        "--blurry-threshold", False, 0.0, 1000.0, above=True, default=3.43, group="findings",
-        help="marked when its sharpness lies T robust spreads below the "
-             "dataset's median (default {default}; proposed, never dropped)"),
-    "low_info_threshold": Param(
-        "--low-info-threshold", False, 0.0, 1000.0, above=True, default=3.35, group="findings",
-        help="marked when its contrast lies T robust spreads below the "
-             "dataset's median (default {default}; proposed, never dropped)"),
-    "odd_size_threshold": Param(
-        "--odd-size-threshold", False, 0.0, 1000.0, above=True, default=3.0, group="findings",
-        help="marked when its pixel count or aspect ratio lies T robust spreads from the "
-             "dataset's median (default {default}; proposed, never dropped)"),
-    "grey_threshold": Param(
-        "--grey-threshold", False, 0.0, 1000.0, above=True, default=3.0, group="findings",
-        help="marked when its colour lies T robust spreads below the "
-             "dataset's median (default {default}; proposed, never dropped)"),
-    "overexposed_threshold": Param(
-        "--overexposed-threshold", False, 0.0, 1000.0, above=True, default=11.22, group="findings",
-        help="marked when its clipped highlights lie T robust spreads above the "
-             "dataset's median (default {default}; proposed, never dropped)"),
-    "border_threshold": Param(
-        "--border-threshold", False, 0.0, 1000.0, above=True, default=3.01, group="findings",
-        help="marked when its uniform frame lies T robust spreads above the "
-             "dataset's median (default {default}; proposed, never dropped)"),
     "top": Param("--top", True, 0, 1_000_000),
     "similar_k": Param("--k", True, 1, 10_000, default=20),
     "sample_index": Param("INDEX", True, 0, 2**40),
@@ -207,6 +169,31 @@ PARAMS: dict[str, Param] = {
     "port": Param("--port", True, 1, 65_535),
     "concurrency": Param("--concurrency", True, 1, 1024),
 }
+
+
+# The image-quality kinds' cuts on their robust z (findings/detectors/quality.py),
+# chosen by bench/quality.py's rule on CIFAR-10 mini with each defect injected at its
+# middle strength (2,000 images, 30 per defect): the lowest cut that reaches the best F1
+# there, at least 3 spreads, marking at most 1% of the clean images; the weak and strong
+# strengths are held out (docs/benchmarks.md, "Image quality beside CleanVision").
+# ``overexposed`` sits high: white product backdrops clip as much as a blown exposure.
+QUALITY_CUTS: dict[str, tuple[float, str]] = {  # kind → (default cut, what it measures)
+    "dark": (3.73, "its brightest pixels lie T robust spreads below"),
+    "bright": (4.79, "its darkest pixels lie T robust spreads above"),
+    "blurry": (3.43, "its sharpness lies T robust spreads below"),
+    "low_info": (3.35, "its contrast lies T robust spreads below"),
+    "odd_size": (3.0, "its pixel count or aspect ratio lies T robust spreads from"),
+    "grey": (3.0, "its colour lies T robust spreads below"),
+    "overexposed": (11.22, "its clipped highlights lie T robust spreads above"),
+    "border": (3.01, "its uniform frame lies T robust spreads above"),
+}
+PARAMS.update({
+    f"{kind}_threshold": Param(
+        f"--{kind.replace('_', '-')}-threshold", False, 0.0, 1000.0, above=True,
+        default=default, group="findings",
+        help=f"marked when {what} the dataset's median (default {{default}}; proposed, "
+             "never dropped)")
+    for kind, (default, what) in QUALITY_CUTS.items()})
 
 
 def _number(text: object) -> float | None:

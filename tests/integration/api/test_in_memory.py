@@ -5,7 +5,6 @@ make a map."""
 
 from __future__ import annotations
 
-import functools
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from PIL import Image
 
 import tsne_curator as tc
 from tests.conftest import ROOT
+from tests.digits_arrays import digits, digits_all
 from tsne_curator import pipeline_call
 from tsne_curator.tables import FINDING_COLUMNS
 from worker.pipeline.errors import InputError
@@ -28,21 +28,12 @@ def _leftovers(path) -> list[str]:  # noqa: ANN001
     return sorted(str(p.relative_to(path)) for p in path.rglob("*") if ".tmp" in p.name)
 
 
-def _digits(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digits' first ``n`` samples: pixels as (n, 64) float features, labels, uint8 images."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    images = np.round(d.images[:n] * (255 / 16)).astype(np.uint8)
-    return d.data[:n].astype(np.float32), d.target[:n], images
-
-
 NAMES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 
 
 @pytest.fixture(scope="module")
 def array_run(tmp_path_factory):
-    feats, labels, images = _digits(360)
+    feats, labels, images = digits(360)
     return tc.from_arrays(feats, labels, tmp_path_factory.mktemp("arr") / "emb",
                           class_names=NAMES, images=images, seed=0)
 
@@ -54,7 +45,7 @@ def test_from_arrays_goes_through_the_features_path(array_run):
     assert sorted(samples.classes) == sorted(NAMES) and len(samples) == 360
     spec = run.read_meta()["dataset"]["spec"]
     assert spec == f"features:{array_run.path.resolve() / 'input' / 'features.npy'}"
-    feats, labels, _ = _digits(360)
+    feats, labels, _ = digits(360)
     assert np.array_equal(np.load(array_run.path / "features.npy"), feats)
     assert [samples.classes[c] for c in samples.labels] == [NAMES[y] for y in labels]
     df = array_run.findings()
@@ -69,7 +60,7 @@ def test_from_arrays_takes_image_files_and_copies_them_into_the_run(tmp_path):
     """``images=`` as N file paths (a user's folder, e.g. df["path"]): each file is copied
     into the run, so the run stays whole when the originals go; the same files again
     resume; a missing or non-image path is one error before anything is written."""
-    feats, labels, pixels = _digits(200)
+    feats, labels, pixels = digits(200)
     src = tmp_path / "src"
     src.mkdir()
     files = []
@@ -95,7 +86,7 @@ def test_from_arrays_takes_image_files_and_copies_them_into_the_run(tmp_path):
 
 
 def test_ctrl_c_leaves_no_partial_file_and_the_next_call_resumes(tmp_path, monkeypatch):
-    feats, labels, _ = _digits(200)
+    feats, labels, _ = digits(200)
     out = tmp_path / "emb"
 
     class StopAt:
@@ -131,15 +122,6 @@ def test_ctrl_c_leaves_no_partial_file_and_the_next_call_resumes(tmp_path, monke
 
 
 
-@functools.cache
-def _digits_all() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digits as (1797, 64) float64 features, labels and uint8 8×8 images."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    return d.data, d.target, np.round(d.images * (255 / 16)).astype(np.uint8)
-
-
 # -- features ------------------------------------------------------------------------------
 HUGE = """
 import numpy as np, tsne_curator as tc
@@ -167,7 +149,7 @@ def test_huge_finite_features_are_refused_without_killing_the_process(tmp_path):
 def test_a_dozen_samples_of_three_classes_make_a_run(tmp_path):
     """Four per class: the label evidence's later rounds once left a fold's voters with
     one class, which scikit-learn refused ("needs samples of at least 2 classes")."""
-    x, y, _ = _digits_all()
+    x, y, _ = digits_all()
     idx = np.concatenate([np.flatnonzero(y == c)[:4] for c in range(3)])
     run = tc.from_arrays(x[idx], y[idx], out=tmp_path / "twelve")
     assert run.summary()["size"].iloc[-1] == 12

@@ -6,10 +6,8 @@ is taken by its name; undo takes back decisions, never the pipeline's clustering
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,6 +17,8 @@ import pytest
 import tsne_curator as tc
 from app.cli import main
 from app.curate.figures import SYMBOLS, marker_style
+from tests.digits_arrays import digits_all
+from tests.refusals import one_line, refused
 from tsne_curator.options import keywords
 from worker.pipeline.curation.findings_report import findings_report
 from worker.pipeline.curation.snapshot import current_decisions, current_snapshot, summary_rows
@@ -175,38 +175,9 @@ def test_experiment_is_curator_experiment(fresh_run):
     assert [j["kind"] for j in JobStore(fresh_run.store).list()] == ["experiment"]
 
 
-@functools.cache
-def _digits_all() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digits as (1797, 64) float64 features, labels and uint8 8×8 images."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    return d.data, d.target, np.round(d.images * (255 / 16)).astype(np.uint8)
-
-
 def _features(n: int = 150) -> tuple[np.ndarray, np.ndarray]:
-    x, y, _ = _digits_all()
+    x, y, _ = digits_all()
     return x[:n].copy(), y[:n].copy()
-
-
-def _one_line(text: str) -> str:
-    """The only line of a command's stderr (progress bars left out), an ``error:``."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and "%|" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("error:"), text
-    assert "Traceback" not in text
-    return lines[0]
-
-
-def _refused(call, out: Path | None, match: str) -> str:  # noqa: ANN001 - no arguments
-    """``call()`` raises one InputError line matching ``match`` and ``out`` (the folder
-    it would have made; None: the caller checks what else it could have written) stays
-    absent."""
-    with pytest.raises(tc.InputError, match=match) as e:
-        call()
-    assert "\n" not in str(e.value)
-    if out is not None:
-        assert not out.exists(), sorted(p.name for p in out.rglob("*"))
-    return str(e.value)
 
 
 @pytest.fixture(scope="module")
@@ -262,9 +233,9 @@ def test_undo_takes_back_decisions_never_the_pipeline_s_clustering(own_run, caps
     store = CurationStore(own_run.path / "curation.sqlite")
     assert not store.can_undo()
     before = (store.revision(), store.history())
-    _refused(own_run.undo, None, "nothing to undo: no decision is left to take back")
+    refused(own_run.undo, None, "nothing to undo: no decision is left to take back")
     assert main(["undo", str(own_run.path)]) == 2
-    assert "nothing to undo" in _one_line(capsys.readouterr().err)
+    assert "nothing to undo" in one_line(capsys.readouterr().err)
     assert (store.revision(), store.history()) == before  # the refusals wrote nothing
     own_run.drop([5])
     assert own_run.undo() == "drop 1 sample(s)"

@@ -16,19 +16,11 @@ from app import run_data as run_data_module
 from app.curate import page_actions
 from app.image_routes import _run_dataset, background_png, image_png, thumbnail_png
 from app.run_data import cached_figure, class_labels, current_state, run_data
-from worker.pipeline.findings.testsplit import _read_paths
 from worker.settings import Settings
 
+pytestmark = pytest.mark.usefixtures("empty_caches")  # tests/conftest.py
+
 HOST = {"Host": "127.0.0.1"}
-
-
-@pytest.fixture(autouse=True)
-def empty_caches():
-    """Each test starts with every cache empty (they are per process)."""
-    caching.clear()
-    run_data_module._STATES.clear()
-    for cached in (run_data_module._load, _run_dataset, _read_paths):
-        cached.cache_clear()
 
 
 def replace(path: Path, data: bytes | None = None) -> None:

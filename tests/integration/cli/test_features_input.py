@@ -5,7 +5,6 @@ bad features file, a resume that does not read the file again, and a one-class f
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import shutil
 from pathlib import Path
@@ -16,47 +15,24 @@ from PIL import Image
 
 import tsne_curator as tc
 from bench.synth import SynthSpec, write_synthetic
+from tests.digits_arrays import digits_all, features_file
 from tests.integration.conftest import curator
-
-
-@functools.cache
-def _digits_all() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digits as (1797, 64) float64 features, labels and uint8 8×8 images."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    return d.data, d.target, np.round(d.images * (255 / 16)).astype(np.uint8)
+from tests.refusals import one_line
 
 
 def _features(n: int = 150) -> tuple[np.ndarray, np.ndarray]:
-    x, y, _ = _digits_all()
+    x, y, _ = digits_all()
     return x[:n].copy(), y[:n].copy()
-
-
-def _one_line(text: str) -> str:
-    """The only line of a command's stderr (progress bars left out), an ``error:``."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and "%|" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("error:"), text
-    assert "Traceback" not in text
-    return lines[0]
-
-
-def _features_file(folder: Path, x: np.ndarray, y: np.ndarray) -> tuple[Path, Path]:
-    """``x`` as a float32 .npy file and ``y`` as its labels CSV, in ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    np.save(folder / "f.npy", x.astype(np.float32))
-    (folder / "l.csv").write_text("label\n" + "".join(f"{v}\n" for v in y))
-    return folder / "f.npy", folder / "l.csv"
 
 
 def test_huge_features_file_refused_at_the_cli_door(tmp_path):
     x, y = _features(300)
-    feats, labels = _features_file(tmp_path / "data", x * 1e20, y)
+    feats, labels = features_file(tmp_path / "data", x * 1e20, y)
     out = tmp_path / "run"
     r = curator("pipeline", "--dataset", f"features:{feats}", "--labels", str(labels),
                 "--out", str(out))
     assert r.returncode == 2, (r.stdout, r.stderr[-2000:])
-    assert _one_line(r.stderr) == ("error: features file f.npy row 0 has values up to 1.5e+21, "
+    assert one_line(r.stderr) == ("error: features file f.npy row 0 has values up to 1.5e+21, "
                                    "beyond what the map can take (|x| ≤ 1e+12): scale them "
                                    "first")
     assert not out.exists()
@@ -70,7 +46,7 @@ def test_a_resume_does_not_read_the_features_file_again(tmp_path):
     import os
 
     x, y = _features(150)
-    feats, labels = _features_file(tmp_path / "data", x, y)
+    feats, labels = features_file(tmp_path / "data", x, y)
     out = tmp_path / "run"
     args = ("pipeline", "--dataset", f"features:{feats}", "--labels", str(labels), "--out",
             str(out))
@@ -87,12 +63,12 @@ def test_a_resume_does_not_read_the_features_file_again(tmp_path):
     os.utime(feats, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     r = curator(*args)
     assert r.returncode == 2
-    assert _one_line(r.stderr).startswith("error: features file f.npy row 40 has NaN or inf")
+    assert one_line(r.stderr).startswith("error: features file f.npy row 40 has NaN or inf")
 
 
 def _digit_folder(root: Path, digit: int, n: int) -> Path:
     """An image folder of one class: ``n`` of digits' ``digit`` images as 32×32 PNGs."""
-    _, y, pixels = _digits_all()
+    _, y, pixels = digits_all()
     (root / f"d{digit}").mkdir(parents=True)
     for i in np.flatnonzero(y == digit)[:n]:
         Image.fromarray(pixels[i]).resize((32, 32)).save(root / f"d{digit}" / f"{i}.png")
@@ -113,7 +89,7 @@ def test_a_one_class_folder_makes_a_run_and_too_few_images_do_not(tmp_path):
     few = _digit_folder(tmp_path / "few", 1, 3)
     r = curator("pipeline", "--dataset", f"folder:{few}", "--out", str(tmp_path / "o"))
     assert r.returncode == 2
-    assert _one_line(r.stderr).endswith(f"dataset folder:{few} gives 3 sample(s): the map "
+    assert one_line(r.stderr).endswith(f"dataset folder:{few} gives 3 sample(s): the map "
                                         "needs at least 4")
 
 

@@ -8,8 +8,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 
 def test_override_indices_must_be_in_range(fresh_run):
     import subprocess
@@ -61,18 +59,6 @@ def test_a_non_numeric_setting_is_one_line():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.strip() == \
         "error: CURATOR_PORT must be a whole number from 1 to 65,535, got abc"
-
-
-@pytest.fixture
-def env(monkeypatch):
-    """A clean environment: no ``CURATOR_*`` variable but those a test sets."""
-    for name in list(os.environ):
-        if name.startswith("CURATOR_"):
-            monkeypatch.delenv(name)
-
-    def set_(name: str, value: str) -> None:
-        monkeypatch.setenv(f"CURATOR_{name}", value)
-    return set_
 
 
 def test_the_cli_says_a_bad_value_in_one_line(tmp_path):

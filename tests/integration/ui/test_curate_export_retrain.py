@@ -23,6 +23,7 @@ from bench.browser import (
 )
 from tests.integration.conftest import CURATOR
 from tests.integration.ui.conftest import open_run
+from tests.integration.ui.test_curate_review import _element, _set
 from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()
@@ -59,19 +60,6 @@ def _field(name: str) -> str:
     """The DOM id of the Retrain form's field ``name`` (a pattern-matching id, which Dash
     writes as its JSON with sorted keys)."""
     return json.dumps(train_field(name), sort_keys=True, separators=(",", ":"))
-
-
-def _element(driver, element_id: str):
-    """The element with id ``element_id``, any characters (a JSON id is no CSS selector)."""
-    return wait_for(lambda: driver.execute_script(
-        "return document.getElementById(arguments[0])", element_id))
-
-
-def _set(driver, element_id: str, value: str) -> None:
-    box = _element(driver, element_id)
-    wait_for(box.is_displayed)  # a tab's content is built on opening, then fades in
-    box.send_keys(Keys.CONTROL, "a")
-    box.send_keys(value)
 
 
 def _click(driver, element_id: str) -> None:

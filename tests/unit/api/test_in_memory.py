@@ -6,24 +6,14 @@ image file that does not decode. Real data: scikit-learn's digits; no run is mad
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import numpy as np
 import pytest
 from PIL import Image
 
 import tsne_curator as tc
+from tests.digits_arrays import digits, digits_all, features_file
+from tests.refusals import refused
 from worker.pipeline.errors import InputError
-
-
-def _digits(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digits' first ``n`` samples: pixels as (n, 64) float features, labels, uint8 images."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    images = np.round(d.images[:n] * (255 / 16)).astype(np.uint8)
-    return d.data[:n].astype(np.float32), d.target[:n], images
 
 
 @pytest.mark.parametrize("change, word", [
@@ -37,7 +27,7 @@ def _digits(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     (lambda f, y, i: (f, y, i.astype(np.float32)), "uint8"),
 ])
 def test_from_arrays_bad_arrays_are_one_error_and_touch_nothing(tmp_path, change, word):
-    feats, labels, images = change(*_digits(40))
+    feats, labels, images = change(*digits(40))
     out = tmp_path / "emb"
     with pytest.raises(InputError, match=word):
         tc.from_arrays(feats, labels, out, images=images)
@@ -45,7 +35,7 @@ def test_from_arrays_bad_arrays_are_one_error_and_touch_nothing(tmp_path, change
 
 
 def test_from_arrays_bad_names_or_keywords_touch_nothing(tmp_path):
-    feats, labels, _ = _digits(40)
+    feats, labels, _ = digits(40)
     out = tmp_path / "emb"
     with pytest.raises(InputError, match="label 9 has no name"):
         tc.from_arrays(feats, labels, out, class_names=["a", "b"])
@@ -56,53 +46,24 @@ def test_from_arrays_bad_names_or_keywords_touch_nothing(tmp_path):
     assert not out.exists()
 
 
-@functools.cache
-def _digits_all() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digits as (1797, 64) float64 features, labels and uint8 8×8 images."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    return d.data, d.target, np.round(d.images * (255 / 16)).astype(np.uint8)
-
-
 def _features(n: int = 150) -> tuple[np.ndarray, np.ndarray]:
-    x, y, _ = _digits_all()
+    x, y, _ = digits_all()
     return x[:n].copy(), y[:n].copy()
-
-
-def _refused(call, out: Path | None, match: str) -> str:  # noqa: ANN001 - no arguments
-    """``call()`` raises one InputError line matching ``match`` and ``out`` (the folder
-    it would have made; None: the caller checks what else it could have written) stays
-    absent."""
-    with pytest.raises(tc.InputError, match=match) as e:
-        call()
-    assert "\n" not in str(e.value)
-    if out is not None:
-        assert not out.exists(), sorted(p.name for p in out.rglob("*"))
-    return str(e.value)
-
-
-def _features_file(folder: Path, x: np.ndarray, y: np.ndarray) -> tuple[Path, Path]:
-    """``x`` as a float32 .npy file and ``y`` as its labels CSV, in ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    np.save(folder / "f.npy", x.astype(np.float32))
-    (folder / "l.csv").write_text("label\n" + "".join(f"{v}\n" for v in y))
-    return folder / "f.npy", folder / "l.csv"
 
 
 def test_float64_beyond_float32_says_so_not_nan(tmp_path):
     x, y = _features(40)
     x[12, 3] = 1e39
-    _refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o"), tmp_path / "o",
+    refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o"), tmp_path / "o",
              r"features row 12 has values up to 1e\+39, which overflow float32")
 
 
 def test_constant_or_nearly_constant_features_are_refused(tmp_path):
     x, y = _features(40)
     out = tmp_path / "o"
-    _refused(lambda: tc.from_arrays(np.zeros_like(x), y, out=out), out,
+    refused(lambda: tc.from_arrays(np.zeros_like(x), y, out=out), out,
              "features are constant: every row is the same")
-    _refused(lambda: tc.from_arrays(x * 1e-30, y, out=out), out,
+    refused(lambda: tc.from_arrays(x * 1e-30, y, out=out), out,
              "features differ by at most 1.6e-29 between rows, too little for the map")
 
 
@@ -110,22 +71,22 @@ def test_ragged_feature_rows_are_one_error(tmp_path):
     x, y = _features(20)
     rows = [list(r) for r in x]
     rows[7] = rows[7][:5]
-    _refused(lambda: tc.from_arrays(rows, y, out=tmp_path / "o"), tmp_path / "o",
+    refused(lambda: tc.from_arrays(rows, y, out=tmp_path / "o"), tmp_path / "o",
              "features must be N rows of D numbers each: row 7 has 5 values and row 0 64")
 
 
 def test_fewer_samples_than_the_map_needs_are_refused_up_front(tmp_path):
     x, y = _features(3)
-    _refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o"), tmp_path / "o",
+    refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o"), tmp_path / "o",
              "the labels argument gives 3 sample.s.: the map needs at least 4")
-    feats, labels = _features_file(tmp_path / "data", x, y)
+    feats, labels = features_file(tmp_path / "data", x, y)
     with pytest.raises(tc.InputError, match=r"dataset features:.*f.npy gives 3 sample"):
         tc.pipeline(f"features:{feats}", out=tmp_path / "o", labels=labels)
     assert not (tmp_path / "o").exists()
 
 
 def test_an_unreadable_image_file_is_refused_before_it_is_copied(tmp_path):
-    _, _, pixels = _digits_all()
+    _, _, pixels = digits_all()
     x, y = _features(20)
     files = []
     for i in range(20):
@@ -133,5 +94,5 @@ def test_an_unreadable_image_file_is_refused_before_it_is_copied(tmp_path):
         files[-1].parent.mkdir(exist_ok=True)
         Image.fromarray(pixels[i]).save(files[-1])
     files[13].write_text("not a picture, whatever the suffix says\n")
-    _refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o", images=files), tmp_path / "o",
+    refused(lambda: tc.from_arrays(x, y, out=tmp_path / "o", images=files), tmp_path / "o",
              r"images\[13\] .*13.png is not a readable image \(UnidentifiedImageError")

@@ -4,12 +4,11 @@ and writes nothing (the runs it makes are tested in tests/integration/api/)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import tsne_curator as tc
 from app.cli import main
+from tests.refusals import one_line, refused
 from worker.pipeline.errors import InputError
 
 
@@ -49,30 +48,10 @@ def test_a_bad_spec_or_unknown_keyword_touches_nothing(tmp_path):
     assert not out.exists()
 
 
-def _one_line(text: str) -> str:
-    """The only line of a command's stderr (progress bars left out), an ``error:``."""
-    lines = [ln for ln in text.splitlines() if ln.strip() and "%|" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("error:"), text
-    assert "Traceback" not in text
-    return lines[0]
-
-
-def _refused(call, out: Path | None, match: str) -> str:  # noqa: ANN001 - no arguments
-    """``call()`` raises one InputError line matching ``match`` and ``out`` (the folder
-    it would have made; None: the caller checks what else it could have written) stays
-    absent."""
-    with pytest.raises(tc.InputError, match=match) as e:
-        call()
-    assert "\n" not in str(e.value)
-    if out is not None:
-        assert not out.exists(), sorted(p.name for p in out.rglob("*"))
-    return str(e.value)
-
-
 # -- the folder --------------------------------------------------------------------------
 def test_no_dataset_for_a_new_folder_leaves_no_folder(tmp_path, capsys):
     out = tmp_path / "missing"
-    _refused(lambda: tc.pipeline(None, out=out), out, "is not a run yet: give --dataset")
+    refused(lambda: tc.pipeline(None, out=out), out, "is not a run yet: give --dataset")
     assert main(["pipeline", "--out", str(out)]) == 2
-    assert "is not a run yet" in _one_line(capsys.readouterr().err)
+    assert "is not a run yet" in one_line(capsys.readouterr().err)
     assert not out.exists()

@@ -11,14 +11,7 @@ from app import run_data as run_data_module
 from app.image_routes import _run_dataset, background_png, image_png, thumbnail_png
 from worker.pipeline.findings.testsplit import _read_paths
 
-
-@pytest.fixture(autouse=True)
-def empty_caches():
-    """Each test starts with every cache empty (they are per process)."""
-    caching.clear()
-    run_data_module._STATES.clear()
-    for cached in (run_data_module._load, _run_dataset, _read_paths):
-        cached.cache_clear()
+pytestmark = pytest.mark.usefixtures("empty_caches")  # tests/conftest.py
 
 
 def test_the_sizes_and_lifetimes_are_those_chosen():

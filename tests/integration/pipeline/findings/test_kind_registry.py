@@ -4,7 +4,6 @@ edit, and a table stored by an earlier method is computed again."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 from collections.abc import Iterator
@@ -13,23 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.unit.pipeline.findings.test_kind_registry import TOY_EVERY, _toy_kind, registered
 from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.export import export, manifest_columns
 from worker.pipeline.findings import (
     DROP,
     REVIEW,
-    FindingKind,
     FindingTable,
     ensure_findings,
     kinds,
     load_findings,
-    register,
-    unregister,
 )
 from worker.pipeline.findings.files import table_path
 from worker.pipeline.storage.curation_store import open_store
-
-TOY_EVERY = 7  # the toy kind marks every 7th sample
 
 
 def _manifest(dest: Path) -> list[dict]:
@@ -38,45 +33,6 @@ def _manifest(dest: Path) -> list[dict]:
 
 
 # --------------------------------------------------------------------------- toy kind
-def _toy_kind(name: str, decision: str) -> type[FindingKind]:
-    """A finding kind defined in the test: marks every 7th sample with a score."""
-
-    class Toy(FindingKind):
-        title = "toy finding"
-        columns = ("toy_score",)
-        advice = "a kind registered by a test"
-        calls = 0
-
-        def compute(self, ctx) -> FindingTable:  # noqa: ANN001 - a FindingContext
-            type(self).calls += 1
-            n = len(ctx.samples)
-            idx = np.arange(n)
-            issue = idx % TOY_EVERY == 0
-            score = np.where(issue, 0.5 + (idx % 5) / 10.0, 0.0).astype(np.float32)
-            return FindingTable(issue, score, np.full(n, -1, np.int64),
-                                {"residue": (idx % TOY_EVERY).astype(np.int64)},
-                                {"every": TOY_EVERY})
-
-        def column_values(self, table: FindingTable, view) -> dict[str, list[str]]:  # noqa: ANN001
-            return {"toy_score": [f"{s:.2f}" if m else "" for s, m in
-                                  zip(table.score.tolist(), table.issue.tolist(), strict=True)]}
-
-        def why(self, table: FindingTable, i: int, view) -> str:  # noqa: ANN001
-            return f"toy: sample {i} is a multiple of {TOY_EVERY}"
-
-    Toy.name, Toy.decision = name, decision
-    return Toy
-
-
-@contextlib.contextmanager
-def registered(cls: type[FindingKind]) -> Iterator[FindingKind]:
-    register(cls)
-    try:
-        yield cls
-    finally:
-        unregister(cls.name)
-
-
 def _first_drop_kind(tables: dict[str, FindingTable], i: int, skip: str = "") -> str | None:
     """The first kind but ``skip``, in registry order, whose default drops sample i (label
     is the rule's own and not among them): the reason decide() gives before overrides."""

@@ -10,12 +10,10 @@ import numpy as np
 import pytest
 
 from tests.integration.conftest import shared_file
+from tests.integration.pipeline.findings.test_kind_registry import _first_drop_kind
 from worker.pipeline.curation.snapshot import current_snapshot
 from worker.pipeline.findings import (
-    DROP,
-    FindingTable,
     get_kind,
-    kinds,
     load_findings,
 )
 from worker.pipeline.map.embedding import EmbeddingOptions
@@ -26,16 +24,6 @@ from worker.pipeline.storage.rundir import RunDir
 # The kinds tested on runs built here read the features' PCA space and the neighbours
 # the embed step stores, not the t-SNE map: a short t-SNE halves these runs' time.
 SHORT_MAP = EmbeddingOptions(n_iter=50, exaggeration_iter=25)
-
-
-def _first_drop_kind(tables: dict[str, FindingTable], i: int, skip: str = "") -> str | None:
-    """The first kind but ``skip``, in registry order, whose default drops sample i (label
-    is the rule's own and not among them): the reason decide() gives before overrides."""
-    for k in kinds():
-        if k.name != skip and k.decision == DROP and getattr(k, "stored", True) \
-                and k.dropping(tables[k.name])[i]:
-            return k.name
-    return None
 
 
 # --------------------------------------------------------------------------- outliers

@@ -7,42 +7,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from PIL import Image
 
+from tests.unit.pipeline.sources.test_datasets_splits import _refusal, _tree
 from worker.pipeline.errors import InputError
 from worker.pipeline.sources.datasets import (
-    DatasetSpec,
     has_split,
     open_dataset,
     parse_spec,
     split_spec,
 )
-
-
-def _images(folder: Path, n: int) -> None:
-    """``n`` real 4×4 PNGs, 0000.png…, in ``folder`` (made as needed)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        Image.new("RGB", (4, 4), (40 * i % 256, 90, 200)).save(folder / f"{i:04d}.png")
-
-
-def _tree(root: Path, counts: dict[str, int]) -> Path:
-    """``root`` holding ``counts[rel]`` images in each folder ``root / rel``."""
-    for rel, n in counts.items():
-        _images(root / rel, n)
-    return root
-
-
-def _refusal(spec: DatasetSpec) -> str:
-    """The one line :func:`open_dataset` refuses ``spec`` with."""
-    with pytest.raises(InputError) as info:
-        open_dataset(spec)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 def test_class_folders_have_no_test_split(small_folder):

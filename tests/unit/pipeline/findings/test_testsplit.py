@@ -8,21 +8,11 @@ import os
 
 import pytest
 
-from app import caching
-from app import run_data as run_data_module
-from app.image_routes import _run_dataset
 from worker.pipeline.findings import testsplit
 from worker.pipeline.findings.testsplit import _read_paths, read_test_paths
 from worker.pipeline.storage.rundir import RunDir
 
-
-@pytest.fixture(autouse=True)
-def empty_caches():
-    """Each test starts with every cache empty (they are per process)."""
-    caching.clear()
-    run_data_module._STATES.clear()
-    for cached in (run_data_module._load, _run_dataset, _read_paths):
-        cached.cache_clear()
+pytestmark = pytest.mark.usefixtures("empty_caches")  # tests/conftest.py
 
 
 def _write_test_split(run: RunDir, paths: list[str]) -> None:

@@ -5,27 +5,17 @@ look like, and it finds a large value without a float64 copy of the block."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tsne_curator as tc
-
-
-@functools.cache
-def _digits_all() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Digits as (1797, 64) float64 features, labels and uint8 8×8 images."""
-    from sklearn.datasets import load_digits
-
-    d = load_digits()
-    return d.data, d.target, np.round(d.images * (255 / 16)).astype(np.uint8)
+from tests.digits_arrays import digits_all
 
 
 def _features(n: int = 150) -> tuple[np.ndarray, np.ndarray]:
-    x, y, _ = _digits_all()
+    x, y, _ = digits_all()
     return x[:n].copy(), y[:n].copy()
 
 
@@ -74,7 +64,7 @@ def _constant_column() -> np.ndarray:
 
 ACCEPTED = {  # what real features look like: none of it is refused
     "a constant column beside varying ones": _constant_column,
-    "uint8 pixel values 0-255": lambda: _digits_all()[2][:150].reshape(150, 64),
+    "uint8 pixel values 0-255": lambda: digits_all()[2][:150].reshape(150, 64),
     "values around 1e6": lambda: 1e6 + _features(150)[0],
     "float32 values around 1e6": lambda: (1e6 + _features(150)[0]).astype(np.float32),
     "float16 features": lambda: _features(150)[0].astype(np.float16),
