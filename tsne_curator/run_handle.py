@@ -30,6 +30,7 @@ from worker.jobs.job_params import ExportParams
 from worker.pipeline.curation.cluster_step import class_code, cluster_step, set_cut
 from worker.pipeline.curation.similar_rows import SIMILAR_COLUMNS, similar_rows
 from worker.pipeline.errors import InputError
+from worker.pipeline.map.image_query import read_query_file
 from worker.pipeline.storage.curation_store import open_store
 from worker.pipeline.storage.rundir import RunDir
 from worker.step_options import experiment_params
@@ -125,14 +126,21 @@ class Run:
         """
         return findings_frame(self._dir, kind)
 
-    def similar(self, index: int, k: int = 20) -> pd.DataFrame:
-        """Sample ``index``'s ``k`` nearest samples across every class (``curator
-        similar``): where one bad sample leads to the others of its kind.
+    def similar(self, index_or_path: int | str | os.PathLike | bytes, k: int = 20
+                ) -> pd.DataFrame:
+        """The ``k`` samples nearest a sample, or an image file that need not be in the run,
+        across every class (``curator similar``): where one bad sample leads to the others
+        of its kind, or a photograph to the samples like it.
 
         Parameters
         ----------
-        index : int
-            The sample (its row of ``samples.csv``, the ``index`` of :meth:`findings`).
+        index_or_path : int, str, os.PathLike or bytes
+            A sample (its row of ``samples.csv``, the ``index`` of :meth:`findings`; it is
+            left out of its own list); or an image file (JPEG, PNG, WebP, BMP, GIF or TIFF,
+            at most 32 MiB and 64 megapixels), by its path or its contents, put through the
+            run's own model, input size and PCA, so a sample's own file comes first at
+            distance 0. A run whose network was fine-tuned (``--finetune``) or made from a
+            features file takes sample indices only.
         k : int
             How many (``--k``, 1 to 10,000).
 
@@ -142,9 +150,25 @@ class Run:
         (in the space the label evidence and the findings search: the features' PCA-50),
         ``path``, ``label``, ``suggested_label`` (where the label rule flags it),
         ``findings`` (the kinds that mark it, comma-separated), ``decision``.
+
+        Raises
+        ------
+        InputError
+            No such sample or file, ``k`` out of range, or an image file refused (empty,
+            too large, not an image, damaged), in one line.
         """
-        v = keywords("similar", {"index": index, "k": k}, "similar")
-        rows = similar_rows(self._dir, int(v["index"]), v["k"])
+        k = keywords("similar", {"k": k}, "similar")["k"]
+        query: int | bytes
+        if isinstance(index_or_path, bytes | bytearray | memoryview):
+            query = bytes(index_or_path)
+        elif isinstance(index_or_path, str | os.PathLike):
+            query = read_query_file(Path(index_or_path))
+        elif is_whole(index_or_path):
+            query = int(index_or_path)
+        else:
+            raise InputError(f"similar takes a sample index (a whole number), an image file's "
+                             f"path or its bytes, got {index_or_path!r}")
+        rows = similar_rows(self._dir, query, k)
         return pd.DataFrame(rows, columns=list(SIMILAR_COLUMNS))
 
     def summary(self) -> pd.DataFrame:

@@ -15,8 +15,10 @@ Only light modules here: ``curator --help`` builds every flag from this table.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from worker.pipeline.choices import (
     BUDGETS,
@@ -139,6 +141,16 @@ def cut_value(value: str) -> int | str:
 
 
 _COUNT = cli_type("cut")
+
+
+def sample_or_file(value: str) -> int | Path:
+    """``curator similar``'s positional argument: a whole number is a sample index,
+    checked by its Param (``-1`` is refused, not taken for a file); anything else is the
+    path of an image file (``./17`` names a file called ``17``)."""
+    return _SAMPLE(value) if re.fullmatch(r"\s*[+-]?[0-9]+\s*", value) else Path(value)
+
+
+_SAMPLE = cli_type("sample_index")
 
 # -- the options several commands share ---------------------------------------------------
 DATASET = (
@@ -277,7 +289,9 @@ EXPERIMENT_OWN = (
                        "CPU they share its cores"),
 )
 SIMILAR_OWN = (
-    Option("index", "", NUMBER, help="the sample: its row of samples.csv", param="sample_index"),
+    Option("index", "", PARSED, help="the sample: its row of samples.csv (a whole number); "
+           "or an image file (JPEG, PNG, WebP, BMP, GIF or TIFF) that need not be in the run, "
+           "put through the run's own model", metavar="INDEX|FILE", parse=sample_or_file),
     number("similar_k", "how many nearest samples (default {default})", name="k"),
     switch("json", "print the rows as JSON"),
 )

@@ -34,8 +34,12 @@ def cmd_findings(a: argparse.Namespace) -> None:
 
 def cmd_similar(a: argparse.Namespace) -> None:
     from worker.pipeline.curation.similar_rows import SIMILAR_COLUMNS, similar_rows
+    from worker.pipeline.map.image_query import read_query_file
 
-    rows = similar_rows(rundir(a.run).require(), a.index, a.k)
+    run = rundir(a.run).require()
+    # INDEX|FILE: a whole number is a sample (worker.option_table.sample_or_file)
+    query = read_query_file(a.index) if isinstance(a.index, Path) else a.index
+    rows = similar_rows(run, query, a.k)
     if a.json:
         print(json.dumps(rows, indent=2))
         return
@@ -64,7 +68,8 @@ def cmd_evaluate(a: argparse.Namespace) -> None:
 
 def register(add: Add) -> None:
     """similar, export and evaluate."""
-    sp = add("similar", cmd_similar, "list a sample's nearest samples across every class")
+    sp = add("similar", cmd_similar, "list a sample's nearest samples across every class, "
+                                      "or an image file's")
     add_options(sp, (RUN, *SIMILAR_OWN))
 
     sp = add("export", cmd_export, "write the kept subset to <run>/exports/NAME")

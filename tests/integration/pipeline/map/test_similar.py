@@ -62,7 +62,7 @@ def test_curator_similar_and_run_similar_give_the_same_rows(digits_run):
     (("5000",), "no sample 5000: the run's samples are 0 to 1796"),
     (("-1",), "must be a whole number from 0"),
     (("3", "--k", "0"), "--k: must be a whole number from 1 to 10,000, got 0"),
-    (("x",), "must be a whole number"),
+    (("x",), "no file x: give a sample index (a whole number) or an image file"),
 ])
 def test_a_bad_sample_or_count_is_one_line(digits_run, args, message):
     r = _curator("similar", str(digits_run.path), *args)
