@@ -12,6 +12,10 @@
 // - selection: the samples selected on the map (lasso or box), a Set, or null:
 //   assets/review.js.
 // - focus: the sample of the review list's focused row, or null: assets/review.js.
+// - similar: the samples the review list's "similar to" listing holds, or null:
+//   assets/review.js.
+// - pointed: the sample of the map point under the pointer (its hover card is open), or
+//   null: assets/hover.js.
 // A value is replaced, never changed in place: a subscriber hears of a key when its value
 // is no longer the same (===), with the new value and the one before.
 //
@@ -29,7 +33,7 @@
   "use strict";
 
   const state = {pick: null, shown: null, revision: null, draft: null, selection: null,
-                 focus: null};
+                 focus: null, similar: null, pointed: null};
   const listeners = new Map();  // key -> Set of functions (value, previous)
   const actions = new Map();  // name -> function
 

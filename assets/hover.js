@@ -50,12 +50,14 @@
     if (img && img.getAttribute("src") !== src) img.src = src;
     box.classList.add("open");
     last = [gd, point.bbox];
+    window.curateStore.set({pointed: sample});  // the s key's sample (assets/review.js)
     place(box);
   }
 
   function close() {
     const box = document.getElementById(IDS.hoverBox);
     last = null;
+    window.curateStore.set({pointed: null});
     if (box) box.classList.remove("open");
   }
 

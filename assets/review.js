@@ -6,6 +6,9 @@
 // - Hovering or focusing a row rings its point on the map (a layout shape: no trace is
 //   redrawn).
 // - Clicking a point scrolls the list to its row, focuses and selects it.
+// - s lists the nearest samples of the hovered map point, else of the focused row
+//   (app/curate/similar_panel.py): the list then holds them, sorted by distance, and each
+//   is ringed on the map where it is in the class shown.
 // - The review actions' keys (app/curate/key_actions.py: j / k, a, d, r, m) act on the focused row. An
 //   action writes {sample, action, label, at} into the review-key store (the server's
 //   on_review_edit runs its operation) and moves the focus on at once; the focused row's
@@ -15,8 +18,9 @@
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRID = IDS.reviewGrid, GRAPH = IDS.graph, KEY = IDS.reviewKey, FOCUS = IDS.reviewFocus;
-  const COUNT = IDS.reviewCount;
-  const store = window.curateStore;  // assets/00-curate-store.js: selection, focus
+  const COUNT = IDS.reviewCount, SIMILAR_ASK = IDS.similarAsk;
+  // assets/00-curate-store.js: selection, focus, similar (this script's); pointed (hover.js)
+  const store = window.curateStore;
   const FOCUS_COLUMN = "state";
 
   function api() {
@@ -76,13 +80,38 @@
       gd.on("plotly_afterplot", () => ring(ringed));  // a repaint from the server
       gd.curateRingHooked = true;
     }
-    const at = sample === null ? null : position(gd, sample);
+    place(el, sample === null ? null : position(gd, sample), sample);
+    ringSimilar(gd);
+  }
+
+  function place(el, at, sample) {
     el.style.display = at ? "block" : "none";
     if (at) {
       el.style.left = at[0] + "px";
       el.style.top = at[1] + "px";
       el.dataset.sample = String(sample);
     } else delete el.dataset.sample;
+  }
+
+  // A dashed ring on each of the "similar to" listing's samples drawn in the shown class
+  // (the store's similar: their samples, or null), redrawn with the focus ring.
+  function ringSimilar(gd) {
+    const samples = store.get("similar") || [];
+    const els = Array.from(gd.querySelectorAll(".map-ring-similar"));
+    let used = 0;
+    for (const sample of samples) {
+      const at = position(gd, sample);
+      if (!at) continue;
+      let el = els[used];
+      if (!el) {
+        el = document.createElement("div");
+        el.className = "map-ring map-ring-similar";
+        gd.appendChild(el);
+      }
+      place(el, at, sample);
+      used += 1;
+    }
+    els.slice(used).forEach((el) => place(el, null, null));
   }
 
   // Focus the grid's row at display index `index` (clamped), scrolled into view.
@@ -160,6 +189,17 @@
     return true;
   }
 
+  // s: the nearest samples of the point under the pointer, else of the focused row
+  // (the server answers: app/curate/similar_panel.py).
+  function askSimilar(grid) {
+    let sample = store.get("pointed");
+    if (sample === null) {
+      const node = grid.getDisplayedRowAtIndex(Math.max(0, focusedIndex(grid)));
+      sample = node && node.data ? node.data.sample : null;
+    }
+    if (sample !== null) setProps(SIMILAR_ASK, {data: {sample, at: Date.now()}});
+  }
+
   // The review actions' keys (app/curate/key_actions.py, dispatched by assets/keyboard.js), while the
   // list is shown.
   store.provide("key:review", function (action) {
@@ -167,6 +207,7 @@
     if (!grid || !document.getElementById(GRID).offsetParent) return false;
     if (action.name === "next") show(focusedIndex(grid) + 1);
     else if (action.name === "prev") show(Math.max(0, focusedIndex(grid) - 1));
+    else if (action.name === "similar") askSimilar(grid);
     else if (action.store) act(action);
     else return false;
     return true;
@@ -227,6 +268,9 @@
       throw dc.PreventUpdate;
     }
     followed = code;
+    // A "similar to" listing spans classes and stays whole: the list follows the class
+    // again when it ends (its rows come filtered to the class shown: review_list.on_queue).
+    if (store.get("similar")) return code;
     // The class's filter model, built once by the server (app/curate/review_list.py class_filter).
     const model = code === "all" ? {} : (filters || {})[String(code)] || {};
     requestAnimationFrame(() => setTimeout(() => {
@@ -246,7 +290,34 @@
     return {action: fired.action, samples, at: Date.now()};
   }
 
+  // The "similar to" listing came or went (SIMILAR, app/curate/similar_panel.py): sort the
+  // list by distance and show that column while it lasts, by score after; ring its
+  // samples on the map. Returns the listing's id.
+  function similarShown(similar) {
+    store.set({similar: similar ? similar.samples : null});
+    const grid = api();
+    if (grid) {
+      grid.applyColumnState({
+        state: similar ? [{colId: "distance", hide: false, sort: "asc"}]
+          : [{colId: "distance", hide: true}, {colId: "score", sort: "desc"}],
+        defaultState: {sort: null},
+      });
+    }
+    ring(ringed);
+    return similar ? similar.id : null;
+  }
+
+  // An image file dropped on or picked in the upload box (app/curate/similar_panel.py): sent
+  // on when it fits the server's request limit, else only its name and size (the server
+  // says why in one line).
+  function checkUpload(contents, name, limit) {
+    if (!contents) throw window.dash_clientside.PreventUpdate;
+    const bytes = Math.floor((contents.length - contents.indexOf(",") - 1) * 3 / 4);
+    if (bytes > limit) return {name, too_large: bytes, at: Date.now()};
+    return {name, contents, at: Date.now()};
+  }
+
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {review: {filterBySelection, goToPoint, followClass,
-                                                   listed}});
+                                                   listed, similarShown, checkUpload}});
 })();

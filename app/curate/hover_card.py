@@ -69,6 +69,7 @@ def on_hover(hover, run_id):
                               className="small hover-score"))
     if info["true_label"] is not None and info["true_label"] != info["label"]:
         lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
+    lines.append(html.Div([html.Kbd("s"), " more like this"], className="small text-muted"))
     return html.Div(lines, className="hover-facts")
 
 

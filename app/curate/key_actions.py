@@ -91,6 +91,8 @@ ACTIONS: tuple[Action, ...] = (
            operation=_island("drop")),
     Action("keep_island", ("Shift+i",), "review", "keep this outlier's whole island",
            operation=_island("keep")),
+    # No operation: assets/review.js asks app/curate/similar_panel.py for the neighbours.
+    Action("similar", ("s",), "review", "more like this (the hovered point, else the row)"),
     Action("undo", ("u", "Ctrl+z"), "press", "undo", target=ids.UNDO),
     Action("redo", ("Ctrl+Shift+z",), "press", "redo", target=ids.REDO),
     Action("apply", ("Enter",), "params"),

@@ -32,7 +32,17 @@ from dash.exceptions import PreventUpdate
 
 from app import ids
 from app.app_context import settings
-from app.curate import RUN, SHOWN, SHOWN_REV, TABS, Page, changes, code_of, page_actions
+from app.curate import (
+    RUN,
+    SHOWN,
+    SHOWN_REV,
+    TABS,
+    Page,
+    changes,
+    code_of,
+    page_actions,
+    similar_panel,
+)
 from app.curate import review_queue as review
 from app.curate.key_actions import key_help, run_action
 from app.curate.review_queue import BULK, STATES
@@ -67,7 +77,9 @@ KEY = ids.REVIEW_KEY  # a key's action on the focused row, written by assets/rev
 FOCUS = ids.REVIEW_FOCUS  # the focused row's sample, written by assets/review.js
 DETAIL = "review-detail"  # why the focused row is flagged
 SELECTION = "review-selection"  # "only the N points selected on the map" (assets/review.js)
-REV = "review-rev"  # the store revision whose rows the grid holds
+# What the grid holds: {"rev": the store revision of its rows, "similar": the "similar
+# to" listing's id, or None for the review queue}.
+REV = "review-rev"
 FOLLOWED = "review-followed"  # the class the grid's filter last followed (assets/review.js)
 CLASS_FILTERS = "review-class-filters"  # each class's filter model (class_filter), by code
 FINDINGS = "review-findings"  # a button per finding kind, filtering the list to it
@@ -92,6 +104,11 @@ COLUMNS = [
      "filter": "agTextColumnFilter",
      "headerTooltip": "The class its neighbourhood and a cross-validated classifier agree "
                       "on, when that is not the given label"},
+    # Shown, and sorted on, while the list holds a sample's nearest (assets/review.js).
+    {"field": "distance", "headerName": "distance", "width": 92, "hide": True,
+     "suppressSizeToFit": True, "filter": "agNumberColumnFilter",
+     "headerTooltip": "How far from the sample or image asked about, in the space the "
+                      "label evidence and the findings search (the features' PCA-50)"},
     {"field": "score", "headerName": "score", "width": 84, "suppressSizeToFit": True,
      "sort": "desc", "filter": "agNumberColumnFilter",
      "headerTooltip": "How likely the given label is wrong, 0 to 1 (1 − its estimated "
@@ -125,7 +142,7 @@ def layout(page: Page) -> html.Div:
                   data={str(code): class_filter(name) for code, name in enumerate(classes)}),
         html.Div(id=FINDINGS, className="mb-1 review-findings"),
         html.Div(id=PAIRS, className="mb-1 review-pairs"), _selected_row_actions(classes),
-        _listed_row_actions(), _confirm_box(),
+        _listed_row_actions(), _confirm_box(), similar_panel.layout(),
         html.Div(id=SELECTION, className="small text-muted review-selection"), _review_grid(),
         html.Div(id=DETAIL, className="small mt-1 review-detail"),
         html.Div(id=RELATED, className="d-flex flex-wrap gap-2 mt-1 review-related"),
@@ -299,6 +316,7 @@ def class_filter(given: str, suggested: str | None = None) -> dict:
 def register() -> None:
     """The list's callbacks, for the page module to call as Dash imports it."""
     _register_rows()
+    _register_similar()
     _register_actions()
     _register_map_links()
 
@@ -311,7 +329,8 @@ def _register_rows() -> None:
                 "findings": Output(FINDINGS, "children"), "rev": Output(REV, "data"),
                 "first_filter": Output(GRID, "filterModel", allow_duplicate=True)},
         inputs={"shown_rev": Input(SHOWN_REV, "data"), "tab": Input(TABS, "active_tab"),
-                "shown": State(SHOWN, "data"), "run_id": State(RUN, "data"),
+                "similar": Input(similar_panel.SIMILAR, "data"), "shown": State(SHOWN, "data"),
+                "run_id": State(RUN, "data"),
                 "grid_rev": State(REV, "data"), "filters": State(CLASS_FILTERS, "data")},
         prevent_initial_call=True,
     )(on_queue)
@@ -325,6 +344,17 @@ def _register_rows() -> None:
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="followClass"),
         Output(FOLLOWED, "data"), Input(SHOWN, "data"), State(CLASS_FILTERS, "data"),
+        prevent_initial_call=True,
+    )
+
+
+def _register_similar() -> None:
+    """More like this (app/curate/similar_panel.py): its ask and answer, and the listing
+    sorted by distance and ringed on the map (assets/review.js)."""
+    similar_panel.register()
+    clientside_callback(
+        ClientsideFunction(namespace="review", function_name="similarShown"),
+        Output(similar_panel.SHOWN, "data"), Input(similar_panel.SIMILAR, "data"),
         prevent_initial_call=True,
     )
 
@@ -378,21 +408,36 @@ def _register_map_links() -> None:
              prevent_initial_call=True)(on_focus)
 
 
-def on_queue(shown_rev, tab, shown, run_id, grid_rev, filters):
-    """The rows and the confusion table, while the list's tab is open. The first rows
-    come filtered to the class the map shows (a filter set before the grid has rows did
-    not always hold); later ones come as the rows added, changed and removed."""
-    if tab != "review" or shown_rev is None or shown_rev == grid_rev:
+def on_queue(shown_rev, tab, similar, shown, run_id, grid_rev, filters):
+    """The rows and the confusion table, while the list's tab is open: the review queue's,
+    or the "similar to" listing's (``similar``: app/curate/similar_panel.py). The queue's
+    first rows come filtered to the class the map shows (a filter set before the grid has
+    rows did not always hold); later ones come as the rows added, changed and removed. A
+    listing's rows come whole (k of them) and unfiltered: its neighbours are of every
+    class."""
+    held = grid_rev if isinstance(grid_rev, dict) else {}
+    listing = similar["id"] if similar else None
+    if tab != "review" or shown_rev is None or (
+            held.get("rev") == shown_rev and held.get("similar") == listing):
         raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
     state = current_state(data)
-    rows = review.cached_rows(data, state, run_id)
-    before = None if grid_rev is None else review.rows_at(data, run_id, grid_rev)
+    if similar:
+        rows = review.sample_rows(data, state, run_id, similar["samples"],
+                                  similar["distances"])
+    else:
+        rows = review.cached_rows(data, state, run_id)
     pairs = review.confusion(rows)
-    out = {"pairs": pair_buttons(pairs), "pair_data": pairs, "rev": state.revision,
+    out = {"pairs": pair_buttons(pairs), "pair_data": pairs,
+           "rev": {"rev": state.revision, "similar": listing},
            "findings": [*finding_buttons(review.finding_counts(rows)),
                         *state_buttons(review.state_counts(rows))],
            "rows": no_update, "changes": no_update, "first_filter": no_update}
+    if similar:
+        return {**out, "rows": rows,
+                "first_filter": {} if held.get("similar") != listing else no_update}
+    fresh = held.get("rev") is None or held.get("similar") is not None
+    before = None if fresh else review.rows_at(data, run_id, held["rev"])
     if before is None:
         code = code_of(shown)
         return {**out, "rows": rows, "first_filter": {} if code is None else filters[str(code)]}

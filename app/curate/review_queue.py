@@ -81,16 +81,23 @@ def row_states(state: RunState, samples: np.ndarray) -> list[str]:
 
 
 def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
-    """The grid's rows, one per :func:`queue_samples` sample.
+    """The grid's rows, one per :func:`queue_samples` sample (:func:`sample_rows`)."""
+    return sample_rows(data, state, run_id, queue_samples(data, state))
+
+
+def sample_rows(data: RunData, state: RunState, run_id: str, samples: np.ndarray,
+                distances: list[float] | None = None) -> list[dict]:
+    """Grid rows for ``samples`` (int64 (m,)), in that order.
 
     Each row: ``id`` (the sample as a string, the grid's row id), ``sample``, ``thumb``
     (its image URL), ``given`` (class name), ``suggested`` (the evidence's class when it
     differs from the given one, else ""), ``score`` (3 decimals, or None), ``finding``
-    (the kinds that mark it, e.g. "label,duplicate"; "" for a decided sample no kind marks),
-    ``state``, ``now`` (the class it trains with, "" when dropped).
+    (the kinds that mark it, e.g. "label,duplicate"; "" for a sample no kind marks),
+    ``state``, ``now`` (the class it trains with, "" when dropped) and ``distance`` (from
+    ``distances``, the "similar to" list's (m,) distances; None in the queue).
     """
     s = data.samples
-    samples = queue_samples(data, state)
+    samples = np.asarray(samples, np.int64)
     found = sample_findings(finding_marks(data, state), len(s))
     classes = s.classes
     given = s.labels[samples]
@@ -98,14 +105,18 @@ def queue_rows(data: RunData, state: RunState, run_id: str) -> list[dict]:
                  else given)
     scores = (np.round(data.score[samples].astype(float), 3) if data.score is not None
               else [None] * len(samples))
+    far = [None] * len(samples) if distances is None else [round(float(d), 4)
+                                                            for d in distances]
     run = quote(run_id, safe="")
     rows = []
-    for i, g, sg, sc, st in zip(samples.tolist(), given.tolist(), suggested.tolist(),
-                                list(scores), row_states(state, samples), strict=True):
+    for i, g, sg, sc, st, dist in zip(samples.tolist(), given.tolist(), suggested.tolist(),
+                                      list(scores), row_states(state, samples), far,
+                                      strict=True):
         now = "" if st in ("flagged", "dropped") else classes[state.relabels.get(i, g)]
         rows.append({"id": str(i), "sample": i, "thumb": f"/thumb/{run}/{i}.png",
                      "given": classes[g], "suggested": classes[sg] if sg != g else "",
-                     "score": sc, "finding": found[i], "state": st, "now": now})
+                     "score": sc, "finding": found[i], "state": st, "now": now,
+                     "distance": dist})
     return rows
 
 

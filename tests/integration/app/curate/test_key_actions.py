@@ -38,11 +38,12 @@ def test_a_new_row_reaches_the_scripts_the_help_and_the_server(root, monkeypatch
 
     toy = Action("toss", ("x",), "review", "toss it", operation=op)
     monkeypatch.setattr(actions, "ACTIONS", (*ACTIONS, toy))
-    client = create_app(Settings(runs_root=root)).server.test_client()
-    served = {a["name"]: a for a in _served_table(client)}
+    server = create_app(Settings(runs_root=root)).server
+    served = {a["name"]: a for a in _served_table(server.test_client())}
     assert served["toss"] == {"name": "toss", "keys": ["x"], "scope": "review",
                               "target": None, "store": True, "labelFrom": None}
-    assert "toss it" in str(review_list.layout(Page("r", ["a", "b"], {})))  # the key help
+    with server.app_context():  # the layout reads the server's settings (the upload limit)
+        assert "toss it" in str(review_list.layout(Page("r", ["a", "b"], {})))  # key help
     data = run_data(root, "digits")
     sample = int(np.flatnonzero(current_state(data).decisions.kept)[0])
     run_action(root, "digits", {"sample": sample, "action": "toss"})

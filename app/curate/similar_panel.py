@@ -1,0 +1,168 @@
+"""More like this: the review list turned into one sample's, or one image file's, nearest
+samples across every class.
+
+The ask comes from the ``s`` key (assets/review.js: the map point under the pointer, else
+the review list's focused row) or from an image file dropped on (or picked in) the upload
+box. :func:`on_similar` answers it with the neighbours (the SIMILAR store: their samples
+and distances, nearest first), found as ``curator similar`` and ``run.similar`` find them
+(worker/pipeline/map/similar.py), so the three list the same rows. The review list then
+holds those rows (app/curate/review_list.py ``on_queue``), where every review action works
+on them as on any row; assets/review.js sorts them by distance and rings them on the map
+where they are in the class shown. "Back to the list" ends it.
+
+An uploaded file goes through the run's own network and PCA
+(worker/pipeline/map/image_query.py); its size is checked in the browser first, against
+the server's request limit, so an oversized file gets the same one line as a bad one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+
+import dash_bootstrap_components as dbc
+from dash import (
+    ClientsideFunction,
+    Input,
+    Output,
+    State,
+    callback,
+    clientside_callback,
+    ctx,
+    dcc,
+    html,
+    no_update,
+)
+from dash.exceptions import PreventUpdate
+
+from app import ids
+from app.app_context import settings
+from app.curate import RUN
+from app.layout import small_button
+from app.run_data import run_data
+from worker.pipeline.errors import InputError
+from worker.pipeline.map.image_query import nearest_to_image
+from worker.pipeline.map.similar import nearest_samples
+from worker.pipeline.number_params import PARAMS, check
+
+ASK = ids.SIMILAR_ASK  # {"sample", "at"}: the s key's sample (assets/review.js writes it)
+SIMILAR = ids.SIMILAR  # the neighbours listed (:func:`on_similar`), or None
+SHOWN = "similar-shown"  # what assets/review.js last sorted and ringed
+UPLOAD = "similar-upload"
+FILE = "similar-file"  # the upload once the browser has checked its size: {name, contents}
+LIMIT = "similar-limit"  # the largest file the browser sends, in bytes
+K = "similar-k"
+LINE = "similar-line"
+BACK = "similar-back"
+# The base64 text of a file is 4/3 of its size, and the request also carries the
+# callback's other inputs: what is left of the server's body limit after those.
+REQUEST_SLACK = 64 * 1024
+
+
+def layout() -> html.Div:
+    """The upload box, k, and the line that says what is listed, with Back to the list."""
+    k = PARAMS["similar_k"]
+    return html.Div([
+        dcc.Store(id=ASK), dcc.Store(id=SIMILAR), dcc.Store(id=SHOWN), dcc.Store(id=FILE),
+        dcc.Store(id=LIMIT, data=upload_limit()),
+        dcc.Upload(html.Span(["More like an image: drop a file here or ",
+                              html.A("pick one", className="link-primary")]),
+                   id=UPLOAD, multiple=False, className="similar-upload small"),
+        dbc.InputGroup([dbc.InputGroupText("k nearest", class_name="small"),
+                        dbc.Input(id=K, type="number", min=k.low, max=200, step=1,
+                                  value=k.default, size="sm", style={"maxWidth": "4.5rem"})],
+                       size="sm", class_name="w-auto"),
+        html.Span(id=LINE, className="small similar-line"),
+        html.Span(small_button("Back to the list", BACK, "secondary",
+                               "The review list again, as it was"),
+                  id=f"{BACK}-box", hidden=True),
+    ], className="d-flex flex-wrap align-items-center gap-2 mb-1 similar-panel")
+
+
+def upload_limit() -> int:
+    """The largest image file the page uploads, in bytes: what fits in the server's
+    request body (``max_body_bytes``) as base64."""
+    return max(0, (settings().max_body_bytes - REQUEST_SLACK) * 3 // 4)
+
+
+def register() -> None:
+    """The panel's callbacks: the upload's size checked in the browser (assets/review.js
+    ``checkUpload``: a file over :func:`upload_limit` never leaves it), then the ask or
+    the file answered."""
+    clientside_callback(
+        ClientsideFunction(namespace="review", function_name="checkUpload"),
+        Output(FILE, "data"), Input(UPLOAD, "contents"), State(UPLOAD, "filename"),
+        State(LIMIT, "data"), prevent_initial_call=True,
+    )
+    callback(Output(SIMILAR, "data"), Output(LINE, "children"),
+             Output(f"{BACK}-box", "hidden"),
+             Input(ASK, "data"), Input(FILE, "data"), Input(BACK, "n_clicks"),
+             State(K, "value"), State(RUN, "data"), prevent_initial_call=True)(on_similar)
+
+
+def on_similar(ask, upload, _back, k, run_id):
+    """The neighbours of the asked sample or of the uploaded file (SIMILAR), the line
+    that says so, and whether Back to the list is hidden; the list again on Back. A
+    refused ask (a bad k, a file that is not an image or over the limit) leaves the list
+    as it is and says why in the line."""
+    trigger = ctx.triggered_id
+    if trigger not in (ASK, FILE):
+        return None, "", True
+    if not ctx.triggered[0]["value"]:
+        raise PreventUpdate
+    try:
+        listing = similar_listing(run_id, k, ask if trigger == ASK else None,
+                                  upload if trigger == FILE else None)
+    except InputError as exc:
+        return no_update, html.Span(str(exc), className="text-danger"), no_update
+    n = len(listing["samples"])
+    return (listing, [html.B(f"similar to {listing['title']}"),
+                      f": its {n} nearest across all classes, nearest first"], False)
+
+
+def similar_listing(run_id: str, k, ask: dict | None, upload: dict | None) -> dict:
+    """What SIMILAR holds for the sample ``ask["sample"]`` or the file ``upload``
+    (``{name, contents}``, contents a data URL): ``{"id", "title", "query", "samples",
+    "distances"}``, nearest first; ``query`` is the sample asked about (None for a file),
+    ``id`` names the ask (the review list rebuilds its rows when it changes)."""
+    k = int(check("similar_k", PARAMS["similar_k"].default if k in (None, "") else k))
+    data = run_data(settings().runs_root, run_id)
+    if ask is not None:
+        try:
+            sample = int(ask["sample"])
+        except (KeyError, TypeError, ValueError):
+            raise InputError("no sample to start from: hover a point or focus a row, "
+                             "then press s") from None
+        idx, dist = nearest_samples(data.run, sample, k)
+        s = data.samples
+        return {"id": f"sample:{sample}:k{k}", "query": sample,
+                "title": f"#{sample} · {s.classes[s.labels[sample]]}",
+                "samples": idx.tolist(), "distances": dist.tolist()}
+    if upload and upload.get("too_large"):
+        mb = 1024 * 1024
+        raise InputError(f"{upload.get('name')}: {upload['too_large'] / mb:.1f} MB is over "
+                         f"the page's {upload_limit() / mb:.1f} MB limit: use 'curator "
+                         "similar RUN FILE' for larger files")
+    name, raw = decoded_upload(upload)
+    try:
+        idx, dist = nearest_to_image(data.run, raw, k)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return {"id": f"file:{digest}:k{k}", "query": None, "title": name,
+            "samples": idx.tolist(), "distances": dist.tolist()}
+
+
+def decoded_upload(upload: dict | None) -> tuple[str, bytes]:
+    """The file name and bytes of a ``dcc.Upload`` value ({name, contents}: a data URL)."""
+    name = str((upload or {}).get("name") or "the file")
+    contents = str((upload or {}).get("contents") or "")
+    head, _, body = contents.partition(",")
+    if not head.endswith(";base64"):
+        raise InputError(f"{name}: the upload arrived unreadable: drop the file again")
+    try:
+        return name, base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(f"{name}: the upload arrived unreadable: drop the file again"
+                         ) from None

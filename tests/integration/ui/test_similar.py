@@ -1,0 +1,167 @@
+"""More like this on the Curate page, in real headless Chromium against a real
+``curator serve`` on the digits run: the s key turns the review list into a sample's
+nearest samples across classes (the rows ``run.similar`` and ``curator similar`` return),
+ringed on the map; a bulk relabel of them is one step that one undo takes back; an image
+file picked in the upload box lists its neighbours, and a file that is not an image gets
+one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from bench.browser import (
+    browser_marks,
+    focus_row,
+    focused_sample,
+    grid_rows,
+    open_review_list,
+    pick_class,
+    press_undo,
+    scroll_click,
+    served,
+    trace_markers,
+    wait_for,
+)
+from tsne_curator import Run
+from worker.pipeline.storage.curation_store import CurationStore
+
+pytestmark = browser_marks()
+CURATOR = str(Path(sys.executable).parent / "curator")
+
+
+@pytest.fixture(scope="module")
+def similar_root(digits_run, tmp_path_factory):
+    root = tmp_path_factory.mktemp("similar") / "runs"
+    for name in ("keys", "upload"):
+        shutil.copytree(digits_run.path, root / name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def page(similar_root):
+    with served(similar_root) as both:
+        yield both
+
+
+def _line(d) -> str:
+    return d.find_element(By.ID, "similar-line").text
+
+
+def _set_k(d, k: int) -> None:
+    box = d.find_element(By.ID, "similar-k")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(str(k))
+    wait_for(lambda: box.get_attribute("value") == str(k))
+
+
+def _listed_as(d, expected: list[int]) -> list[dict]:
+    """Wait until the review list shows exactly ``expected``'s samples, in that order."""
+    return wait_for(lambda: (rows := grid_rows(d))
+                    and [r["sample"] for r in rows] == expected and rows, timeout=30)
+
+
+def _ringed(d) -> set[int]:
+    return set(d.execute_script(
+        "return Array.from(document.querySelectorAll('#curate-graph .map-ring-similar'))"
+        ".filter(e => e.style.display !== 'none').map(e => Number(e.dataset.sample))"))
+
+
+def test_s_lists_the_nearest_across_classes_and_a_bulk_relabel_is_one_undo(page,
+                                                                           similar_root):
+    srv, d = page
+    open_review_list(d, f"{srv.url}/curate/keys")
+    _set_k(d, 10)
+    focus_row(d, 0)
+    anchor = wait_for(lambda: focused_sample(d))
+    # The pointer away from the map: s takes the focused row.
+    ActionChains(d).move_to_element(d.find_element(By.ID, "review-count")).perform()
+    d.find_element(By.TAG_NAME, "body").send_keys("s")
+    api = Run(similar_root / "keys").similar(anchor, k=10)
+    rows = _listed_as(d, api["index"].tolist())
+    assert [r["distance"] for r in rows] == pytest.approx(api["distance"].tolist(), abs=1e-3)
+    assert len({r["given"] for r in rows}) >= 2, "the neighbours span several classes"
+    assert _line(d).startswith(f"similar to #{anchor} · ")
+    # The distance column is shown and sorts the list.
+    assert d.find_elements(By.CSS_SELECTOR, "#review-grid .ag-header-cell[col-id='distance']")
+    # The CLI lists the same rows.
+    out = subprocess.run([CURATOR, "similar", str(similar_root / "keys"), str(anchor),
+                          "--k", "10", "--json"], capture_output=True, text=True, check=True)
+    assert [r["index"] for r in json.loads(out.stdout)] == api["index"].tolist()
+
+    # Select every listed row (a click, then Shift+click on the last), relabel them all.
+    first = d.find_element(By.CSS_SELECTOR, "#review-grid .ag-row[row-index='0'] .ag-cell")
+    scroll_click(d, first)
+    last = d.find_element(By.CSS_SELECTOR,
+                          f"#review-grid .ag-row[row-index='{len(rows) - 1}'] .ag-cell")
+    ActionChains(d).key_down(Keys.SHIFT).click(last).key_up(Keys.SHIFT).perform()
+    wait_for(lambda: len(d.execute_script(
+        "return dash_ag_grid.getApi('review-grid').getSelectedRows()")) == len(rows))
+    target = "7"
+    d.find_element(By.TAG_NAME, "body").send_keys("l")
+    picker = wait_for(lambda: (a := d.switch_to.active_element)
+                      and "dash-dropdown-search" in (a.get_attribute("class") or "") and a)
+    picker.send_keys(target)
+    wait_for(lambda: [o.text for o in d.find_elements(By.CSS_SELECTOR, "[role=option]")]
+             == [target])
+    picker.send_keys(Keys.ENTER)
+    scroll_click(d, d.find_element(By.ID, "review-relabel"))
+    store = CurationStore(similar_root / "keys" / "curation.sqlite")
+    labels = dict(zip(api["index"], api["label"], strict=True))
+    changed = {s: 7 for s, given in labels.items() if given != target}
+    wait_for(lambda: store.relabels() == changed)
+    # The listing stays, its rows now relabelled; one undo takes the whole step back.
+    wait_for(lambda: all(r["state"] == "relabelled" for r in grid_rows(d)
+                         if r["sample"] in changed))
+    press_undo(d)
+    wait_for(lambda: store.relabels() == {})
+    wait_for(lambda: not any(r["state"] == "relabelled" for r in grid_rows(d)))
+    # Another class shown: the map rings the listed samples drawn there; the listing stays
+    # whole (it spans classes).
+    code = int(api["label"].iloc[0])
+    pick_class(d, code)
+    wait_for(lambda: set(trace_markers(d)["customdata"]) >= {api["index"].iloc[0]})
+    drawn = set(trace_markers(d)["customdata"])
+    in_class = {s for s in api["index"] if s in drawn}
+    wait_for(lambda: _ringed(d) == in_class)
+    assert [r["sample"] for r in grid_rows(d)] == api["index"].tolist()
+    # Back to the list: the review queue again, sorted by score, no rings.
+    scroll_click(d, d.find_element(By.ID, "similar-back"))
+    wait_for(lambda: _line(d) == "" and not _ringed(d))
+    wait_for(lambda: (rows := grid_rows(d)) and rows[0]["distance"] is None)
+
+
+def test_an_image_file_lists_its_neighbours_and_a_text_file_gets_one_line(
+        page, similar_root, tmp_path):
+    srv, d = page
+    open_review_list(d, f"{srv.url}/curate/upload")
+    _set_k(d, 8)
+    run = Run(similar_root / "upload")
+    thumbs = np.load(similar_root / "upload" / "thumbnails.npy", mmap_mode="r")
+    image = tmp_path / "query.png"
+    Image.fromarray(np.asarray(thumbs[5])).save(image)
+    upload = d.find_element(By.CSS_SELECTOR, "#similar-upload input[type=file]")
+    upload.send_keys(str(image))
+    api = run.similar(image, k=8)
+    rows = _listed_as(d, api["index"].tolist())
+    assert [r["distance"] for r in rows] == pytest.approx(api["distance"].tolist(), abs=1e-3)
+    assert _line(d).startswith("similar to query.png")
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not an image\n")
+    upload = d.find_element(By.CSS_SELECTOR, "#similar-upload input[type=file]")
+    upload.send_keys(str(text))
+    line = wait_for(lambda: (t := _line(d)).startswith("notes.txt:") and t)
+    assert "\n" not in line and "Traceback" not in line
+    # The listing it refused leaves the list as it was.
+    assert [r["sample"] for r in grid_rows(d)] == api["index"].tolist()
