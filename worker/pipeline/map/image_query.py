@@ -41,8 +41,7 @@ from cachetools import LRUCache, cached
 from PIL import Image, UnidentifiedImageError
 
 from worker.pipeline.errors import InputError
-from worker.pipeline.map.embedding import run_pca
-from worker.pipeline.map.similar import SPACE_DIMS, nearest_rows
+from worker.pipeline.map.similar import nearest_rows, search_space
 from worker.pipeline.number_params import check
 from worker.pipeline.sources.decoding import open_rgb
 from worker.pipeline.sources.ingest import thumbnail
@@ -349,6 +348,7 @@ def nearest_to_image(run: RunDir, data: bytes, k: int) -> tuple[np.ndarray, np.n
     """
     k = int(check("similar_k", k))
     feats = query_features(run, data)
-    pca = run_pca(run, SPACE_DIMS)
+    space = search_space(run)
+    pca = space.pca
     q = feats if pca.mean is None else (feats - pca.mean) @ pca.components.T
-    return nearest_rows(pca.x, q, k)
+    return nearest_rows(space, q, k)

@@ -31,7 +31,7 @@ from worker.pipeline.map.image_query import (
     nearest_to_image,
     query_features,
 )
-from worker.pipeline.map.similar import SPACE_DIMS, nearest_rows
+from worker.pipeline.map.similar import SPACE_DIMS, nearest_rows, search_space
 from worker.pipeline.runner import run_pipeline
 from worker.pipeline.sources.datasets import parse_spec
 from worker.pipeline.sources.ingest import DatasetOptions
@@ -144,11 +144,14 @@ def test_the_file_search_is_the_sample_search_from_the_same_point(fresh_run):
     """``nearest_rows`` is the one search: a sample's file finds the sample's neighbours,
     the sample itself first."""
     thumbs = fresh_run.load_array(fresh_run.thumbnails, "ingest")
-    x = run_pca(fresh_run, SPACE_DIMS).x
+    space = search_space(fresh_run)
     idx, _ = nearest_to_image(fresh_run, _png(thumbs[17]), 12)
     by_index = similar_rows(fresh_run, 17, 11)
     assert idx[0] == 17 and list(idx[1:]) == [r["index"] for r in by_index]
-    assert list(nearest_rows(x, x[17], 12)[0]) == list(idx)
+    assert list(nearest_rows(space, space.pca.x[17], 12)[0]) == list(idx)
+    # The rows searched are the run's PCA, kept once per process.
+    np.testing.assert_array_equal(space.pca.x, run_pca(fresh_run, SPACE_DIMS).x)
+    assert search_space(fresh_run) is space
 
 
 def test_curator_similar_and_run_similar_give_the_same_rows_for_a_file(photo_runs):
