@@ -14,13 +14,15 @@ fetching switched off (drawn by the server, as before it). Prints p50/p95 per ac
 their ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a real key press in
 the review list (``j``, assets/review.js, sent through the DevTools protocol), from the
 key event's timestamp until the first frame painted with the next row focused and its
-point ringed on the map (``triage_ms``); "triage step, scripted" is the older timing (a
-dispatched event to two animation frames later, one frame more than the paint). "apply to
-all classes" is a click on Apply to all until the server's answer arrives (every class
-stored and re-clustered); the server's peak resident memory (VmHWM) is printed after the
-table.
+point ringed on the map (``triage_ms``); "more like this" is the same for ``s``, until the
+list holds the focused row's nearest samples (``similar_ms``); "triage step, scripted" is
+the older timing (a dispatched event to two animation frames later, one frame more than
+the paint). "apply to all classes" is a click on Apply to all until the server's answer
+arrives (every class stored and re-clustered); the server's peak resident memory (VmHWM)
+is printed after the table.
 
     python -m bench.ui_latency [--run runs/cifar10n] [--eps-changes 30]
+    python -m bench.ui_latency --run RUN --similar-only   # more like this beside triage
 """
 
 from __future__ import annotations
@@ -180,6 +182,35 @@ document.addEventListener('keydown', (e) => {
   frame();
 }, true);
 """
+# More like this (app/curate/similar_panel.py): from the s key's event until the first frame
+# painted with the review list holding the focused row's nearest samples (its distance
+# column filled, the line naming the sample asked about).
+SIMILAR_PROBE = """
+window.similarSteps = [];
+const grid = () => dash_ag_grid.getApi('review-grid');
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 's') return;
+  const t0 = e.timeStamp;
+  const cell = grid().getFocusedCell();
+  const anchor = grid().getDisplayedRowAtIndex(cell ? cell.rowIndex : 0).data.sample;
+  const rec = {done: false, anchor};
+  window.similarSteps.push(rec);
+  const shown = () => {
+    const first = grid().getDisplayedRowAtIndex(0);
+    const line = document.getElementById('similar-line').textContent;
+    return first && first.data.distance !== null && first.data.sample !== anchor
+      && line.startsWith('similar to #' + anchor + ' ');
+  };
+  const frame = () => requestAnimationFrame(() => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => {
+      if (shown()) { rec.ms = performance.now() - t0; rec.done = true; } else frame();
+    };
+    ch.port2.postMessage(0);
+  });
+  frame();
+}, true);
+"""
 # The same step as the bench timed it until the nineteenth session: "j" dispatched by a
 # script, timed to two animation frames later (that counts one frame more than the paint).
 TRIAGE_SCRIPTED = """
@@ -275,6 +306,25 @@ def _filters(rows: list[dict]) -> list[dict]:
             {"given": text(pair["given"]), "suggested": text(pair["suggested"])},
             {"score": {"filterType": "number", "type": "greaterThanOrEqual", "filter": 0.9}},
             {"state": text("flagged")}, {"given": text(given[-1])}, {}]
+
+
+def similar_ms(driver, n: int) -> list[float]:
+    """``n`` "more like this" steps through real key presses (``s``, on the focused row,
+    the pointer off the map): each from the key's event to the painted listing, in ms.
+    Each step asks about the listing's last row, so every ask is a new sample."""
+    driver.execute_script(SIMILAR_PROBE)
+    key = {"key": "s", "code": "KeyS", "windowsVirtualKeyCode": 83}
+    ActionChains(driver).move_to_element(driver.find_element("id", "review-count")).perform()
+    for k in range(n):
+        driver.execute_script("const api = dash_ag_grid.getApi('review-grid');"
+                              "api.setFocusedCell(api.getDisplayedRowCount() - 1, 'state');")
+        driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": "keyDown", "text": "s", **key})
+        driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": "keyUp", **key})
+        wait_for(lambda k=k: driver.execute_script(
+            "return window.similarSteps.length > arguments[0] && "
+            "window.similarSteps[arguments[0]].done", k), timeout=30, poll=0.01)
+        time.sleep(0.2)
+    return driver.execute_script("return window.similarSteps.map((r) => r.ms)")
 
 
 def review_list(driver, steps: int) -> dict[str, list[float]]:
@@ -544,6 +594,10 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                     help="sorts and filters of the review list (every class's flags)")
     ap.add_argument("--review-only", action="store_true",
                     help="time the review list alone, not the map's actions")
+    ap.add_argument("--similar", type=int, default=30,
+                    help="more-like-this steps (s on the focused row)")
+    ap.add_argument("--similar-only", action="store_true",
+                    help="time more like this alone, beside the triage step (baseline)")
     ap.add_argument("--eps-range", default="0.6,1.4",
                     help="eps changes span these multiples of the stored eps; they must "
                          "change the counts (the repaint is timed to the counts too)")
@@ -562,9 +616,21 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                                        "class switch, drawn by the server": [],
                                        "overview (all classes)": [], "triage step": [],
                                        "triage step, scripted": [],
-                                       "apply to all classes": []}
+                                       "apply to all classes": [],
+                                       "more like this (s → listing painted)": []}
     with served_run(args.run, "bench-ui-") as (server, driver):
         first_load, base = open_page(driver, server)
+        if args.similar_only:  # target: p95 ≤ 100 ms at 50,000 samples
+            show_class_listed(driver, 1)
+            out, _ = triage_ms(driver, 10)
+            out = {"triage step (baseline)": out["triage step"],
+                   "more like this (s → listing painted)": similar_ms(driver, args.similar)}
+            print(f"# more like this, {n_total} points · {machine()}")
+            report(out)
+            ratio = pct(out["more like this (s → listing painted)"], 0.95) / pct(
+                out["triage step (baseline)"], 0.95)
+            print(f"more like this p95 / triage step p95: {ratio:.2f}x")
+            return
         if args.review_only:  # target: p95 ≤ 100 ms for both
             print(f"# review list across classes, {n_total} points · {machine()}")
             report(review_list(driver, args.review))
@@ -602,6 +668,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
             b = wait_for(lambda t=t0: (v := driver.execute_script("return window.bench"))
                          ["answered"] > t and v, timeout=1200, poll=0.05)
             results["apply to all classes"].append(b["answered"] - t0)
+        if args.similar:
+            results["more like this (s → listing painted)"] = similar_ms(driver, args.similar)
         if args.review:
             results.update(review_list(driver, args.review))
         server_rss = _peak_rss_gb(server.proc.pid)
