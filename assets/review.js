@@ -292,11 +292,13 @@
 
   // The "similar to" listing came or went (SIMILAR, app/curate/similar_panel.py): sort the
   // list by distance and show that column while it lasts, by score after; ring its
-  // samples on the map. Returns the listing's id.
+  // samples on the map.
   function similarShown(similar) {
     store.set({similar: similar ? similar.samples : null});
     const grid = api();
-    if (grid) {
+    const column = grid && grid.getColumnState().find((c) => c.colId === "distance");
+    // Only when the listing starts or ends: each column change is a grid and a Dash pass.
+    if (column && (column.hide === Boolean(similar) || (similar && column.sort !== "asc"))) {
       grid.applyColumnState({
         state: similar ? [{colId: "distance", hide: false, sort: "asc"}]
           : [{colId: "distance", hide: true}, {colId: "score", sort: "desc"}],
@@ -304,7 +306,8 @@
       });
     }
     ring(ringed);
-    return similar ? similar.id : null;
+    // Nothing to write: a store update is a pass of Dash's renderer over the page.
+    throw window.dash_clientside.PreventUpdate;
   }
 
   // An image file dropped on or picked in the upload box (app/curate/similar_panel.py): sent

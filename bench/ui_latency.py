@@ -183,11 +183,14 @@ document.addEventListener('keydown', (e) => {
 }, true);
 """
 # More like this (app/curate/similar_panel.py): from the s key's event until the first frame
-# painted with the review list holding the focused row's nearest samples (its distance
-# column filled, the line naming the sample asked about).
+# painted with the review list holding the focused row's nearest samples (rows set after
+# the key, their distance column filled, the line naming the sample asked about).
 SIMILAR_PROBE = """
 window.similarSteps = [];
 const grid = () => dash_ag_grid.getApi('review-grid');
+// The rows must be the new listing's: the last listing's rows also have distances.
+window.similarRows = 0;
+grid().addEventListener('rowDataUpdated', () => { window.similarRows = performance.now(); });
 document.addEventListener('keydown', (e) => {
   if (e.key !== 's') return;
   const t0 = e.timeStamp;
@@ -198,8 +201,8 @@ document.addEventListener('keydown', (e) => {
   const shown = () => {
     const first = grid().getDisplayedRowAtIndex(0);
     const line = document.getElementById('similar-line').textContent;
-    return first && first.data.distance !== null && first.data.sample !== anchor
-      && line.startsWith('similar to #' + anchor + ' ');
+    return window.similarRows > t0 && first && first.data.distance !== null
+      && first.data.sample !== anchor && line.startsWith('similar to #' + anchor + ' ');
   };
   const frame = () => requestAnimationFrame(() => {
     const ch = new MessageChannel();

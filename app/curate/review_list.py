@@ -88,6 +88,8 @@ FINDINGS = "review-findings"  # a button per finding kind, filtering the list to
 FILTER_BTN = "review-filter-btn"
 RELATED = "review-related"  # the focused row's duplicate group or leak pair, side by side
 
+GRID_OUT = ("rows", "changes", "pairs", "pair_data", "findings", "rev", "first_filter")
+
 COLUMNS = [
     # No cell renderers (assets/dashAgGridFunctions.js says why): the thumbnail is the
     # cell's background, the state a formatted value with a class per state.
@@ -324,12 +326,9 @@ def register() -> None:
 def _register_rows() -> None:
     """The grid's rows and the filters its buttons set."""
     callback(
-        output={"rows": Output(GRID, "rowData"), "changes": Output(GRID, "rowTransaction"),
-                "pairs": Output(PAIRS, "children"), "pair_data": Output(PAIR_DATA, "data"),
-                "findings": Output(FINDINGS, "children"), "rev": Output(REV, "data"),
-                "first_filter": Output(GRID, "filterModel", allow_duplicate=True)},
+        output=_grid_outputs(),
         inputs={"shown_rev": Input(SHOWN_REV, "data"), "tab": Input(TABS, "active_tab"),
-                "similar": Input(similar_panel.SIMILAR, "data"), "shown": State(SHOWN, "data"),
+                "similar": State(similar_panel.SIMILAR, "data"), "shown": State(SHOWN, "data"),
                 "run_id": State(RUN, "data"),
                 "grid_rev": State(REV, "data"), "filters": State(CLASS_FILTERS, "data")},
         prevent_initial_call=True,
@@ -348,10 +347,36 @@ def _register_rows() -> None:
     )
 
 
+def _grid_outputs(again: bool = False) -> dict:
+    """The outputs of :func:`grid_content` (``again``: for the second callback that
+    writes them)."""
+    ids_ = {"rows": (GRID, "rowData"), "changes": (GRID, "rowTransaction"),
+            "pairs": (PAIRS, "children"), "pair_data": (PAIR_DATA, "data"),
+            "findings": (FINDINGS, "children"), "rev": (REV, "data"),
+            "first_filter": (GRID, "filterModel")}
+    return {key: Output(*where, allow_duplicate=again or key == "first_filter")
+            for key, where in ids_.items()}
+
+
 def _register_similar() -> None:
-    """More like this (app/curate/similar_panel.py): its ask and answer, and the listing
-    sorted by distance and ringed on the map (assets/review.js)."""
+    """More like this (app/curate/similar_panel.py): the ask answered with the list's rows
+    in one response, and the listing sorted by distance and ringed on the map
+    (assets/review.js)."""
     similar_panel.register()
+    callback(
+        output={**_grid_outputs(again=True),
+                "similar": Output(similar_panel.SIMILAR, "data"),
+                "line": Output(similar_panel.LINE, "children"),
+                "back_hidden": Output(similar_panel.BACK_BOX, "hidden")},
+        inputs={"ask": Input(similar_panel.ASK, "data"),
+                "upload": Input(similar_panel.FILE, "data"),
+                "_back": Input(similar_panel.BACK, "n_clicks"),
+                "k": State(similar_panel.K, "value"), "run_id": State(RUN, "data"),
+                # What grid_content needs besides the listing, as one dict.
+                "grid": {"held": State(REV, "data"), "shown": State(SHOWN, "data"),
+                         "filters": State(CLASS_FILTERS, "data")}},
+        prevent_initial_call=True,
+    )(on_similar)
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="similarShown"),
         Output(similar_panel.SHOWN, "data"), Input(similar_panel.SIMILAR, "data"),
@@ -409,33 +434,67 @@ def _register_map_links() -> None:
 
 
 def on_queue(shown_rev, tab, similar, shown, run_id, grid_rev, filters):
-    """The rows and the confusion table, while the list's tab is open: the review queue's,
-    or the "similar to" listing's (``similar``: app/curate/similar_panel.py). The queue's
-    first rows come filtered to the class the map shows (a filter set before the grid has
-    rows did not always hold); later ones come as the rows added, changed and removed. A
-    listing's rows come whole (k of them) and unfiltered: its neighbours are of every
-    class."""
+    """The rows and the confusion table, while the list's tab is open, for the revision
+    the page shows: the review queue's, or the "similar to" listing's (``similar``:
+    app/curate/similar_panel.py) at that revision (:func:`grid_content`)."""
     held = grid_rev if isinstance(grid_rev, dict) else {}
     listing = similar["id"] if similar else None
     if tab != "review" or shown_rev is None or (
             held.get("rev") == shown_rev and held.get("similar") == listing):
         raise PreventUpdate
     data = run_data(settings().runs_root, run_id)
-    state = current_state(data)
+    return grid_content(data, current_state(data), run_id, similar, held, shown, filters)
+
+
+def on_similar(ask, upload, _back, k, run_id, grid):
+    """More like this (app/curate/similar_panel.py): the s key's sample or the uploaded
+    file answered, and the list's rows with it, in one response; Back to the list puts
+    the review queue back. A refused ask only says why."""
+    if ctx.triggered_id != similar_panel.BACK and not ctx.triggered[0]["value"]:
+        raise PreventUpdate
+    panel = similar_panel.answer(ctx.triggered_id, ask, upload, k, run_id)
+    if panel["refused"]:
+        return {key: no_update for key in GRID_OUT} | {"line": panel["line"],
+                                                       "similar": no_update,
+                                                       "back_hidden": no_update}
+    data = run_data(settings().runs_root, run_id)
+    held = grid["held"] if isinstance(grid["held"], dict) else {}
+    rows = grid_content(data, current_state(data), run_id, panel["similar"], held,
+                        grid["shown"], grid["filters"])
+    shown_back = not panel["back_hidden"]
+    return rows | {"similar": panel["similar"], "line": panel["line"],
+                   # Unchanged from one listing to the next: no renderer pass for it.
+                   "back_hidden": no_update if shown_back and held.get("similar")
+                   else panel["back_hidden"]}
+
+
+def grid_content(data, state, run_id: str, similar: dict | None, held: dict, shown,  # noqa: ANN001
+                 filters: dict) -> dict:
+    """The grid's rows at ``state`` (:data:`GRID_OUT`'s keys), given what it holds now
+    (``held``: REV's value). The queue's first rows come filtered to the class the map
+    shows (a filter set before the grid has rows did not always hold); later ones come as
+    the rows added, changed and removed. A listing's rows come whole (k of them) and
+    unfiltered: its neighbours are of every class."""
+    listing = similar["id"] if similar else None
     if similar:
         rows = review.sample_rows(data, state, run_id, similar["samples"],
                                   similar["distances"])
     else:
         rows = review.cached_rows(data, state, run_id)
-    pairs = review.confusion(rows)
-    out = {"pairs": pair_buttons(pairs), "pair_data": pairs,
-           "rev": {"rev": state.revision, "similar": listing},
-           "findings": [*finding_buttons(review.finding_counts(rows)),
-                        *state_buttons(review.state_counts(rows))],
-           "rows": no_update, "changes": no_update, "first_filter": no_update}
+    out = {"rev": {"rev": state.revision, "similar": listing}, "rows": no_update,
+           "changes": no_update, "first_filter": no_update}
     if similar:
-        return {**out, "rows": rows,
-                "first_filter": {} if held.get("similar") != listing else no_update}
+        # A listing of k rows needs no filter buttons; they are drawn once, empty, when
+        # it starts (each redraw of the buttons is a renderer pass and a request).
+        was_listing = held.get("similar") is not None
+        return {**out, "rows": rows, "first_filter": no_update if was_listing else {},
+                "pairs": no_update if was_listing else [],
+                "pair_data": no_update if was_listing else [],
+                "findings": no_update if was_listing else []}
+    pairs = review.confusion(rows)
+    out |= {"pairs": pair_buttons(pairs), "pair_data": pairs,
+            "findings": [*finding_buttons(review.finding_counts(rows)),
+                         *state_buttons(review.state_counts(rows))]}
     fresh = held.get("rev") is None or held.get("similar") is not None
     before = None if fresh else review.rows_at(data, run_id, held["rev"])
     if before is None:

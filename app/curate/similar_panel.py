@@ -3,12 +3,12 @@ samples across every class.
 
 The ask comes from the ``s`` key (assets/review.js: the map point under the pointer, else
 the review list's focused row) or from an image file dropped on (or picked in) the upload
-box. :func:`on_similar` answers it with the neighbours (the SIMILAR store: their samples
-and distances, nearest first), found as ``curator similar`` and ``run.similar`` find them
-(worker/pipeline/map/similar.py), so the three list the same rows. The review list then
-holds those rows (app/curate/review_list.py ``on_queue``), where every review action works
-on them as on any row; assets/review.js sorts them by distance and rings them on the map
-where they are in the class shown. "Back to the list" ends it.
+box. :func:`answer` finds the neighbours (the SIMILAR store: their samples and distances,
+nearest first) as ``curator similar`` and ``run.similar`` find them
+(worker/pipeline/map/similar.py), so the three list the same rows. The review list holds
+those rows (app/curate/review_list.py ``on_similar``, in the same response), where every
+review action works on them as on any row; assets/review.js sorts them by distance and
+rings them on the map where they are in the class shown. "Back to the list" ends it.
 
 An uploaded file goes through the run's own network and PCA
 (worker/pipeline/map/image_query.py); its size is checked in the browser first, against
@@ -27,18 +27,13 @@ from dash import (
     Input,
     Output,
     State,
-    callback,
     clientside_callback,
-    ctx,
     dcc,
     html,
-    no_update,
 )
-from dash.exceptions import PreventUpdate
 
 from app import ids
 from app.app_context import settings
-from app.curate import RUN
 from app.layout import small_button
 from app.run_data import run_data
 from worker.pipeline.errors import InputError
@@ -55,6 +50,7 @@ LIMIT = "similar-limit"  # the largest file the browser sends, in bytes
 K = "similar-k"
 LINE = "similar-line"
 BACK = "similar-back"
+BACK_BOX = "similar-back-box"
 # The base64 text of a file is 4/3 of its size, and the request also carries the
 # callback's other inputs: what is left of the server's body limit after those.
 REQUEST_SLACK = 64 * 1024
@@ -76,7 +72,7 @@ def layout() -> html.Div:
         html.Span(id=LINE, className="small similar-line"),
         html.Span(small_button("Back to the list", BACK, "secondary",
                                "The review list again, as it was"),
-                  id=f"{BACK}-box", hidden=True),
+                  id=BACK_BOX, hidden=True),
     ], className="d-flex flex-wrap align-items-center gap-2 mb-1 similar-panel")
 
 
@@ -87,38 +83,34 @@ def upload_limit() -> int:
 
 
 def register() -> None:
-    """The panel's callbacks: the upload's size checked in the browser (assets/review.js
-    ``checkUpload``: a file over :func:`upload_limit` never leaves it), then the ask or
-    the file answered."""
+    """The upload's size checked in the browser (assets/review.js ``checkUpload``: a file
+    over :func:`upload_limit` never leaves it). The ask's answer is the review list's
+    callback (app/curate/review_list.py ``on_similar``): its rows come in the same
+    response, one round trip from the key to the list."""
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="checkUpload"),
         Output(FILE, "data"), Input(UPLOAD, "contents"), State(UPLOAD, "filename"),
         State(LIMIT, "data"), prevent_initial_call=True,
     )
-    callback(Output(SIMILAR, "data"), Output(LINE, "children"),
-             Output(f"{BACK}-box", "hidden"),
-             Input(ASK, "data"), Input(FILE, "data"), Input(BACK, "n_clicks"),
-             State(K, "value"), State(RUN, "data"), prevent_initial_call=True)(on_similar)
 
 
-def on_similar(ask, upload, _back, k, run_id):
-    """The neighbours of the asked sample or of the uploaded file (SIMILAR), the line
-    that says so, and whether Back to the list is hidden; the list again on Back. A
-    refused ask (a bad k, a file that is not an image or over the limit) leaves the list
-    as it is and says why in the line."""
-    trigger = ctx.triggered_id
+def answer(trigger: str, ask: dict | None, upload: dict | None, k, run_id: str) -> dict:
+    """What an ask, an upload or Back to the list does to the panel: ``similar`` (the
+    listing SIMILAR holds, or None for the review queue), ``line`` and ``back_hidden``;
+    ``refused`` is True when the ask was refused (its line says why; the list stays as it
+    is)."""
     if trigger not in (ASK, FILE):
-        return None, "", True
-    if not ctx.triggered[0]["value"]:
-        raise PreventUpdate
+        return {"similar": None, "line": "", "back_hidden": True, "refused": False}
     try:
         listing = similar_listing(run_id, k, ask if trigger == ASK else None,
                                   upload if trigger == FILE else None)
     except InputError as exc:
-        return no_update, html.Span(str(exc), className="text-danger"), no_update
+        return {"similar": None, "line": html.Span(str(exc), className="text-danger"),
+                "back_hidden": None, "refused": True}
     n = len(listing["samples"])
-    return (listing, [html.B(f"similar to {listing['title']}"),
-                      f": its {n} nearest across all classes, nearest first"], False)
+    return {"similar": listing, "back_hidden": False, "refused": False,
+            "line": [html.B(f"similar to {listing['title']}"),
+                     f": its {n} nearest across all classes, nearest first"]}
 
 
 def similar_listing(run_id: str, k, ask: dict | None, upload: dict | None) -> dict:
