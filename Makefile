@@ -76,6 +76,7 @@ bench: $(STAMP)
 	PYTHONPATH=. $(BIN)/python -m bench.train_cifar
 	PYTHONPATH=. $(BIN)/python -m bench.pipeline_time
 	PYTHONPATH=. $(BIN)/python -m bench.cli_start
+	PYTHONPATH=. $(BIN)/python -m bench.similar_search
 
 clean:
 	rm -rf $(VENV) .pytest_cache

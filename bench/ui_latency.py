@@ -214,6 +214,27 @@ document.addEventListener('keydown', (e) => {
   frame();
 }, true);
 """
+# An image file picked in the upload box (app/curate/similar_panel.py): from the file
+# input's change event until the first frame painted with the file's nearest samples.
+UPLOAD_PROBE = """
+window.uploads = [];
+const input = document.querySelector('#similar-upload input[type=file]');
+input.addEventListener('change', (e) => {
+  const t0 = e.timeStamp, name = input.files[0].name;
+  const rec = {done: false};
+  window.uploads.push(rec);
+  const shown = () => window.similarRows > t0 &&
+    document.getElementById('similar-line').textContent.startsWith('similar to ' + name);
+  const frame = () => requestAnimationFrame(() => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => {
+      if (shown()) { rec.ms = performance.now() - t0; rec.done = true; } else frame();
+    };
+    ch.port2.postMessage(0);
+  });
+  frame();
+}, true);
+"""
 # The same step as the bench timed it until the nineteenth session: "j" dispatched by a
 # script, timed to two animation frames later (that counts one frame more than the paint).
 TRIAGE_SCRIPTED = """
@@ -328,6 +349,20 @@ def similar_ms(driver, n: int) -> list[float]:
             "window.similarSteps[arguments[0]].done", k), timeout=30, poll=0.01)
         time.sleep(0.2)
     return driver.execute_script("return window.similarSteps.map((r) => r.ms)")
+
+
+def upload_ms(driver, files: list[Path]) -> list[float]:
+    """Each image file of ``files`` picked in the upload box in turn: ms from the pick to
+    its listing painted (the first includes loading the run's network in the server)."""
+    driver.execute_script(UPLOAD_PROBE)
+    for k, path in enumerate(files):
+        box = driver.find_element("css selector", "#similar-upload input[type=file]")
+        box.send_keys(str(path.resolve()))
+        wait_for(lambda k=k: driver.execute_script(
+            "return window.uploads.length > arguments[0] && window.uploads[arguments[0]].done",
+            k), timeout=120, poll=0.01)
+        time.sleep(0.2)
+    return driver.execute_script("return window.uploads.map((r) => r.ms)")
 
 
 def review_list(driver, steps: int) -> dict[str, list[float]]:
@@ -601,6 +636,9 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                     help="more-like-this steps (s on the focused row)")
     ap.add_argument("--similar-only", action="store_true",
                     help="time more like this alone, beside the triage step (baseline)")
+    ap.add_argument("--upload-dir", type=Path,
+                    help="with --similar-only: also pick each image file here (not in the "
+                         "run) in the upload box, the first with the network not loaded")
     ap.add_argument("--eps-range", default="0.6,1.4",
                     help="eps changes span these multiples of the stored eps; they must "
                          "change the counts (the repaint is timed to the counts too)")
@@ -628,6 +666,12 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
             out, _ = triage_ms(driver, 10)
             out = {"triage step (baseline)": out["triage step"],
                    "more like this (s → listing painted)": similar_ms(driver, args.similar)}
+            if args.upload_dir:
+                files = sorted(f for f in args.upload_dir.rglob("*")
+                               if f.suffix.lower() in (".png", ".jpg", ".jpeg"))[:21]
+                times = upload_ms(driver, files)
+                out["image file, first (network loaded)"] = times[:1]
+                out["image file (pick → listing painted)"] = times[1:]
             print(f"# more like this, {n_total} points · {machine()}")
             report(out)
             ratio = pct(out["more like this (s → listing painted)"], 0.95) / pct(
