@@ -353,7 +353,8 @@ def similar_ms(driver, n: int) -> list[float]:
 
 def upload_ms(driver, files: list[Path]) -> list[float]:
     """Each image file of ``files`` picked in the upload box in turn: ms from the pick to
-    its listing painted (the first includes loading the run's network in the server)."""
+    its listing painted (the first is the server's first image query of the run; the page
+    started loading the run's network when it opened)."""
     driver.execute_script(UPLOAD_PROBE)
     for k, path in enumerate(files):
         box = driver.find_element("css selector", "#similar-upload input[type=file]")
@@ -638,7 +639,7 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                     help="time more like this alone, beside the triage step (baseline)")
     ap.add_argument("--upload-dir", type=Path,
                     help="with --similar-only: also pick each image file here (not in the "
-                         "run) in the upload box, the first with the network not loaded")
+                         "run) in the upload box, after the s key's steps")
     ap.add_argument("--eps-range", default="0.6,1.4",
                     help="eps changes span these multiples of the stored eps; they must "
                          "change the counts (the repaint is timed to the counts too)")
@@ -670,7 +671,7 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                 files = sorted(f for f in args.upload_dir.rglob("*")
                                if f.suffix.lower() in (".png", ".jpg", ".jpeg"))[:21]
                 times = upload_ms(driver, files)
-                out["image file, first (network loaded)"] = times[:1]
+                out["image file, the first since the page opened"] = times[:1]
                 out["image file (pick → listing painted)"] = times[1:]
             print(f"# more like this, {n_total} points · {machine()}")
             report(out)

@@ -144,7 +144,7 @@ def layout(page: Page) -> html.Div:
                   data={str(code): class_filter(name) for code, name in enumerate(classes)}),
         html.Div(id=FINDINGS, className="mb-1 review-findings"),
         html.Div(id=PAIRS, className="mb-1 review-pairs"), _selected_row_actions(classes),
-        _listed_row_actions(), _confirm_box(), similar_panel.layout(),
+        _listed_row_actions(), _confirm_box(), similar_panel.layout(page),
         html.Div(id=SELECTION, className="small text-muted review-selection"), _review_grid(),
         html.Div(id=DETAIL, className="small mt-1 review-detail"),
         html.Div(id=RELATED, className="d-flex flex-wrap gap-2 mt-1 review-related"),

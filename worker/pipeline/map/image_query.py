@@ -276,9 +276,7 @@ def _network_query(run: RunDir, done: StepRecord, data: bytes, seed: int | None,
 
     meta = run.read_meta()
     side = _thumbnail_side(run)
-    weights = done.get("weights")
-    bb, net, device = _network(done["model"], weights, _stamp(weights), done.get("input_size"),
-                               int(meta.get("native_size", side)), seed)
+    bb, net, device = _run_network(run, done, seed)
     if meta.get("thumbnails_exact", False):
         # The network read ingest's thumbnails (they were the images): the query's own.
         image = Image.fromarray(thumbnail(decode_query_image(data, min_side=side), side))
@@ -296,6 +294,29 @@ def _network_query(run: RunDir, done: StepRecord, data: bytes, seed: int | None,
                                                 enabled=done.get("precision") == "bf16"):
         feats = net(normalise(to_device(batch, bb.input_size, device), bb.mean, bb.std))
     return feats.float()[0].cpu().numpy().astype(np.float32)
+
+
+def _run_network(run: RunDir, done: StepRecord, seed: int | None
+                 ) -> tuple[Backbone, nn.Module, torch.device]:
+    """The run's network as its extract step ``done`` built it (:func:`_network`)."""
+    weights = done.get("weights")
+    native = int(run.read_meta().get("native_size", _thumbnail_side(run)))
+    return _network(done["model"], weights, _stamp(weights), done.get("input_size"), native,
+                    seed)
+
+
+def load_network(run: RunDir) -> bool:
+    """Load the run's network into this process, as a first image query would, so that
+    query waits only for its own features (30 ms, not 4.6 s with torch's import on 2
+    cores: docs/benchmarks.md, "More like this"). Returns False, loading nothing, where an
+    image query takes no network (pixels, a features file, a fine-tuned network, no
+    features yet)."""
+    done = run.step("extract")
+    if (done.get("status") != "done" or done.get("model") in (None, "pixels", "features")
+            or done.get("finetune_epochs")):
+        return False
+    _run_network(run, done, _random_init_seed(run, done))
+    return True
 
 
 def _stamp(weights: str | None) -> tuple[int, int] | None:

@@ -202,6 +202,20 @@ def test_the_network_stays_loaded_for_the_next_image(photo_runs):
     assert image_query._network.cache_info().hits == 1
 
 
+def test_loading_the_network_first_leaves_the_query_only_its_features(photo_runs,
+                                                                       fresh_run):
+    """What the Curate page starts in the background when a run opens: the query after it
+    finds the network loaded; a run whose query takes no network loads nothing."""
+    run = photo_runs["exact"]
+    image_query._network.cache_clear()
+    assert image_query.load_network(run)
+    query_features(run, _sample_file(run, 4).read_bytes() + b"\0\0\0\0\0")
+    assert image_query._network.cache_info().misses == 1
+    assert image_query._network.cache_info().hits == 1
+    assert not image_query.load_network(fresh_run)  # digits: pixels, no network
+    assert image_query._network.cache_info().misses == 1
+
+
 # -- refusals ---------------------------------------------------------------------------------
 def _bomb(side: int) -> bytes:
     """A real 1-bit PNG of side × side pixels: a few kB that decode to side² × 3 bytes."""
