@@ -26,6 +26,7 @@ from flask import Flask, Response, request
 from app.app_context import settings
 from app.responses import text_response
 from worker.pipeline.errors import InputError
+from worker.pipeline.storage.author import set_author
 from worker.run_catalog import resolve_run
 from worker.settings import Settings
 
@@ -33,6 +34,7 @@ from worker.settings import Settings
 # only with the debug_hooks setting (CURATOR_DEBUG_HOOKS=1, or `curator serve --debug`).
 DEBUG_SCRIPT = "curate_debug.js"
 TOKEN_COOKIE = "curator_token"
+TOKEN_AUTHOR = "admin"  # the name CURATOR_AUTH_TOKEN's holder signs decisions with
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DASH_UPDATE = "/_dash-update-component"
 RUN_PAGES = ("curate", "results")
@@ -98,6 +100,9 @@ def guard() -> Response | None:
     denied = check_token(config.auth_token)
     if denied is not None:
         return denied
+    # Who this request's decisions are signed by (worker/pipeline/storage/author.py): the
+    # one access token is one admin; a server without a token is its OS user's own.
+    set_author(TOKEN_AUTHOR if config.auth_token else None)
     if (not config.debug_hooks and request.path.startswith("/assets/")
             and posixpath.basename(request.path) == DEBUG_SCRIPT):
         return text_response(404, "no such file")

@@ -31,7 +31,9 @@ from worker.pipeline.curation.cluster_step import class_code, cluster_step, set_
 from worker.pipeline.curation.similar_rows import SIMILAR_COLUMNS, similar_rows
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.image_query import read_query_file
+from worker.pipeline.number_params import check
 from worker.pipeline.storage.curation_store import open_store
+from worker.pipeline.storage.decision_log import RUN_COLUMNS, SAMPLE_COLUMNS, history_rows
 from worker.pipeline.storage.rundir import RunDir
 from worker.step_options import experiment_params
 from worker.train.experiment import verdict_report
@@ -262,6 +264,32 @@ class Run:
             Nothing to redo.
         """
         return open_store(self._dir).undo_or_refuse(redo=True)
+
+    def history(self, sample: int | None = None, limit: int = 50) -> pd.DataFrame:
+        """Who decided what and when (``curator history``): the run's last ``limit``
+        changes, newest first, or every decision on ``sample``, oldest first. A decision
+        made here is signed with the OS user's name; on the Curate page, with the
+        person's.
+
+        Returns
+        -------
+        DataFrame. The run's: ``id``, ``at`` (UTC, ISO 8601), ``author``, ``description``,
+        ``changes`` (how many values), ``state`` ("stands", "undone by NAME at TIME",
+        "pipeline"). A sample's: ``id``, ``at``, ``author``, ``what`` ("decision" or
+        "label"), ``before``, ``after`` ("keep", "drop", a class name, "" for none),
+        ``state``, ``description``.
+
+        Raises
+        ------
+        InputError
+            ``sample`` is not a sample of the run, or ``limit`` is out of range.
+        """
+        limit = int(check("history_limit", limit))
+        if sample is not None:
+            sample = int(check("history_sample", sample))
+        rows = history_rows(self._dir, sample, limit)
+        return pd.DataFrame(rows, columns=list(RUN_COLUMNS if sample is None
+                                               else SAMPLE_COLUMNS))
 
     def cluster(self, class_name: str | int | Sequence[str | int] | None = None,
                 eps: float | None = None, min_samples: int | None = None, *,

@@ -17,6 +17,8 @@ import pandas as pd
 from worker.pipeline.curation.snapshot import CurationSnapshot, current_snapshot, summary_rows
 from worker.pipeline.findings import get_kind, kinds, marks, sample_decisions
 from worker.pipeline.findings.testsplit import read_test_paths
+from worker.pipeline.storage.curation_store import open_store
+from worker.pipeline.storage.decision_log import Decided, last_decisions
 from worker.pipeline.storage.rundir import RunDir
 
 FINDING_COLUMNS = ("index", "path", "label", "kind", "score", "suggested_label", "related",
@@ -48,9 +50,12 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
       export's ``decision`` column;
     - ``reason``: why (``noise``, ``cluster``, ``relabel``, ``override_keep``,
       ``override_drop``, or the kind whose default drops it);
-    - ``why``: the kind's one-line reason.
+    - ``why``: the kind's one-line reason;
+    - ``decided_by``, ``decided_at``: who made the last decision standing on it (an
+      override or a relabel) and when (UTC, ISO 8601); "" where nobody decided.
     """
     chosen = [get_kind(kind)] if kind is not None else kinds()  # an unknown kind: InputError
+    signed = last_decisions(open_store(run))
     snap = current_snapshot(run)
     view = snap.view(read_test_paths(run))
     marked = marks(snap.findings, view)
@@ -67,7 +72,7 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
         idx = idx[np.argsort(-table.score[idx], kind="stable")]
         found = Found(k.name, idx, table.score[idx], table.related[idx],
                       [k.why(table, int(i), view) for i in idx.tolist()])
-        parts.append(_rows(snap, found, suggested, words))
+        parts.append(_rows(snap, found, suggested, words, signed))
     if kind is None:
         listed = np.zeros(n, bool)
         for m in marked.values():
@@ -77,7 +82,7 @@ def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
         idx = np.asarray(decided, np.int64)
         found = Found("", idx, np.full(len(idx), np.nan), np.full(len(idx), -1, np.int64),
                       [""] * len(idx))
-        parts.append(_rows(snap, found, suggested, words))
+        parts.append(_rows(snap, found, suggested, words, signed))
     return pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
 
 
@@ -102,10 +107,12 @@ class Found:
 
 
 def _rows(snap: CurationSnapshot, found: Found, suggested: list[str],
-          words: np.ndarray) -> pd.DataFrame:
+          words: np.ndarray, signed: dict[int, Decided]) -> pd.DataFrame:
     """The findings table's rows of ``found``; ``suggested`` and ``words``: every sample's
-    suggested label and decision (each shape (N,))."""
+    suggested label and decision (each shape (N,)); ``signed``: the decided samples' last
+    author and time."""
     s, d, idx = snap.samples, snap.decisions, found.idx
+    none = Decided("", "")
     return pd.DataFrame({
         "index": idx.astype(np.int64),
         "path": [s.paths[i] for i in idx.tolist()],
@@ -117,6 +124,8 @@ def _rows(snap: CurationSnapshot, found: Found, suggested: list[str],
         "decision": words[idx].tolist(),
         "reason": d.reason[idx].tolist(),
         "why": found.why,
+        "decided_by": [signed.get(i, none).author for i in idx.tolist()],
+        "decided_at": [signed.get(i, none).at for i in idx.tolist()],
     })
 
 

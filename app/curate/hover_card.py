@@ -69,6 +69,8 @@ def on_hover(hover, run_id):
                               className="small hover-score"))
     if info["true_label"] is not None and info["true_label"] != info["label"]:
         lines.append(html.Div(f"true label: {info['true_label']}", className="small text-danger"))
+    if info["decided"]:
+        lines.append(html.Div(info["decided"], className="small text-muted hover-decided"))
     lines.append(html.Div([html.Kbd("s"), " more like this"], className="small text-muted"))
     return html.Div(lines, className="hover-facts")
 

@@ -23,6 +23,7 @@ from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.map.clustering import ALWAYS_FLAGGED, NOISE_FLAGGED, auto_eps, flag_bits
 from worker.pipeline.map.dbscan import SMALL_N, check_params, noise_until
 from worker.pipeline.storage.curation_store import CurationStore, open_store
+from worker.pipeline.storage.decision_log import Decided, last_decision
 
 # Filled by str.format here and by assets/class_map.js in the browser: one wording for both.
 # The finding kinds besides label (worker/pipeline/findings), each counted under its name.
@@ -457,4 +458,12 @@ def hover_info(data: RunData, state: RunState, sample: int) -> dict:
         "suggested": suggestion(data, state, sample),
         "neighbours": [s.classes[s.labels[j]] for j in data.neighbours[sample][:5]],
         "why": why(data, state, sample),
+        "decided": decided_text(last_decision(open_store(data.run), sample)),
     }
+
+
+def decided_text(decided: Decided | None) -> str:
+    """"decided by NAME, 2026-11-29 03:24 UTC", or "" for a sample nobody decided."""
+    if decided is None:
+        return ""
+    return f"decided by {decided.author}, {decided.at[:16].replace('T', ' ')} UTC"

@@ -128,6 +128,10 @@ COLUMNS = [
      "headerTooltip": "flagged: dropped by default and nobody has looked yet; proposed: a "
                       "finding lists it, kept until you decide; kept, dropped, "
                       "relabelled: what a reviewer decided"},
+    {"field": "decided", "headerName": "decided", "width": 120, "suppressSizeToFit": True,
+     "filter": "agTextColumnFilter",
+     "headerTooltip": "Who made the last decision on it, and when (UTC): `curator history "
+                      "RUN --sample I` lists them all"},
 ]
 
 

@@ -27,6 +27,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.findings import View, kinds, marks, sample_findings
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.storage.curation_store import open_store
+from worker.pipeline.storage.decision_log import Decided, last_decisions
 
 STATES = {"flagged": "flagged: dropped by default, not reviewed yet",
           "proposed": "proposed: a finding lists it, kept until you decide",
@@ -93,9 +94,11 @@ def sample_rows(data: RunData, state: RunState, run_id: str, samples: np.ndarray
     (its image URL), ``given`` (class name), ``suggested`` (the evidence's class when it
     differs from the given one, else ""), ``score`` (3 decimals, or None), ``finding``
     (the kinds that mark it, e.g. "label,duplicate"; "" for a sample no kind marks),
-    ``state``, ``now`` (the class it trains with, "" when dropped) and ``distance`` (from
+    ``state``, ``now`` (the class it trains with, "" when dropped), ``decided`` (who made
+    the last decision standing on it, and when; "" for none) and ``distance`` (from
     ``distances``, the "similar to" list's (m,) distances; None in the queue).
     """
+    signed = last_decisions(open_store(data.run))
     s = data.samples
     samples = np.asarray(samples, np.int64)
     found = sample_findings(finding_marks(data, state), len(s))
@@ -116,8 +119,13 @@ def sample_rows(data: RunData, state: RunState, run_id: str, samples: np.ndarray
         rows.append({"id": str(i), "sample": i, "thumb": f"/thumb/{run}/{i}.png",
                      "given": classes[g], "suggested": classes[sg] if sg != g else "",
                      "score": sc, "finding": found[i], "state": st, "now": now,
-                     "distance": dist})
+                     "decided": _signed(signed.get(i)), "distance": dist})
     return rows
+
+
+def _signed(decided: Decided | None) -> str:
+    """A decided row's "NAME · 11-29 03:24" (UTC), or ""."""
+    return "" if decided is None else f"{decided.author} · {decided.at[5:16].replace('T', ' ')}"
 
 
 def _rows_key(data: RunData, run_id: str, revision: int) -> tuple:

@@ -67,6 +67,7 @@ EXAMPLES = {
     "jobs": "curator jobs runs/demo",
     "cancel": "curator cancel 3f2a9c1d0b7e --run runs/demo",
     "undo": "curator undo runs/demo",
+    "history": "curator history runs/demo --sample 17",
     "params": "curator params runs/demo",
     "relabel": "curator relabel runs/demo 3 13",
 }

@@ -1,4 +1,4 @@
-"""override, relabel, params, undo: curation from a shell."""
+"""override, relabel, params, history, undo: curation from a shell."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 
 from worker.cli.arguments import Add, rundir
-from worker.cli.text_tables import format_table
+from worker.cli.text_tables import format_rows, format_table
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn
 # (each command imports what it needs when it runs).
 from worker.pipeline.errors import InputError
+from worker.pipeline.number_params import cli_type
 
 
 def cmd_params(a: argparse.Namespace) -> None:
@@ -33,6 +34,18 @@ def cmd_undo(a: argparse.Namespace) -> None:
 
     done = open_store(rundir(a.run)).undo_or_refuse(redo=a.redo)  # nothing to do: refused
     print(f"{'redid' if a.redo else 'undid'}: {done}")
+
+
+def cmd_history(a: argparse.Namespace) -> None:
+    from worker.pipeline.storage.decision_log import RUN_COLUMNS, SAMPLE_COLUMNS, history_rows
+
+    rows = history_rows(rundir(a.run).require(), a.sample, a.limit)
+    if a.json:
+        print(json.dumps(rows, indent=2))
+    elif not rows:
+        print("no decisions yet" if a.sample is None else f"sample {a.sample}: no decisions")
+    else:
+        print(format_rows(rows, RUN_COLUMNS if a.sample is None else SAMPLE_COLUMNS))
 
 
 def cmd_override(a: argparse.Namespace) -> None:
@@ -69,7 +82,7 @@ def cmd_relabel(a: argparse.Namespace) -> None:
 
 
 def register(add: Add) -> None:
-    """override, relabel, params, undo: curation from a shell."""
+    """override, relabel, params, history, undo: curation from a shell."""
     sp = add("override", cmd_override, "force samples to be kept or dropped")
     sp.add_argument("run", type=Path)
     sp.add_argument("decision", choices=["keep", "drop", "clear"])
@@ -86,6 +99,15 @@ def register(add: Add) -> None:
              "each class's eps and min_samples, with its size and flagged/kept counts")
     sp.add_argument("run", type=Path)
     sp.add_argument("--json", action="store_true", help="one JSON object per class")
+
+    sp = add("history", cmd_history, "who decided what and when: the run's last changes, or "
+                                     "every decision on one sample (--sample)")
+    sp.add_argument("run", type=Path)
+    sp.add_argument("--sample", type=cli_type("history_sample"), metavar="INDEX",
+                    help="every decision on this sample, oldest first")
+    sp.add_argument("--limit", type=cli_type("history_limit"), default=50, metavar="N",
+                    help="the run's last N changes (default 50)")
+    sp.add_argument("--json", action="store_true")
 
     sp = add("undo", cmd_undo, "undo the last curation change (--redo to redo)")
     sp.add_argument("run", type=Path)

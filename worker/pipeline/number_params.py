@@ -152,6 +152,8 @@ PARAMS: dict[str, Param] = {
              "{default}); outliers below are proposed"),
     "top": Param("--top", True, 0, 1_000_000),
     "similar_k": Param("--k", True, 1, 10_000, default=20),
+    "history_limit": Param("--limit", True, 1, 1_000_000, default=50),
+    "history_sample": Param("--sample", True, 0, 2**40),
     "sample_index": Param("INDEX", True, 0, 2**40),
     # training
     "epochs": Param("--epochs", True, 1, 10_000),
@@ -176,15 +178,14 @@ PARAMS: dict[str, Param] = {
 # middle strength (2,000 images, 30 per defect): the lowest cut that reaches the best F1
 # there, at least 3 spreads, marking at most 1% of the clean images; the weak and strong
 # strengths are held out (docs/benchmarks.md, "Image quality beside CleanVision").
-# ``overexposed`` sits high: white product backdrops clip as much as a blown exposure.
 QUALITY_CUTS: dict[str, tuple[float, str]] = {  # kind → (default cut, what it measures)
     "dark": (3.73, "its brightest pixels lie T robust spreads below"),
-    "bright": (4.79, "its darkest pixels lie T robust spreads above"),
-    "blurry": (3.43, "its sharpness lies T robust spreads below"),
+    "bright": (3.0, "its darkest pixels lie T robust spreads above"),
+    "blurry": (3.84, "its sharpness lies T robust spreads below"),
     "low_info": (3.35, "its contrast lies T robust spreads below"),
     "odd_size": (3.0, "its pixel count or aspect ratio lies T robust spreads from"),
     "grey": (3.0, "its colour lies T robust spreads below"),
-    "overexposed": (11.22, "its clipped highlights lie T robust spreads above"),
+    "overexposed": (4.37, "its highlights clipped through texture lie T robust spreads above"),
     "border": (3.01, "its uniform frame lies T robust spreads above"),
 }
 PARAMS.update({

@@ -112,6 +112,20 @@ def test_tokens(root):
     assert c.get("/curate/digits", headers={"Authorization": "Bearer s3cret"}).status_code == 200
 
 
+def test_a_requests_decisions_are_signed_by_its_token_holder(root):
+    """With the access token, a request acts as the admin it names; without one, as the
+    server's OS user (worker/pipeline/storage/author.py)."""
+    from app.security import TOKEN_AUTHOR, guard
+    from app.server import create_app
+    from worker.pipeline.storage.author import current_author, os_user
+
+    for token, author in (("s3cret", TOKEN_AUTHOR), ("", os_user())):
+        server = create_app(Settings(runs_root=root, auth_token=token)).server
+        with server.test_request_context("/curate/digits", headers={
+                "Host": "127.0.0.1", "Authorization": f"Bearer {token}"}):
+            assert guard() is None and current_author() == author
+
+
 def test_the_servers_edges_answer_4xx_and_log_no_traceback(client, caplog):
     """Nesting, NaN/Infinity, over-long or odd run names."""
     hover = _hover_request(client, {"points": [{"customdata": [3], "bbox": {"x0": 1}}]},

@@ -34,6 +34,7 @@ from bench.browser import (
     wait_for,
 )
 from tsne_curator import Run
+from worker.pipeline.storage.author import os_user
 from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()
@@ -120,6 +121,9 @@ def test_s_lists_the_nearest_across_classes_and_a_bulk_relabel_is_one_undo(page,
     labels = dict(zip(api["index"], api["label"], strict=True))
     changed = {s: 7 for s, given in labels.items() if given != target}
     wait_for(lambda: store.relabels() == changed)
+    # Each relabelled row names who decided it (no token: the server's OS user).
+    wait_for(lambda: all(r["decided"].startswith(f"{os_user()} · ") for r in grid_rows(d)
+                         if r["sample"] in changed))
     # The listing stays, its rows now relabelled; one undo takes the whole step back.
     wait_for(lambda: all(r["state"] == "relabelled" for r in grid_rows(d)
                          if r["sample"] in changed))

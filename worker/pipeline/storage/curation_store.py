@@ -21,8 +21,14 @@ as the pipeline set it, and a class's parameters are never taken away (a class w
 them has no clustering); a decision with nothing left to take back is passed by, and
 when no decision is left, undo writes nothing at all.
 
-A store made before the ``pipeline`` column is brought up to date when it is opened
-(:meth:`CurationStore._mark_pipeline_rows`, once: ``PRAGMA user_version``).
+Every decision is signed: its history row and the sample's row record who made it
+(:func:`~worker.pipeline.storage.author.current_author`: the OS user, or the server's
+request's person) and when, and an undo records who took it back and when
+(storage/decision_log.py reads them).
+
+A store made before the ``pipeline`` column or the authors is brought up to date when it
+is opened (:meth:`CurationStore._mark_pipeline_rows`, once: ``PRAGMA user_version``); its
+earlier decisions are authored "unknown".
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from typing import Any
 
 from worker.pipeline.errors import InputError
 from worker.pipeline.number_params import check
+from worker.pipeline.storage.author import current_author
 from worker.pipeline.storage.rundir import RunDir, no_permission, now_iso
 
 DECISIONS = ("keep", "drop")
@@ -90,20 +97,30 @@ CREATE TABLE IF NOT EXISTS class_cuts (
 CREATE TABLE IF NOT EXISTS overrides (
     sample INTEGER PRIMARY KEY,
     decision TEXT NOT NULL CHECK (decision IN ('keep', 'drop')),
-    updated_at TEXT NOT NULL);
+    updated_at TEXT NOT NULL, author TEXT NOT NULL DEFAULT 'unknown');
 CREATE TABLE IF NOT EXISTS relabels (
-    sample INTEGER PRIMARY KEY, label INTEGER NOT NULL, updated_at TEXT NOT NULL);
+    sample INTEGER PRIMARY KEY, label INTEGER NOT NULL, updated_at TEXT NOT NULL,
+    author TEXT NOT NULL DEFAULT 'unknown');
 CREATE TABLE IF NOT EXISTS history (
     id INTEGER PRIMARY KEY AUTOINCREMENT, description TEXT NOT NULL, changes TEXT NOT NULL,
     undone INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
-    pipeline INTEGER NOT NULL DEFAULT 0);
+    pipeline INTEGER NOT NULL DEFAULT 0, author TEXT NOT NULL DEFAULT 'unknown',
+    undone_by TEXT, undone_at TEXT);
 """
+# Columns added since the first stores: (table, column, its declaration). A store that
+# lacks one gets it when it is opened (_migrate); what it held before is authored
+# "unknown" (storage/author.py UNKNOWN).
+ADDED_COLUMNS = (("history", "pipeline", "INTEGER NOT NULL DEFAULT 0"),
+                 ("history", "author", "TEXT NOT NULL DEFAULT 'unknown'"),
+                 ("history", "undone_by", "TEXT"), ("history", "undone_at", "TEXT"),
+                 ("overrides", "author", "TEXT NOT NULL DEFAULT 'unknown'"),
+                 ("relabels", "author", "TEXT NOT NULL DEFAULT 'unknown'"))
 # What the cluster step called its parameters before the history marked the pipeline's own
 # rows: a store made then has its rows marked when it is opened (_mark_pipeline_rows).
 PIPELINE_DESCRIPTION = "automatic parameters"
-# PRAGMA user_version of a store whose history marks the pipeline's rows as this code
-# does; an older store is brought up to date once, when it is opened.
-HISTORY_VERSION = 1
+# PRAGMA user_version of a store whose history marks the pipeline's rows and signs every
+# decision as this code does; an older store is brought up to date once, when it is opened.
+HISTORY_VERSION = 2
 # True of every run, including one that never had a decision, and one whose decisions a
 # pipeline step replaced since.
 NOTHING_TO_UNDO = ("nothing to undo: no decision is left to take back (the pipeline's own "
@@ -196,8 +213,9 @@ class CurationStore:
     @classmethod
     def _migrate(cls, db: sqlite3.Connection) -> None:
         """The changes of :meth:`_mark_pipeline_rows`, inside its transaction."""
-        if not any(r[1] == "pipeline" for r in db.execute("PRAGMA table_info(history)")):
-            db.execute("ALTER TABLE history ADD COLUMN pipeline INTEGER NOT NULL DEFAULT 0")
+        for table, column, declaration in ADDED_COLUMNS:
+            if not any(r[1] == column for r in db.execute(f"PRAGMA table_info({table})")):
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         first = [hid for hid, description, changes in db.execute(
             "SELECT id, description, changes FROM history WHERE pipeline=0").fetchall()
             if description == PIPELINE_DESCRIPTION or any(
@@ -286,14 +304,17 @@ class CurationStore:
                              cuts)
 
     def history(self, limit: int = 50) -> list[dict[str, Any]]:
-        """Newest first: id, description, undone, created_at, number of changes, and
-        whether it is the pipeline's own step (never undone)."""
+        """Newest first: id, description, undone, created_at, author, number of changes,
+        whether it is the pipeline's own step (never undone), and who undid it when
+        (``undone_by``, ``undone_at``; None while it stands)."""
         with self._connect() as db:
-            rows = db.execute("SELECT id, description, undone, created_at, changes, pipeline "
-                              "FROM history ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+            rows = db.execute("SELECT id, description, undone, created_at, changes, pipeline, "
+                              "author, undone_by, undone_at FROM history ORDER BY id DESC "
+                              "LIMIT ?", (limit,)).fetchall()
         return [{"id": i, "description": d, "undone": bool(u), "created_at": c,
-                 "n_changes": len(json.loads(ch)), "pipeline": bool(p)}
-                for i, d, u, c, ch, p in rows]
+                 "author": a, "n_changes": len(json.loads(ch)), "pipeline": bool(p),
+                 "undone_by": ub, "undone_at": ua}
+                for i, d, u, c, ch, p, a, ub, ua in rows]
 
     def can_undo(self) -> bool:
         """Whether :meth:`undo` would take a decision back (the pipeline's steps, and
@@ -445,8 +466,11 @@ class CurationStore:
             passed, hid, description, held = found
             # The decisions passed by have nothing left to take back: they go along, so
             # the next step does not meet them again.
-            db.executemany("UPDATE history SET undone=? WHERE id=?",
-                           [(1 - undone, h) for h in [*passed, hid]])
+            # Who took it back (or applied it again) and when: the decision's own author
+            # and time stay.
+            by, at = (current_author(), now_iso()) if undone == 0 else (None, None)
+            db.executemany("UPDATE history SET undone=?, undone_by=?, undone_at=? WHERE id=?",
+                           [(1 - undone, by, at, h) for h in [*passed, hid]])
             self._apply(db, held, after=after)
             return description
 
@@ -498,15 +522,16 @@ class CurationStore:
 
     @staticmethod
     def _apply(db: sqlite3.Connection, changes: list, after: bool) -> None:
-        stamp = now_iso()
+        stamp, author = now_iso(), current_author()
         for table, key, before, new in changes:
             value = new if after else before
-            if table in ("overrides", "relabels"):
+            if table in PER_SAMPLE:
                 if value is None:
                     db.execute(f"DELETE FROM {table} WHERE sample=?", (key,))  # noqa: S608
-                else:
-                    db.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)",  # noqa: S608
-                               (key, value, stamp))
+                else:  # a sample's row says who set it and when (an undo's too)
+                    db.execute(f"INSERT OR REPLACE INTO {table} (sample, {PER_SAMPLE[table]}, "  # noqa: S608
+                               "updated_at, author) VALUES (?, ?, ?, ?)",
+                               (key, value, stamp, author))
             elif table == "class_cuts":
                 if value is None:
                     db.execute("DELETE FROM class_cuts WHERE label=?", (key,))
@@ -528,9 +553,10 @@ class CurationStore:
             # A new decision makes the undone ones unreachable: drop them (the redo stack).
             # A pipeline step leaves them: redo applies only what it did not replace.
             db.execute("DELETE FROM history WHERE undone=1")
-        db.execute("INSERT INTO history (description, changes, created_at, pipeline) "
-                   "VALUES (?, ?, ?, ?)",
-                   (description, json.dumps(changes), now_iso(), int(pipeline)))
+        db.execute("INSERT INTO history (description, changes, created_at, pipeline, author) "
+                   "VALUES (?, ?, ?, ?, ?)",
+                   (description, json.dumps(changes), now_iso(), int(pipeline),
+                    "pipeline" if pipeline else current_author()))
 
 
 def check_store(run: RunDir) -> None:
