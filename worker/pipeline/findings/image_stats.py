@@ -14,11 +14,31 @@ statistic reads only the image's own part of its thumbnail, so a wide photograph
 from __future__ import annotations
 
 import numpy as np
+from scipy.ndimage import gaussian_filter, uniform_filter
 
 # Luma weights (ITU-R BT.601), as PIL's convert("L") uses.
 LUMA = np.array([0.299, 0.587, 0.114], np.float32)
 # A pixel is clipped when its luma reaches this (out of 255): a highlight blown to white.
 CLIP_LEVEL = 250.0
+# A blown highlight: a channel at BLOWN_LEVEL or more (overexposure clips each channel on
+# its own) in a 3 × 3 neighbourhood whose luma varies by more than BLOWN_TEXTURE (standard
+# deviation): the clip cut through texture. A white backdrop is clipped too, but flat, so
+# only its outline with the object counts, a thin line, where a blown exposure clips the
+# texture of the whole bright part of the picture.
+BLOWN_LEVEL, BLOWN_TEXTURE = 254.0, 4.0
+# Blur is read as the finest detail (the Laplacian's energy) against the detail finer than
+# a Gaussian of SHARP_SIGMA pixels (the energy of the image less that blur of it): both
+# scale with the image's own contrast, and a smooth large-scale shading, which the whole
+# variance counts, counts in neither, so the ratio is near one value for sharp photographs
+# of any content, and blur lowers it. SHARP_FLOOR of the image's variance is added to the
+# coarser detail: a heavy blur empties both bands, and their ratio alone would then be
+# that of two near-zero numbers; against the image's own contrast it stays low.
+SHARP_SIGMA, SHARP_FLOOR = 2.0, 0.01
+# The percentiles read: the brightest pixels (darkening lowers them, a dark scene with a
+# lamp keeps them), the darkest (brightening lifts them; a bright scene keeps a shadow or
+# an object) and the most colourful (greying takes the colour of every pixel; a muted
+# photograph keeps a little somewhere).
+BRIGHTEST_PCT, DARKEST_PCT, COLOURFUL_PCT = 99, 1, 99
 # An edge row (or column) belongs to a uniform band when its luma varies by less than
 # BAND_STD and its mean lies within BAND_STEP of the outermost row's: a frame or letterbox
 # bar is one flat colour, and a thumbnail's resampling blurs its inner edge by a pixel.
@@ -28,8 +48,8 @@ BAND_STD, BAND_STEP = 6.0, 12.0
 # and below a product shot is flat too, but the object breaks it in a few columns only.
 EDGE_STEP, EDGE_SHARE = 16.0, 0.6
 # What each image gives, in the order :func:`image_stats` returns them.
-STATS = ("mean", "brightest", "darkest", "contrast", "sharpness", "chroma", "clipped",
-         "border")
+STATS = ("mean", "brightest", "darkest", "contrast", "sharpness", "chroma", "colourful",
+         "clipped", "blown", "border")
 # The robust spread of a normal distribution is 1.4826 × its median absolute deviation.
 MAD_SCALE = 1.4826
 
@@ -79,25 +99,41 @@ def _border(y: np.ndarray) -> np.ndarray:
     return out
 
 
+def _sharpness(y: np.ndarray) -> np.ndarray:
+    """log of the Laplacian's energy over the energy of the detail finer than a
+    :data:`SHARP_SIGMA`-px Gaussian plus :data:`SHARP_FLOOR` of the variance (the +1s keep
+    flat images finite), away from the edges the filters reflect at: float32 (n, h, w) →
+    (n,); 0 where the image is under 5 px."""
+    if y.shape[1] < 5 or y.shape[2] < 5:
+        return np.zeros(len(y), np.float32)
+    lap = (4 * y[:, 1:-1, 1:-1] - y[:, :-2, 1:-1] - y[:, 2:, 1:-1]
+           - y[:, 1:-1, :-2] - y[:, 1:-1, 2:])
+    detail = y - gaussian_filter(y, (0, SHARP_SIGMA, SHARP_SIGMA), mode="reflect")
+    fine = np.square(lap[:, 1:-1, 1:-1]).mean((1, 2))
+    coarser = np.square(detail[:, 2:-2, 2:-2]).mean((1, 2)) + SHARP_FLOOR * y.var((1, 2))
+    return np.log((fine + 1.0) / (coarser + 1.0))
+
+
+def _blown(rgb: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The share of pixels that are blown highlights (:data:`BLOWN_LEVEL`,
+    :data:`BLOWN_TEXTURE`): rgb float32 (n, h, w, 3), y its luma (n, h, w) → (n,)."""
+    mean = uniform_filter(y, (1, 3, 3), mode="nearest")
+    var = uniform_filter(y * y, (1, 3, 3), mode="nearest") - mean * mean
+    blown = (rgb.max(3) >= BLOWN_LEVEL) & (var > BLOWN_TEXTURE ** 2)
+    return blown.reshape(len(y), -1).mean(1)
+
+
 def _group_stats(x: np.ndarray) -> np.ndarray:
-    """The :data:`STATS` of images of one size: uint8 (n, h, w, 3) → float32 (n, 8)."""
+    """The :data:`STATS` of images of one size: uint8 (n, h, w, 3) → float32 (n, 10)."""
     rgb = x.astype(np.float32)
     y = rgb @ LUMA
     flat = y.reshape(len(y), -1)
-    brightest, darkest = np.percentile(flat, [99, 5], axis=1)
-    var = flat.var(1)
-    if y.shape[1] >= 3 and y.shape[2] >= 3:
-        lap = (4 * y[:, 1:-1, 1:-1] - y[:, :-2, 1:-1] - y[:, 2:, 1:-1]
-               - y[:, 1:-1, :-2] - y[:, 1:-1, 2:])
-        # High-frequency energy against the image's own variance: blur lowers it, while
-        # darkening or lowering contrast scale both alike (the +1s keep flat images finite).
-        sharp = np.log((np.square(lap).mean((1, 2)) + 1.0) / (var + 1.0))
-    else:
-        sharp = np.zeros(len(y), np.float32)
-    chroma = (rgb.max(3) - rgb.min(3)).reshape(len(y), -1).mean(1)
+    brightest, darkest = np.percentile(flat, [BRIGHTEST_PCT, DARKEST_PCT], axis=1)
+    chroma = (rgb.max(3) - rgb.min(3)).reshape(len(y), -1)
     clipped = (flat >= CLIP_LEVEL).mean(1)
-    return np.stack([flat.mean(1), brightest, darkest, np.sqrt(var), sharp, chroma, clipped,
-                     _border(y)], 1).astype(np.float32)
+    return np.stack([flat.mean(1), brightest, darkest, flat.std(1), _sharpness(y),
+                     chroma.mean(1), np.percentile(chroma, COLOURFUL_PCT, axis=1), clipped,
+                     _blown(rgb, y), _border(y)], 1).astype(np.float32)
 
 
 def image_stats(thumbs: np.ndarray, sizes: np.ndarray | None = None,
@@ -112,11 +148,12 @@ def image_stats(thumbs: np.ndarray, sizes: np.ndarray | None = None,
 
     Returns
     -------
-    name → float32 (N,): ``mean``, ``brightest`` (99th percentile) and ``darkest`` (5th)
-    luma in 0–255, ``contrast`` (luma's standard deviation), ``sharpness`` (log of the
-    Laplacian's energy over the variance), ``chroma`` (mean of each pixel's max − min
-    channel: 0 for grey), ``clipped`` (share of pixels at luma ≥ :data:`CLIP_LEVEL`),
-    ``border`` (share covered by a uniform frame or bars, :func:`_border`)
+    name → float32 (N,): ``mean``, ``brightest`` (99th percentile) and ``darkest`` (1st)
+    luma in 0–255, ``contrast`` (luma's standard deviation), ``sharpness``
+    (:func:`_sharpness`), ``chroma`` (mean of each pixel's max − min channel: 0 for grey),
+    ``colourful`` (its 99th percentile), ``clipped`` (share of pixels at luma ≥
+    :data:`CLIP_LEVEL`), ``blown`` (share of blown highlights, :func:`_blown`), ``border``
+    (share covered by a uniform frame or bars, :func:`_border`)
     """
     n, side = len(thumbs), thumbs.shape[1]
     out = np.zeros((n, len(STATS)), np.float32)

@@ -103,3 +103,55 @@ def test_share_beyond_counts_the_images_on_the_other_side():
     x = np.array([1.0, 2, 3, 4])
     assert share_beyond(x, lower=True).tolist() == [0.75, 0.5, 0.25, 0.0]
     assert share_beyond(x, lower=False).tolist() == [0.0, 0.25, 0.5, 0.75]
+
+
+def _overexposed(x: np.ndarray, clip_share: float) -> np.ndarray:
+    """``x`` with its exposure raised until ``clip_share`` of its pixels clip (as
+    bench/quality.py injects it)."""
+    rgb = x.astype(np.float32)
+    top = np.percentile(rgb @ np.array([0.299, 0.587, 0.114], np.float32),
+                        100 * (1 - clip_share))
+    return (rgb * 255.0 / top).clip(0, 255).astype(np.uint8)
+
+
+def test_a_blown_exposure_clips_texture_and_a_white_backdrop_does_not():
+    smooth = np.asarray(Image.fromarray(_texture(6)).filter(ImageFilter.GaussianBlur(1)))
+    backdrop = np.full((32, 32, 3), 255, np.uint8)
+    yy, xx = np.mgrid[:32, :32]
+    disc = (yy - 16) ** 2 + (xx - 16) ** 2 < 9 ** 2
+    backdrop[disc] = smooth[disc]
+    s = image_stats(np.stack([backdrop, smooth, _overexposed(smooth, 0.3)]))
+    assert s["clipped"][0] > 0.6  # mostly white: the old share of white pixels
+    assert s["blown"][0] < 0.15  # but only its outline is clipped through texture
+    assert s["blown"][1] == 0 and s["blown"][2] > 0.25
+
+
+def test_colourful_reads_the_most_colourful_pixels():
+    muted = np.full((32, 32, 3), 120, np.uint8)
+    muted[:6, :6] = (200, 40, 40)  # a red roof in a grey street: 3.5% of the pixels
+    faded = (0.1 * _texture(7).astype(np.float32) + 0.9 * 128).astype(np.uint8)
+    s = image_stats(np.stack([muted, faded, _texture(7)]))
+    assert s["chroma"][0] < 10 and s["colourful"][0] == 160  # mean low, top high
+    assert s["colourful"][1] < 0.15 * s["colourful"][2]  # every pixel's colour taken
+
+
+def test_a_few_dark_pixels_keep_a_bright_scene_from_looking_brightened():
+    snow = np.full((32, 32, 3), 235, np.uint8)
+    snow[:4, :4] = 20  # a skier: 1.6% of the pixels
+    s = image_stats(np.stack([snow]))
+    assert s["darkest"][0] == 20
+
+
+def test_a_heavy_blur_scores_below_a_light_one():
+    # Squares of 16 px in random colours, with a little grain: edges at every scale, and
+    # contrast that blur keeps (blurred noise alone would turn flat, low_info's case).
+    squares = np.kron(_texture(8, 4), np.ones((16, 16, 1), np.uint8))
+    grain = np.random.default_rng(9).integers(-6, 7, squares.shape)
+    img = Image.fromarray((squares + grain).clip(0, 255).astype(np.uint8))
+    radii = (0, 1, 2, 4, 6)
+    s = image_stats(np.stack([np.asarray(img.filter(ImageFilter.GaussianBlur(r)) if r else img)
+                              for r in radii]))["sharpness"]
+    assert (s[1:] < s[0] - 1.0).all(), s
+    # A heavy blur empties both bands; against the image's own contrast it stays below a
+    # light one rather than drifting back toward sharp.
+    assert (s[3:] < s[1] - 0.5).all(), s

@@ -31,6 +31,8 @@ from worker.pipeline.findings.kind_registry import register
 # An image is grey when its mean chroma (max − min channel, 0–255) is below GREY_CHROMA
 # (a JPEG of a grey image keeps a level or two of colour noise); where at least
 # GREY_MAJORITY of the run is grey, greyness is the dataset's, and ``grey`` marks nothing.
+# (``grey`` itself scores the 99th percentile, image_stats' ``colourful``: the mean would
+# call a muted photograph with one red roof as grey as a faded one.)
 GREY_CHROMA, GREY_MAJORITY = 2.0, 0.5
 # The least spreads counted (image_stats.robust_z): log units for the log statistics,
 # shares for ``clipped`` and ``border``. One pixel size everywhere (CIFAR's 32 × 32) gives
@@ -125,9 +127,11 @@ class DarkKind(QualityKind):
 @register
 class BrightKind(QualityKind):
     name, title, order = "bright", "too bright", 41
-    # Brightening lifts the darkest pixels (5th percentile) toward white: scored on the
-    # headroom left below white, 255 − that.
+    # Brightening lifts the darkest pixels (1st percentile) toward white: scored on the
+    # headroom left below white, 255 − that. A bright scene (snow, a white backdrop) keeps
+    # a shadow or a dark object, and a few dark pixels are enough.
     stat, words, beyond = "darkest", "its darkest pixels are", "brighter"
+    version = "2"
 
     def values(self, ctx: FindingContext) -> np.ndarray:
         return 255.0 - ctx.image_stats["darkest"]
@@ -142,10 +146,12 @@ class BrightKind(QualityKind):
 class BlurryKind(QualityKind):
     name, title, order = "blurry", "blurry", 42
     stat, log, beyond = "sharpness", False, "blurrier"
+    version = "2"
 
     def detail(self, table: FindingTable, i: int) -> str:
         rel = float(np.exp(table.facts["value"][i] - table.info["median"]))
-        return f"its fine detail (for its contrast) is {100 * rel:.0f}% of the median image's"
+        return (f"its finest detail (against its coarser detail) is {100 * rel:.0f}% of the "
+                "median image's")
 
 
 @register
@@ -157,7 +163,8 @@ class LowInfoKind(QualityKind):
 @register
 class GreyKind(QualityKind):
     name, title, order = "grey", "grey in colour data", 44
-    stat, words, beyond = "chroma", "colour (0 = grey)", "greyer"
+    stat, words, beyond = "colourful", "its most colourful pixels' chroma (0 = grey)", "greyer"
+    version = "2"
     tail = False  # the grey images are the low tail: it must not widen the spread
 
     def compute(self, ctx: FindingContext) -> FindingTable:
@@ -173,12 +180,16 @@ class GreyKind(QualityKind):
 @register
 class OverexposedKind(QualityKind):
     name, title, order = "overexposed", "overexposed", 45
-    stat, lower, log, floor = "clipped", False, False, 0.02
+    # Blown highlights: clipped pixels where the picture had texture (image_stats' ``blown``),
+    # not the share of white: a white product backdrop is flat, a blown exposure is not.
+    stat, lower, log, floor = "blown", False, False, 0.01
     beyond = "more blown highlights"
+    version = "2"
 
     def detail(self, table: FindingTable, i: int) -> str:
-        return (f"{100 * float(table.facts['value'][i]):.0f}% of its pixels are clipped to "
-                f"white, against a median of {100 * table.info['median']:.1f}%")
+        return (f"{100 * float(table.facts['value'][i]):.0f}% of its pixels are highlights "
+                f"clipped through texture, against a median of "
+                f"{100 * table.info['median']:.1f}%")
 
 
 @register
