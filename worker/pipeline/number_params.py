@@ -182,7 +182,7 @@ QUALITY_CUTS: dict[str, tuple[float, str]] = {  # kind → (default cut, what it
     "dark": (3.73, "its brightest pixels lie T robust spreads below"),
     "bright": (3.0, "its darkest pixels lie T robust spreads above"),
     "blurry": (3.84, "its sharpness lies T robust spreads below"),
-    "low_info": (3.35, "its contrast lies T robust spreads below"),
+    "low_info": (3.29, "its contrast lies T robust spreads below"),
     "odd_size": (3.0, "its pixel count or aspect ratio lies T robust spreads from"),
     "grey": (3.0, "its colour lies T robust spreads below"),
     "overexposed": (4.37, "its highlights clipped through texture lie T robust spreads above"),

@@ -39,6 +39,10 @@ SHARP_SIGMA, SHARP_FLOOR = 2.0, 0.01
 # an object) and the most colourful (greying takes the colour of every pixel; a muted
 # photograph keeps a little somewhere).
 BRIGHTEST_PCT, DARKEST_PCT, COLOURFUL_PCT = 99, 1, 99
+# Contrast is the luma's range between these percentiles: flattening narrows all of it,
+# while the standard deviation of a photograph with a small bright or dark object (a
+# bird against the sky) is small although the picture is not flat.
+CONTRAST_PCT = (2, 98)
 # An edge row (or column) belongs to a uniform band when its luma varies by less than
 # BAND_STD and its mean lies within BAND_STEP of the outermost row's: a frame or letterbox
 # bar is one flat colour, and a thumbnail's resampling blurs its inner edge by a pixel.
@@ -128,10 +132,11 @@ def _group_stats(x: np.ndarray) -> np.ndarray:
     rgb = x.astype(np.float32)
     y = rgb @ LUMA
     flat = y.reshape(len(y), -1)
-    brightest, darkest = np.percentile(flat, [BRIGHTEST_PCT, DARKEST_PCT], axis=1)
+    brightest, darkest, low, high = np.percentile(
+        flat, [BRIGHTEST_PCT, DARKEST_PCT, *CONTRAST_PCT], axis=1)
     chroma = (rgb.max(3) - rgb.min(3)).reshape(len(y), -1)
     clipped = (flat >= CLIP_LEVEL).mean(1)
-    return np.stack([flat.mean(1), brightest, darkest, flat.std(1), _sharpness(y),
+    return np.stack([flat.mean(1), brightest, darkest, high - low, _sharpness(y),
                      chroma.mean(1), np.percentile(chroma, COLOURFUL_PCT, axis=1), clipped,
                      _blown(rgb, y), _border(y)], 1).astype(np.float32)
 
@@ -149,7 +154,8 @@ def image_stats(thumbs: np.ndarray, sizes: np.ndarray | None = None,
     Returns
     -------
     name → float32 (N,): ``mean``, ``brightest`` (99th percentile) and ``darkest`` (1st)
-    luma in 0–255, ``contrast`` (luma's standard deviation), ``sharpness``
+    luma in 0–255, ``contrast`` (the range between its 2nd and 98th percentiles),
+    ``sharpness``
     (:func:`_sharpness`), ``chroma`` (mean of each pixel's max − min channel: 0 for grey),
     ``colourful`` (its 99th percentile), ``clipped`` (share of pixels at luma ≥
     :data:`CLIP_LEVEL`), ``blown`` (share of blown highlights, :func:`_blown`), ``border``

@@ -155,3 +155,11 @@ def test_a_heavy_blur_scores_below_a_light_one():
     # A heavy blur empties both bands; against the image's own contrast it stays below a
     # light one rather than drifting back toward sharp.
     assert (s[3:] < s[1] - 0.5).all(), s
+
+
+def test_contrast_is_the_luma_range_a_small_object_keeps():
+    sky = np.full((32, 32, 3), 200, np.uint8)
+    sky[10:16, 10:16] = 40  # a bird: 3.5% of the pixels
+    flattened = (128 + 0.1 * (sky.astype(np.float32) - 128)).astype(np.uint8)
+    s = image_stats(np.stack([sky, flattened]))["contrast"]
+    assert s[0] == 160 and s[1] <= 17  # the standard deviation of the first is 29

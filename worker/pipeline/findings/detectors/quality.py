@@ -157,7 +157,8 @@ class BlurryKind(QualityKind):
 @register
 class LowInfoKind(QualityKind):
     name, title, order = "low_info", "near-uniform", 43
-    stat, words, beyond = "contrast", "contrast (luma spread)", "flatter"
+    stat, words, beyond = "contrast", "contrast (luma range of its middle 96%)", "flatter"
+    version = "2"
 
 
 @register
