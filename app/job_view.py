@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import dash_bootstrap_components as dbc
 from dash import html, no_update
 
+from app.access import require_job
 from app.app_context import dispatcher, settings
 from app.layout import error_alert
 from worker.pipeline.errors import InputError
@@ -79,6 +80,7 @@ def job_progress(job: dict) -> html.Div:
 def submit(run_id: str, kind: str, params: object) -> tuple:
     """Submit a job of typed ``params`` (worker.jobs.job_params); an error is an alert."""
     try:
+        require_job(kind)
         job_id = dispatcher().submit(run_id, kind, params)
     except InputError as exc:
         return no_update, error_alert(str(exc)), True

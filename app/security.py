@@ -3,9 +3,11 @@
 - Its ``Host`` must be a loopback name, the bound address or one of
   ``CURATOR_ALLOWED_HOSTS``, so a web page cannot reach the server by DNS rebinding.
 - Its body may not exceed ``CURATOR_MAX_BODY_BYTES``.
-- With ``CURATOR_AUTH_TOKEN`` set, it must carry the token: as ``?token=`` once (it is
-  then kept in an HTTP-only cookie), or as an ``Authorization: Bearer`` header. The token
-  never reaches the access log.
+- With ``CURATOR_AUTH_TOKEN`` set, or a live token made by ``curator token add`` in the
+  runs root (worker/people.py), it must carry a token: as ``?token=`` once (it is then
+  kept in an HTTP-only cookie), or as an ``Authorization: Bearer`` header. The token names
+  the person (``flask.g.person``: their role, checked by app/access.py, and the name their
+  decisions are signed with) and never reaches the access log.
 - A callback request whose JSON is not the shape Dash sends is a 400; a run page for a run
   id that names no folder inside the runs root is a 404.
 - Responses carry a Content-Security-Policy (flask-talisman) that lets no markup from user
@@ -14,19 +16,19 @@
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import posixpath
 import re
 
 import dash
-from flask import Flask, Response, request
+from flask import Flask, Response, g, request
 
 from app.app_context import settings
 from app.responses import text_response
+from worker.people import Person, person_for, tokens_required
 from worker.pipeline.errors import InputError
-from worker.pipeline.storage.author import set_author
+from worker.pipeline.storage.author import os_user, set_author
 from worker.run_catalog import resolve_run
 from worker.settings import Settings
 
@@ -34,7 +36,6 @@ from worker.settings import Settings
 # only with the debug_hooks setting (CURATOR_DEBUG_HOOKS=1, or `curator serve --debug`).
 DEBUG_SCRIPT = "curate_debug.js"
 TOKEN_COOKIE = "curator_token"
-TOKEN_AUTHOR = "admin"  # the name CURATOR_AUTH_TOKEN's holder signs decisions with
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DASH_UPDATE = "/_dash-update-component"
 RUN_PAGES = ("curate", "results")
@@ -97,12 +98,13 @@ def guard() -> Response | None:
                                   "(set CURATOR_ALLOWED_HOSTS to add one)")
     if (request.content_length or 0) > config.max_body_bytes:
         return text_response(413, f"request body over {config.max_body_bytes} bytes")
-    denied = check_token(config.auth_token)
-    if denied is not None:
-        return denied
-    # Who this request's decisions are signed by (worker/pipeline/storage/author.py): the
-    # one access token is one admin; a server without a token is its OS user's own.
-    set_author(TOKEN_AUTHOR if config.auth_token else None)
+    who = request_person(config)
+    if not isinstance(who, Person):
+        return who  # the 401
+    # Who this request is (app/access.py checks the role) and the name its decisions are
+    # signed with (worker/pipeline/storage/author.py).
+    g.person = who
+    set_author(who.name)
     if (not config.debug_hooks and request.path.startswith("/assets/")
             and posixpath.basename(request.path) == DEBUG_SCRIPT):
         return text_response(404, "no such file")
@@ -119,17 +121,19 @@ def guard() -> Response | None:
     return None
 
 
-def check_token(token: str) -> Response | None:
-    """The 401 for a request without ``token`` (None when it has it, or none is set)."""
-    if not token or request.path == "/healthz":
-        return None
+def request_person(config: Settings) -> Person | Response:
+    """Who the request is (worker/people.py), or the 401 for one without a valid token. A
+    server with neither CURATOR_AUTH_TOKEN nor a live token in the runs root is its OS
+    user's own, as admin; ``/healthz`` needs no one."""
+    if request.path == "/healthz" or not tokens_required(config.runs_root, config.auth_token):
+        return Person(os_user(), "admin")
     given = (request.args.get("token") or request.cookies.get(TOKEN_COOKIE)
              or request.headers.get("Authorization", "").removeprefix("Bearer ").strip())
-    # Compare bytes: compare_digest refuses str with non-ASCII characters (a 500 before).
-    if given and hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode()):
-        return None
-    return text_response(401, "this tsne-curator needs its access token (open the URL with "
-                              "?token=...)")
+    person = person_for(config.runs_root, given, config.auth_token)
+    if person is not None:
+        return person
+    return text_response(401, "this tsne-curator needs an access token (open the URL with "
+                              "?token=...; 'curator token add NAME --role ROLE' makes one)")
 
 
 def check_token_setting(token: str) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, clientside_callback, dcc, html
 
+from app.access import require
 from app.app_context import settings
 from app.curate import ALERT, page_actions
 from worker.pipeline.errors import InputError
@@ -53,6 +54,7 @@ def apply(run_id: str, change: Callable[[Path], object]) -> dict:
     """
     root = settings().runs_root
     try:
+        require("decide")  # a viewer's change is refused before anything is written
         change(root)
         alert = None
     except InputError as exc:

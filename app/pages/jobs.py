@@ -6,6 +6,7 @@ import dash
 import dash_bootstrap_components as dbc
 from dash import ALL, Input, Output, callback, ctx, dcc, html, no_update
 
+from app.access import require
 from app.app_context import dispatcher, settings
 from app.job_view import job_duration, job_progress
 from app.layout import error_alert, info_alert, live_table
@@ -66,6 +67,7 @@ def cancel(_clicks):
         return no_update
     target = ctx.triggered_id
     try:
+        require("cancel")
         status = dispatcher().cancel(target["run"], target["job"])
     except InputError as exc:
         return error_alert(str(exc))

@@ -10,6 +10,7 @@ import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
 from flask import current_app
 
+from app.access import require
 from app.app_context import dispatcher, settings
 from app.job_view import job_progress
 from app.layout import error_alert, feature_badges, live_table, number_input
@@ -241,6 +242,7 @@ def new_run_params(form: RunForm) -> tuple[str, PipelineParams]:
 )
 def start_run(_n, form: dict):
     try:
+        require("run")
         run_id, params = new_run_params(RunForm(**form))
         claim_out_dir(resolve_run(settings().runs_root, run_id).path)
         job = dispatcher().submit(run_id, "pipeline", params)

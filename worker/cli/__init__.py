@@ -18,6 +18,7 @@ from collections.abc import Callable
 # (each command imports what it needs when it runs).
 from worker.cli import (
     curation_commands,
+    people_commands,
     report_commands,
     service_commands,
     step_commands,
@@ -68,6 +69,7 @@ EXAMPLES = {
     "cancel": "curator cancel 3f2a9c1d0b7e --run runs/demo",
     "undo": "curator undo runs/demo",
     "history": "curator history runs/demo --sample 17",
+    "token": "curator token add ana --role reviewer",
     "params": "curator params runs/demo",
     "relabel": "curator relabel runs/demo 3 13",
 }
@@ -85,7 +87,7 @@ class _Parser(argparse.ArgumentParser):
 # (app/cli.py adds it): the worker never imports the app.
 COMMAND_GROUPS: tuple[Callable[[Add], None], ...] = (
     step_commands.register, report_commands.register, curation_commands.register,
-    training_commands.register, service_commands.register)
+    training_commands.register, service_commands.register, people_commands.register)
 
 
 def build_parser(groups: tuple[Callable[[Add], None], ...] = COMMAND_GROUPS

@@ -112,18 +112,35 @@ def test_tokens(root):
     assert c.get("/curate/digits", headers={"Authorization": "Bearer s3cret"}).status_code == 200
 
 
-def test_a_requests_decisions_are_signed_by_its_token_holder(root):
-    """With the access token, a request acts as the admin it names; without one, as the
-    server's OS user (worker/pipeline/storage/author.py)."""
-    from app.security import TOKEN_AUTHOR, guard
+def test_a_request_is_its_token_holder_and_acts_as_their_role(root):
+    """The request's person (worker/people.py) signs its decisions and is checked at the
+    change channel: the one admin token, a person's token, a server with no token (its OS
+    user, as admin); a viewer's keep is refused in one line and nothing is written; a
+    revoked token is a 401 at the next request."""
+    from app.curate import changes
+    from app.security import guard
     from app.server import create_app
+    from worker.people import add_token, revoke_token
     from worker.pipeline.storage.author import current_author, os_user
 
-    for token, author in (("s3cret", TOKEN_AUTHOR), ("", os_user())):
+    def request(server, token: str):
+        return server.test_request_context("/curate/digits", headers={
+            "Host": "127.0.0.1", "Authorization": f"Bearer {token}"})
+
+    for token, author in (("s3cret", "admin"), ("", os_user())):
         server = create_app(Settings(runs_root=root, auth_token=token)).server
-        with server.test_request_context("/curate/digits", headers={
-                "Host": "127.0.0.1", "Authorization": f"Bearer {token}"}):
+        with request(server, token):
             assert guard() is None and current_author() == author
+    viewer = add_token(root, "vera", "viewer")
+    server = create_app(Settings(runs_root=root)).server
+    wrote = []
+    with request(server, viewer):
+        assert guard() is None and current_author() == "vera"
+        record = changes.apply("digits", wrote.append)
+    assert wrote == [] and record["alert"].startswith("vera is a viewer here and cannot keep")
+    revoke_token(root, "vera")
+    with request(server, viewer):
+        assert guard().status_code == 401
 
 
 def test_the_servers_edges_answer_4xx_and_log_no_traceback(client, caplog):
