@@ -1,8 +1,9 @@
 """People and roles on the Curate page, in real headless Chromium against a real
 ``curator serve`` whose runs root holds three people's tokens (``curator token add``): a
 viewer's keep is refused with a clear line and nothing changes; a reviewer's keep is
-stored and signed with their name, their retrain refused; an admin's keep is signed with
-theirs; a revoked token stops working at the next request."""
+stored and signed with their name, their retrain refused; an admin's decision is signed
+with theirs; two reviewers in two browsers see each other's decisions; a revoked token
+stops working at the next request."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ from selenium.webdriver.common.by import By
 
 from bench.browser import (
     browser_marks,
+    chrome,
     curator_cmd,
     focus_row,
     focused_sample,
+    grid_rows,
     open_review_list,
     served,
     wait_for,
 )
 from worker.people import add_token
 from worker.pipeline.storage.curation_store import CurationStore
-from worker.pipeline.storage.decision_log import last_decision
+from worker.pipeline.storage.decision_log import last_decision, sample_history
 
 pytestmark = browser_marks()
 
@@ -103,3 +106,27 @@ def test_a_revoked_token_stops_working_at_the_next_request(page, roles_root, tok
                    check=True, capture_output=True)
     d.get(f"{srv.url}/curate/roles")  # the cookie still holds rui's token
     wait_for(lambda: "needs an access token" in d.find_element(By.TAG_NAME, "body").text)
+
+
+def test_two_reviewers_at_once_see_each_others_decisions(page, roles_root, tokens):
+    """Two browsers on one run: each decision is stored as it is made; a second person's
+    decision on the same sample stands, and the first sees whose it is at their next
+    refresh; the history keeps both."""
+    srv, first = page
+    url = f"{srv.url}/curate/roles?token="
+    ana, bo = add_token(roles_root, "ana", "reviewer"), add_token(roles_root, "bo", "reviewer")
+    store = _store(roles_root)
+    second = chrome()
+    try:
+        sample = _press_on_first_row(first, url + ana, "a")
+        wait_for(lambda: store.overrides().get(sample) == "keep")
+        assert _press_on_first_row(second, url + bo, "d") == sample
+        wait_for(lambda: store.overrides().get(sample) == "drop")
+        open_review_list(first, f"{srv.url}/curate/roles")  # ana's next refresh
+        row = wait_for(lambda: next((r for r in grid_rows(first) if r["sample"] == sample
+                                     and r["decided"].startswith("bo · ")), None))
+        assert row["state"] == "dropped"
+        assert [(r["author"], r["after"]) for r in sample_history(store, sample)][-2:] == \
+            [("ana", "keep"), ("bo", "drop")]
+    finally:
+        second.quit()
