@@ -147,7 +147,22 @@ def repaint_ms(driver, counts: bool = True, timeout: float = 30.0) -> float:
 # Chrome's Event Timing entries (its own measure, the one INP uses: from the key to the
 # frame presented on screen, so a little later than the paint; it reports only those of
 # 16 ms or more, in steps of 8 ms) are printed beside it as a check.
-TRIAGE_PROBE = """
+# Checks ``shown()`` after each frame's paint (a message posted from an animation-frame
+# callback runs after that frame's paint) until it holds; then ``rec.ms`` is the time from
+# ``t0`` and ``rec.done`` is set. Every probe below starts with it.
+UNTIL_PAINTED = """
+window.untilPainted = (shown, rec, t0) => {
+  const frame = () => requestAnimationFrame(() => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => {
+      if (shown()) { rec.ms = performance.now() - t0; rec.done = true; } else frame();
+    };
+    ch.port2.postMessage(0);
+  });
+  frame();
+};
+"""
+TRIAGE_PROBE = UNTIL_PAINTED + """
 window.triage = [];
 window.triageEvents = [];
 new PerformanceObserver((list) => {
@@ -172,20 +187,13 @@ document.addEventListener('keydown', (e) => {
     return node && cell && cell.closest('.ag-row').getAttribute('row-index') === String(want)
       && ring && ring.dataset.sample === String(node.data.sample);
   };
-  const frame = () => requestAnimationFrame(() => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => {
-      if (shown()) { rec.ms = performance.now() - t0; rec.done = true; } else frame();
-    };
-    ch.port2.postMessage(0);
-  });
-  frame();
+  untilPainted(shown, rec, t0);
 }, true);
 """
 # More like this (app/curate/similar_panel.py): from the s key's event until the first frame
 # painted with the review list holding the focused row's nearest samples (rows set after
 # the key, their distance column filled, the line naming the sample asked about).
-SIMILAR_PROBE = """
+SIMILAR_PROBE = UNTIL_PAINTED + """
 window.similarSteps = [];
 const grid = () => dash_ag_grid.getApi('review-grid');
 // The rows must be the new listing's: the last listing's rows also have distances.
@@ -204,19 +212,12 @@ document.addEventListener('keydown', (e) => {
     return window.similarRows > t0 && first && first.data.distance !== null
       && first.data.sample !== anchor && line.startsWith('similar to #' + anchor + ' ');
   };
-  const frame = () => requestAnimationFrame(() => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => {
-      if (shown()) { rec.ms = performance.now() - t0; rec.done = true; } else frame();
-    };
-    ch.port2.postMessage(0);
-  });
-  frame();
+  untilPainted(shown, rec, t0);
 }, true);
 """
 # An image file picked in the upload box (app/curate/similar_panel.py): from the file
 # input's change event until the first frame painted with the file's nearest samples.
-UPLOAD_PROBE = """
+UPLOAD_PROBE = UNTIL_PAINTED + """
 window.uploads = [];
 const input = document.querySelector('#similar-upload input[type=file]');
 input.addEventListener('change', (e) => {
@@ -225,18 +226,11 @@ input.addEventListener('change', (e) => {
   window.uploads.push(rec);
   const shown = () => window.similarRows > t0 &&
     document.getElementById('similar-line').textContent.startsWith('similar to ' + name);
-  const frame = () => requestAnimationFrame(() => {
-    const ch = new MessageChannel();
-    ch.port1.onmessage = () => {
-      if (shown()) { rec.ms = performance.now() - t0; rec.done = true; } else frame();
-    };
-    ch.port2.postMessage(0);
-  });
-  frame();
+  untilPainted(shown, rec, t0);
 }, true);
 """
-# The same step as the bench timed it until the nineteenth session: "j" dispatched by a
-# script, timed to two animation frames later (that counts one frame more than the paint).
+# The same step as the bench first timed it: "j" dispatched by a script, timed to two
+# animation frames later (that counts one frame more than the paint).
 TRIAGE_SCRIPTED = """
 const done = arguments[arguments.length - 1];
 const t0 = performance.now();
