@@ -76,9 +76,17 @@ def test_digits_hold_no_copies_and_the_default_drops_only_label_flags(digits_run
     hit = sum(r["index"] in wrong for r in dropped)
     precision, recall = hit / len(dropped), hit / len(wrong)
     assert 2 * precision * recall / (precision + recall) >= 0.95, (precision, recall)
-    # The outliers the digits do have are proposed, not dropped: listed, kept.
+    # The outliers the digits do have are proposed, not dropped: listed, kept. Beside them
+    # the image-quality kinds propose at most two: a thick "1", all smooth shading, is
+    # blurrier than the other digits to ``blurry`` (its finest detail against its coarser
+    # detail, measured 2026-11-29).
     proposed = [r for r in rows if r["decision"] == PROPOSED]
-    assert all("outlier" in r["findings"] or "duplicate" in r["findings"] for r in proposed)
+    others = [r for r in proposed if "outlier" not in r["findings"]
+              and "duplicate" not in r["findings"]]
+    quality = ("dark", "bright", "blurry", "low_info", "grey", "overexposed", "border",
+               "odd_size")
+    assert len(others) <= 2 and all(any(k in r["findings"] for k in quality)
+                                    for r in others), others
 
 
 def test_digits_written_as_jpeg_files_hold_no_copies(tmp_path):
