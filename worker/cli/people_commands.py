@@ -11,11 +11,11 @@ from worker.cli.text_tables import format_rows
 
 # Only light modules at the top: `curator --help` must not import torch, numpy or sklearn.
 from worker.people import ROLES, add_token, records, revoke_token, tokens_path
+from worker.settings import load_settings
 
 
 def _root(a: argparse.Namespace) -> Path:
     from worker.run_catalog import check_runs_root
-    from worker.settings import load_settings  # pydantic-settings: 0.1 s of start-up
 
     return check_runs_root(a.runs_root or load_settings().runs_root)
 

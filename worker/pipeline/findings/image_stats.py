@@ -14,7 +14,6 @@ statistic reads only the image's own part of its thumbnail, so a wide photograph
 from __future__ import annotations
 
 import numpy as np
-from scipy.ndimage import gaussian_filter, uniform_filter
 
 # Luma weights (ITU-R BT.601), as PIL's convert("L") uses.
 LUMA = np.array([0.299, 0.587, 0.114], np.float32)
@@ -110,6 +109,9 @@ def _sharpness(y: np.ndarray) -> np.ndarray:
     (n,); 0 where the image is under 5 px."""
     if y.shape[1] < 5 or y.shape[2] < 5:
         return np.zeros(len(y), np.float32)
+    # Deferred: scipy.ndimage would load for every command that reads a run's findings.
+    from scipy.ndimage import gaussian_filter
+
     lap = (4 * y[:, 1:-1, 1:-1] - y[:, :-2, 1:-1] - y[:, 2:, 1:-1]
            - y[:, 1:-1, :-2] - y[:, 1:-1, 2:])
     detail = y - gaussian_filter(y, (0, SHARP_SIGMA, SHARP_SIGMA), mode="reflect")
@@ -121,6 +123,8 @@ def _sharpness(y: np.ndarray) -> np.ndarray:
 def _blown(rgb: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The share of pixels that are blown highlights (:data:`BLOWN_LEVEL`,
     :data:`BLOWN_TEXTURE`): rgb float32 (n, h, w, 3), y its luma (n, h, w) → (n,)."""
+    from scipy.ndimage import uniform_filter  # deferred, as in _sharpness
+
     mean = uniform_filter(y, (1, 3, 3), mode="nearest")
     var = uniform_filter(y * y, (1, 3, 3), mode="nearest") - mean * mean
     blown = (rgb.max(3) >= BLOWN_LEVEL) & (var > BLOWN_TEXTURE ** 2)
