@@ -710,10 +710,10 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
             b = wait_for(lambda t=t0: (v := driver.execute_script("return window.bench"))
                          ["answered"] > t and v, timeout=1200, poll=0.05)
             results["apply to all classes"].append(b["answered"] - t0)
-        if args.similar:
-            results["more like this (s → listing painted)"] = similar_ms(driver, args.similar)
         if args.review:
             results.update(review_list(driver, args.review))
+        if args.similar:  # last: it leaves the review list holding a listing
+            results["more like this (s → listing painted)"] = similar_ms(driver, args.similar)
         server_rss = _peak_rss_gb(server.proc.pid)
     print(f"# UI latency, {n_total} points, class of {n_points[1]} · {machine()}")
     report(results)

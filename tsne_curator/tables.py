@@ -22,7 +22,7 @@ from worker.pipeline.storage.decision_log import Decided, last_decisions
 from worker.pipeline.storage.rundir import RunDir
 
 FINDING_COLUMNS = ("index", "path", "label", "kind", "score", "suggested_label", "related",
-                   "decision", "reason", "why")
+                   "decision", "reason", "why", "decided_by", "decided_at")
 # Manifest columns read as text whatever they hold (class names may be numbers).
 TEXT_COLUMNS = {"path", "label", "given_label", "true_label", "reason", "findings",
                 "suggested_label"}

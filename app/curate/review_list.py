@@ -150,6 +150,7 @@ def layout(page: Page) -> html.Div:
         html.Div(id=PAIRS, className="mb-1 review-pairs"), _selected_row_actions(classes),
         _listed_row_actions(), _confirm_box(), similar_panel.layout(page),
         html.Div(id=SELECTION, className="small text-muted review-selection"), _review_grid(),
+        similar_panel.asking(),
         html.Div(id=DETAIL, className="small mt-1 review-detail"),
         html.Div(id=RELATED, className="d-flex flex-wrap gap-2 mt-1 review-related"),
         _key_line(),

@@ -62,13 +62,24 @@ REQUEST_SLACK = 64 * 1024
 
 
 def layout(page: Page) -> html.Div:
-    """The upload box, k, and the line that says what is listed, with Back to the list.
+    """The line that says what is listed, with Back to the list, over the review list
+    (no height while nothing is listed, so the list starts where it did), and its stores.
     The run's network starts loading in the background (:func:`warm_network`)."""
     warm_network(page.run_id)
-    k = PARAMS["similar_k"]
     return html.Div([
         dcc.Store(id=ASK), dcc.Store(id=SIMILAR), dcc.Store(id=SHOWN), dcc.Store(id=FILE),
         dcc.Store(id=LIMIT, data=upload_limit()),
+        html.Span(id=LINE, className="small similar-line"),
+        html.Span(small_button("Back to the list", BACK, "secondary",
+                               "The review list again, as it was"),
+                  id=BACK_BOX, hidden=True),
+    ], className="d-flex flex-wrap align-items-center gap-2 similar-panel")
+
+
+def asking() -> html.Div:
+    """The upload box and k, under the review list with its keys."""
+    k = PARAMS["similar_k"]
+    return html.Div([
         dcc.Upload(html.Span(["More like an image: drop a file here or ",
                               html.A("pick one", className="link-primary")]),
                    id=UPLOAD, multiple=False, className="similar-upload small"),
@@ -76,11 +87,7 @@ def layout(page: Page) -> html.Div:
                         dbc.Input(id=K, type="number", min=k.low, max=200, step=1,
                                   value=k.default, size="sm", style={"maxWidth": "4.5rem"})],
                        size="sm", class_name="w-auto"),
-        html.Span(id=LINE, className="small similar-line"),
-        html.Span(small_button("Back to the list", BACK, "secondary",
-                               "The review list again, as it was"),
-                  id=BACK_BOX, hidden=True),
-    ], className="d-flex flex-wrap align-items-center gap-2 mb-1 similar-panel")
+    ], className="d-flex flex-wrap align-items-center gap-2 mt-1 similar-ask")
 
 
 _WARMED: set[tuple[str, str]] = set()  # (runs root, run id)
