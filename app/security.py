@@ -22,7 +22,7 @@ import posixpath
 import re
 
 import dash
-from flask import Flask, Response, g, request
+from flask import Flask, Response, current_app, g, request
 
 from app.app_context import settings
 from app.responses import text_response
@@ -123,13 +123,21 @@ def guard() -> Response | None:
 
 def request_person(config: Settings) -> Person | Response:
     """Who the request is (worker/people.py), or the 401 for one without a valid token. A
-    server with neither CURATOR_AUTH_TOKEN nor a live token in the runs root is its OS
-    user's own, as admin; ``/healthz`` needs no one."""
-    if request.path == "/healthz" or not tokens_required(config.runs_root, config.auth_token):
+    server with neither CURATOR_AUTH_TOKEN nor a token file in the runs root is its OS
+    user's own, as admin; ``/healthz`` needs no one. A damaged token file lets no one in
+    (a 503; the server's log names the file)."""
+    if request.path == "/healthz":
         return Person(os_user(), "admin")
     given = (request.args.get("token") or request.cookies.get(TOKEN_COOKIE)
              or request.headers.get("Authorization", "").removeprefix("Bearer ").strip())
-    person = person_for(config.runs_root, given, config.auth_token)
+    try:
+        if not tokens_required(config.runs_root, config.auth_token):
+            return Person(os_user(), "admin")
+        person = person_for(config.runs_root, given, config.auth_token)
+    except InputError as exc:
+        current_app.logger.error("%s", exc)
+        return text_response(503, "this tsne-curator cannot read its access tokens: the "
+                                  "server's log says why")
     if person is not None:
         return person
     return text_response(401, "this tsne-curator needs an access token (open the URL with "

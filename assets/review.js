@@ -40,13 +40,27 @@
 
   // Where sample `sample` is drawn, in pixels from the plot's corner: [x, y], or null.
   // From _fullData: its coordinates are decoded (gd.data may hold typed-array specs).
+  // Each trace's sample → point index, made once per drawn trace: the rings of a listing
+  // look up k samples on every repaint, and a scan per sample is k × N.
+  const pointsOf = new WeakMap();
+  function pointIndex(trace, sample) {
+    let at = pointsOf.get(trace);
+    if (!at) {
+      at = new Map();
+      Array.from(trace.customdata).forEach((s, k) => at.set(Number(s), k));
+      pointsOf.set(trace, at);
+    }
+    const k = at.get(Number(sample));
+    return k === undefined ? -1 : k;
+  }
+
   function position(gd, sample) {
     const L = gd._fullLayout;
     if (!L || !L.xaxis || !L.yaxis) return null;
     for (const trace of gd._fullData || []) {
       const ids = trace.customdata;
-      if (!ids || !ids.indexOf || !trace.x) continue;
-      const k = ids.indexOf(sample);
+      if (!ids || !ids.length || !trace.x) continue;
+      const k = pointIndex(trace, sample);
       if (k >= 0) {
         return [L._size.l + L.xaxis.l2p(Number(trace.x[k])),
                 L._size.t + L.yaxis.l2p(Number(trace.y[k]))];
@@ -193,8 +207,8 @@
   // (the server answers: app/curate/similar_panel.py).
   function askSimilar(grid) {
     let sample = store.get("pointed");
-    if (sample === null) {
-      const node = grid.getDisplayedRowAtIndex(Math.max(0, focusedIndex(grid)));
+    if (sample === null && focusedIndex(grid) >= 0) {  // nothing hovered, nothing focused: none
+      const node = grid.getDisplayedRowAtIndex(focusedIndex(grid));
       sample = node && node.data ? node.data.sample : null;
     }
     if (sample !== null) setProps(SIMILAR_ASK, {data: {sample, at: Date.now()}});

@@ -14,6 +14,8 @@ token has been made, one is needed, even after the last is revoked.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
@@ -21,6 +23,7 @@ import os
 import re
 import secrets
 import threading
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -38,6 +41,9 @@ ALLOWED = {"read": "viewer", "decide": "reviewer", "export": "reviewer", "train"
 ACTION_WORDS = {"decide": "keep, drop, relabel or re-cluster", "export": "export",
                 "train": "retrain", "run": "start a run", "cancel": "cancel jobs"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+# Names that already mean something in a signed history: the CURATOR_AUTH_TOKEN admin, the
+# pipeline's own steps, decisions from before signing.
+RESERVED = ("admin", "pipeline", "unknown")
 
 
 @dataclass(frozen=True)
@@ -95,14 +101,27 @@ def _read(path: Path, stamp: tuple[int, int] | None) -> tuple[TokenRecord, ...]:
         rows = json.loads(path.read_text())
         return tuple(TokenRecord(**r) for r in rows)
     except (OSError, ValueError, TypeError) as exc:
-        raise InputError(f"{path} is damaged ({type(exc).__name__}): restore it, or remove "
-                         "it and add the tokens again") from None
+        raise InputError(f"{path} is damaged ({type(exc).__name__}): stop the server, then "
+                         "restore it, or remove it and add the tokens again") from None
 
 
 def records(runs_root: Path) -> tuple[TokenRecord, ...]:
     """Every token of the runs root, revoked ones included, oldest first."""
     path = tokens_path(runs_root)
     return _read(path, _stamp(path))
+
+
+@contextlib.contextmanager
+def _locked(runs_root: Path) -> Iterator[None]:
+    """Hold the token file's lock: two `curator token` commands at once would each write
+    the file from what they read, and the later could bring back a revoked token."""
+    lock = Path(runs_root) / (TOKENS_FILE + ".lock")
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _now() -> str:
@@ -133,30 +152,36 @@ def add_token(runs_root: Path, name: str, role: str) -> str:
     if not NAME.fullmatch(name or ""):
         raise InputError(f"name {name!r}: use 1 to 64 letters, digits or ._@- (it signs "
                          "that person's decisions)")
+    if name.lower() in RESERVED:
+        raise InputError(f"name {name!r} is taken: {', '.join(RESERVED)} already sign the "
+                         "history (CURATOR_AUTH_TOKEN's holder, the pipeline, decisions from "
+                         "before signing)")
     if role not in ROLES:
         raise InputError(f"no role {role!r}: use viewer, reviewer or admin")
-    rows = records(runs_root)
-    if any(r.name == name and r.revoked_at is None for r in rows):
-        raise InputError(f"{name} already has a token: revoke it first ('curator token "
-                         f"revoke {name}')")
     token = secrets.token_urlsafe(24)
-    _write(runs_root, (*rows, TokenRecord(name, role, _digest(token), _now())))
+    with _locked(runs_root):
+        rows = records(runs_root)
+        if any(r.name == name and r.revoked_at is None for r in rows):
+            raise InputError(f"{name} already has a token: revoke it first ('curator token "
+                             f"revoke {name}')")
+        _write(runs_root, (*rows, TokenRecord(name, role, _digest(token), _now())))
     return token
 
 
 def revoke_token(runs_root: Path, name: str) -> int:
     """Revoke every live token of ``name``; returns how many. An unknown name is an
     InputError naming the people who have tokens."""
-    rows = records(runs_root)
-    live = [r for r in rows if r.name == name and r.revoked_at is None]
-    if not live:
-        names = sorted({r.name for r in rows if r.revoked_at is None})
-        raise InputError(f"no live token for {name!r}: "
-                         + (f"those with one are {', '.join(names)}" if names
-                            else "there are none ('curator token add NAME --role ROLE')"))
-    when = _now()
-    _write(runs_root, tuple(TokenRecord(r.name, r.role, r.sha256, r.created_at, when)
-                            if r in live else r for r in rows))
+    with _locked(runs_root):
+        rows = records(runs_root)
+        live = [r for r in rows if r.name == name and r.revoked_at is None]
+        if not live:
+            names = sorted({r.name for r in rows if r.revoked_at is None})
+            raise InputError(f"no live token for {name!r}: "
+                             + (f"those with one are {', '.join(names)}" if names
+                                else "there are none ('curator token add NAME --role ROLE')"))
+        when = _now()
+        _write(runs_root, tuple(TokenRecord(r.name, r.role, r.sha256, r.created_at, when)
+                                if r in live else r for r in rows))
     return len(live)
 
 

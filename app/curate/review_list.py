@@ -368,20 +368,25 @@ def _register_similar() -> None:
     in one response, and the listing sorted by distance and ringed on the map
     (assets/review.js)."""
     similar_panel.register()
-    callback(
-        output={**_grid_outputs(again=True),
-                "similar": Output(similar_panel.SIMILAR, "data"),
-                "line": Output(similar_panel.LINE, "children"),
-                "back_hidden": Output(similar_panel.BACK_BOX, "hidden")},
-        inputs={"ask": Input(similar_panel.ASK, "data"),
-                "upload": Input(similar_panel.FILE, "data"),
-                "_back": Input(similar_panel.BACK, "n_clicks"),
-                "k": State(similar_panel.K, "value"), "run_id": State(RUN, "data"),
-                # What grid_content needs besides the listing, as one dict.
-                "grid": {"held": State(REV, "data"), "shown": State(SHOWN, "data"),
-                         "filters": State(CLASS_FILTERS, "data")}},
-        prevent_initial_call=True,
-    )(on_similar)
+    outputs = {**_grid_outputs(again=True),
+               "similar": Output(similar_panel.SIMILAR, "data", allow_duplicate=True),
+               "line": Output(similar_panel.LINE, "children", allow_duplicate=True),
+               "back_hidden": Output(similar_panel.BACK_BOX, "hidden", allow_duplicate=True)}
+    shared = {"k": State(similar_panel.K, "value"), "run_id": State(RUN, "data"),
+              # What grid_content needs besides the listing, as one dict.
+              "grid": {"held": State(REV, "data"), "shown": State(SHOWN, "data"),
+                       "filters": State(CLASS_FILTERS, "data")}}
+    callback(output=outputs,
+             inputs={"ask": Input(similar_panel.ASK, "data"),
+                     "_back": Input(similar_panel.BACK, "n_clicks"), **shared},
+             prevent_initial_call=True)(on_similar)
+    # The file in a callback of its own: a callback's requests carry all its inputs, and
+    # the file (up to the server's body limit) would travel with every s and Back. It
+    # needs no class filters (a listing is unfiltered), which at 1,000 classes are 90 KB.
+    callback(output=outputs,
+             inputs={"upload": Input(similar_panel.FILE, "data"), **shared,
+                     "grid": {"held": State(REV, "data"), "shown": State(SHOWN, "data")}},
+             prevent_initial_call=True)(on_upload)
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="similarShown"),
         Output(similar_panel.SHOWN, "data"), Input(similar_panel.SIMILAR, "data"),
@@ -451,13 +456,26 @@ def on_queue(shown_rev, tab, similar, shown, run_id, grid_rev, filters):
     return grid_content(data, current_state(data), run_id, similar, held, shown, filters)
 
 
-def on_similar(ask, upload, _back, k, run_id, grid):
-    """More like this (app/curate/similar_panel.py): the s key's sample or the uploaded
-    file answered, and the list's rows with it, in one response; Back to the list puts
-    the review queue back. A refused ask only says why."""
+def on_similar(ask, _back, k, run_id, grid):
+    """More like this (app/curate/similar_panel.py): the s key's sample answered, and the
+    list's rows with it, in one response; Back to the list puts the review queue back."""
     if ctx.triggered_id != similar_panel.BACK and not ctx.triggered[0]["value"]:
         raise PreventUpdate
-    panel = similar_panel.answer(ctx.triggered_id, ask, upload, k, run_id)
+    return _listing_out(similar_panel.answer(ctx.triggered_id, ask, None, k, run_id),
+                        run_id, grid)
+
+
+def on_upload(upload, k, run_id, grid):
+    """An image file dropped on the page answered as :func:`on_similar` answers s."""
+    if not upload:
+        raise PreventUpdate
+    return _listing_out(similar_panel.answer(similar_panel.FILE, None, upload, k, run_id),
+                        run_id, {**grid, "filters": {}})
+
+
+def _listing_out(panel: dict, run_id: str, grid: dict) -> dict:
+    """The outputs of :func:`on_similar` and :func:`on_upload` for the panel's answer
+    (``similar_panel.answer``): a refused ask only says why."""
     if panel["refused"]:
         return {key: no_update for key in GRID_OUT} | {"line": panel["line"],
                                                        "similar": no_update,

@@ -54,6 +54,8 @@ def test_a_revoked_token_is_no_one_at_once(tmp_path):
     (lambda root: add_token(root, "", "viewer"), "1 to 64 letters"),
     (lambda root: add_token(root, "cho", "owner"), "no role 'owner'"),
     (lambda root: revoke_token(root, "zed"), "no live token for 'zed'"),
+    (lambda root: add_token(root, "admin", "reviewer"), "'admin' is taken"),
+    (lambda root: add_token(root, "Pipeline", "viewer"), "'Pipeline' is taken"),
 ])
 def test_a_bad_token_request_is_one_line(tmp_path, call, match):
     with pytest.raises(InputError, match=match) as e:

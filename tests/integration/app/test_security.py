@@ -141,6 +141,12 @@ def test_a_request_is_its_token_holder_and_acts_as_their_role(root):
     revoke_token(root, "vera")
     with request(server, viewer):
         assert guard().status_code == 401
+    # A damaged token file lets no one in, and says nothing of where it is.
+    (root / ".curator-tokens.json").write_text("{not json")
+    with request(server, viewer):
+        refused = guard()
+    assert refused.status_code == 503 and str(root) not in refused.get_data(as_text=True)
+    (root / ".curator-tokens.json").unlink()
 
 
 def test_the_servers_edges_answer_4xx_and_log_no_traceback(client, caplog):

@@ -49,7 +49,11 @@ class SearchSpace:
 def _space_key(run: RunDir) -> tuple:
     """Which features file the space is of: the extract step's cache key and the file's
     stamp (a re-extraction, or the file replaced, builds it again)."""
-    st = run.features.stat()
+    try:
+        st = run.features.stat()
+    except FileNotFoundError:
+        raise InputError(f"run {run.run_id} has no features.npy: run 'curator extract --out "
+                         f"{run.path}' first") from None
     return hashkey(str(run.path.resolve()), run.step("extract").get("cache_key"),
                    st.st_mtime_ns, st.st_size)
 

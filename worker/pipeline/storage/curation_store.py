@@ -216,6 +216,8 @@ class CurationStore:
         for table, column, declaration in ADDED_COLUMNS:
             if not any(r[1] == column for r in db.execute(f"PRAGMA table_info({table})")):
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        if db.execute("PRAGMA user_version").fetchone()[0] >= 1:
+            return  # its pipeline rows were marked when it reached version 1
         first = [hid for hid, description, changes in db.execute(
             "SELECT id, description, changes FROM history WHERE pipeline=0").fetchall()
             if description == PIPELINE_DESCRIPTION or any(
