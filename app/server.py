@@ -90,6 +90,11 @@ def _flask_server(config: Settings) -> Flask:
 
 def create_app(config: Settings | None = None) -> dash.Dash:
     """Build the Dash app for ``config`` (default: from the environment)."""
+    # pandas imported here, before any request thread: plotly's JSON encoder looks pandas up
+    # in sys.modules without importing it, and one that a background thread (the Curate
+    # page's network warm-up) is still importing is half made: an AttributeError there.
+    import pandas  # noqa: F401
+
     config = config or load_settings()
     config.runs_root.mkdir(parents=True, exist_ok=True)
     server = _flask_server(config)
