@@ -6,7 +6,8 @@ the review list's focused row) or from an image file dropped on (or picked in) t
 box. :func:`answer` finds the neighbours (the SIMILAR store: their samples and distances,
 nearest first) as ``curator similar`` and ``run.similar`` find them
 (worker/pipeline/map/similar.py), so the three list the same rows. The review list holds
-those rows (app/curate/review_list.py ``on_similar``, in the same response), where every
+those rows (app/curate/review_list.py ``on_similar`` and ``on_upload``, in the same
+response), where every
 review action works on them as on any row; assets/review.js sorts them by distance and
 rings them on the map where they are in the class shown. "Back to the list" ends it.
 
@@ -47,7 +48,7 @@ from worker.pipeline.map.similar import nearest_samples
 from worker.pipeline.number_params import PARAMS, check
 
 ASK = ids.SIMILAR_ASK  # {"sample", "at"}: the s key's sample (assets/review.js writes it)
-SIMILAR = ids.SIMILAR  # the neighbours listed (:func:`on_similar`), or None
+SIMILAR = ids.SIMILAR  # the neighbours listed (:func:`answer`), or None
 SHOWN = "similar-shown"  # what assets/review.js last sorted and ringed
 UPLOAD = "similar-upload"
 FILE = "similar-file"  # the upload once the browser has checked its size: {name, contents}
@@ -125,9 +126,9 @@ def upload_limit() -> int:
 
 def register() -> None:
     """The upload's size checked in the browser (assets/review.js ``checkUpload``: a file
-    over :func:`upload_limit` never leaves it). The ask's answer is the review list's
-    callback (app/curate/review_list.py ``on_similar``): its rows come in the same
-    response, one round trip from the key to the list."""
+    over :func:`upload_limit` never leaves it). The answers are the review list's
+    callbacks (app/curate/review_list.py ``on_similar``, ``on_upload``): the rows come in
+    the same response, one round trip from the key to the list."""
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="checkUpload"),
         Output(FILE, "data"), Input(UPLOAD, "contents"), State(UPLOAD, "filename"),
