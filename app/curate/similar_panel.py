@@ -49,7 +49,7 @@ from worker.pipeline.number_params import PARAMS, check
 
 ASK = ids.SIMILAR_ASK  # {"sample", "at"}: the s key's sample (assets/review.js writes it)
 SIMILAR = ids.SIMILAR  # the neighbours listed (:func:`answer`), or None
-SHOWN = "similar-shown"  # what assets/review.js last sorted and ringed
+SHOWN = "similar-shown"  # review.similarShown's output, never written (Dash needs one)
 UPLOAD = "similar-upload"
 FILE = "similar-file"  # the upload once the browser has checked its size: {name, contents}
 LIMIT = "similar-limit"  # the largest file the browser sends, in bytes
