@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     # for browser tests and bench/ui_latency.py; off, the script is neither on the page nor
     # served. `curator serve --debug` turns them on too.
     debug_hooks: bool = False
+    # Megabytes a run's filesystem must keep free after a version is written
+    # (worker/pipeline/curation/versions.py refuses to save one that would leave less).
+    min_free_mb: int = Field(64, ge=0)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],
@@ -86,7 +89,7 @@ class Settings(BaseSettings):
     # Text is what the environment gives; values given in code are typed already and go to
     # pydantic's own checks (the ranged ones to their parameter's too).
     @field_validator("visibility_timeout", "stale_after_s", "max_body_bytes",
-                     "server_threads", mode="before")
+                     "server_threads", "min_free_mb", mode="before")
     @classmethod
     def _whole_number(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, str):

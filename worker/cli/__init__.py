@@ -23,6 +23,7 @@ from worker.cli import (
     service_commands,
     step_commands,
     training_commands,
+    version_commands,
 )
 from worker.cli.arguments import Add
 from worker.pipeline.errors import InputError
@@ -72,6 +73,9 @@ EXAMPLES = {
     "token": "curator token add ana --role reviewer",
     "params": "curator params runs/demo",
     "relabel": "curator relabel runs/demo 3 13",
+    "version": "curator version runs/demo reviewed-1 --note \"classes 3 and 5 checked\"",
+    "versions": "curator versions runs/demo",
+    "diff": "curator diff runs/demo reviewed-1 current",
 }
 
 
@@ -87,7 +91,8 @@ class _Parser(argparse.ArgumentParser):
 # (app/cli.py adds it): the worker never imports the app.
 COMMAND_GROUPS: tuple[Callable[[Add], None], ...] = (
     step_commands.register, report_commands.register, curation_commands.register,
-    training_commands.register, service_commands.register, people_commands.register)
+    training_commands.register, service_commands.register, people_commands.register,
+    version_commands.register)
 
 
 def build_parser(groups: tuple[Callable[[Add], None], ...] = COMMAND_GROUPS

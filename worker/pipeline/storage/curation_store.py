@@ -28,7 +28,8 @@ request's person) and when, and an undo records who took it back and when
 
 A store made before the ``pipeline`` column or the authors is brought up to date when it
 is opened (:meth:`CurationStore._mark_pipeline_rows`, once: ``PRAGMA user_version``); its
-earlier decisions are authored "unknown".
+earlier decisions are authored "unknown". The store also holds the run's versions, which
+never change (storage/version_store.py); one made before them gets version ``initial``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.number_params import check
 from worker.pipeline.storage.author import current_author
 from worker.pipeline.storage.rundir import RunDir, no_permission, now_iso
+from worker.pipeline.storage.version_store import VERSIONS_SCHEMA, add_initial_version
 
 DECISIONS = ("keep", "drop")
 # The per-sample tables a reviewer writes, and the column each holds.
@@ -62,6 +64,9 @@ def damaged(path: Path, exc: sqlite3.DatabaseError) -> InputError | None:
         # A file or folder this user may not write (SQLite's WAL needs both): a permission
         # to grant, not a damaged store to replace, which would throw the curation away.
         return no_permission(path, write=os.access(path, os.R_OK))
+    if "disk is full" in text:  # SQLITE_FULL: the write was rolled back; nothing to restore
+        return InputError(f"the disk holding {path} is full ({text.splitlines()[0][:80]}): "
+                          "free space and run again")
     return InputError(f"{path} cannot be read ({text.splitlines()[0][:80]}): restore it from a "
                       "backup, or move it away and run 'curator cluster' on the run again")
 
@@ -118,9 +123,10 @@ ADDED_COLUMNS = (("history", "pipeline", "INTEGER NOT NULL DEFAULT 0"),
 # What the cluster step called its parameters before the history marked the pipeline's own
 # rows: a store made then has its rows marked when it is opened (_mark_pipeline_rows).
 PIPELINE_DESCRIPTION = "automatic parameters"
-# PRAGMA user_version of a store whose history marks the pipeline's rows and signs every
-# decision as this code does; an older store is brought up to date once, when it is opened.
-HISTORY_VERSION = 2
+# PRAGMA user_version of a store whose history marks the pipeline's rows, signs every
+# decision and holds versions as this code does; an older store is brought up to date once,
+# when it is opened (3: its decisions saved as version "initial").
+HISTORY_VERSION = 3
 # True of every run, including one that never had a decision, and one whose decisions a
 # pipeline step replaced since.
 NOTHING_TO_UNDO = ("nothing to undo: no decision is left to take back (the pipeline's own "
@@ -177,7 +183,7 @@ class CurationStore:
         self.path = Path(path)
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
+            db.executescript(SCHEMA + VERSIONS_SCHEMA)
             db.execute("INSERT OR IGNORE INTO settings VALUES ('revision', '0')")
             self._mark_pipeline_rows(db)
 
@@ -204,6 +210,7 @@ class CurationStore:
         try:
             if not current():
                 cls._migrate(db)
+                add_initial_version(db)  # after _migrate: it reads the authors' columns
                 db.execute(f"PRAGMA user_version = {HISTORY_VERSION}")
             db.execute("COMMIT")
         except BaseException:
