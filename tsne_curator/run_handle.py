@@ -6,7 +6,8 @@ the summary and the map come from the one read model
 are the CLI's calls on the run's SQLite store (the same store, history and undo as the
 page, so a decision made here shows on an open Curate page at its next refresh, and one
 made there shows in :meth:`Run.findings`); clustering is ``curator cluster``'s step, and
-an export is ``curator export``'s job. Nothing is cached here: each call reads the store
+an export is ``curator export``'s job. Versions are ``curator version``'s, ``versions``'
+and ``diff``'s calls on the same store. Nothing is cached here: each call reads the store
 as it is now.
 """
 
@@ -24,19 +25,28 @@ from tsne_curator.bars import progress_bar
 from tsne_curator.display import repr_html, repr_text
 from tsne_curator.map_figure import class_map
 from tsne_curator.options import is_whole, keywords
-from tsne_curator.tables import findings_frame, manifest_frame, summary_frame
+from tsne_curator.tables import (
+    diff_frame,
+    findings_frame,
+    manifest_frame,
+    summary_frame,
+    versions_frame,
+)
 from worker.jobs.execution import run_here
 from worker.jobs.job_params import ExportParams
 from worker.pipeline.curation.cluster_step import class_code, cluster_step, set_cut
 from worker.pipeline.curation.similar_rows import SIMILAR_COLUMNS, similar_rows
+from worker.pipeline.curation.versions import save_version
 from worker.pipeline.errors import InputError
+from worker.pipeline.export import export as write_export
 from worker.pipeline.map.image_query import read_query_file
 from worker.pipeline.number_params import check
 from worker.pipeline.storage.curation_store import open_store
 from worker.pipeline.storage.decision_log import RUN_COLUMNS, SAMPLE_COLUMNS, history_rows
 from worker.pipeline.storage.rundir import RunDir
+from worker.settings import load_settings
 from worker.step_options import experiment_params
-from worker.train.experiment import verdict_report
+from worker.train.experiment import on_version, verdict_report
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -333,8 +343,54 @@ class Run:
                         samples=samples)
         return self.summary()
 
+    # -- versions -------------------------------------------------------------------------
+    def version(self, name: str, note: str = "") -> dict[str, Any]:
+        """Freeze the curation as it is now under ``name`` (``curator version``): a version
+        never changes, and exports and experiments can name it later.
+
+        Parameters
+        ----------
+        name : str
+            Unique in the run: letters, digits, ``.``, ``_``, ``-`` (not ``current``).
+        note : str
+            Why it was saved.
+
+        Returns
+        -------
+        dict, its row of :meth:`versions`.
+
+        Raises
+        ------
+        InputError
+            A bad or taken name, or less free space than ``CURATOR_MIN_FREE_MB`` after it
+            (nothing written).
+        """
+        return save_version(self._dir, name, note, load_settings().min_free_mb)
+
+    def versions(self) -> pd.DataFrame:
+        """The run's versions, oldest first (``curator versions``); see
+        :func:`~tsne_curator.tables.versions_frame` for the columns."""
+        return versions_frame(self._dir)
+
+    def diff(self, a: str, b: str = "current") -> pd.DataFrame:
+        """The samples whose fate differs from version ``a`` to version ``b`` (``curator
+        diff``); ``current`` is the live curation.
+
+        Returns
+        -------
+        DataFrame, one row per change; see :func:`~tsne_curator.tables.diff_frame` for the
+        columns.
+
+        Raises
+        ------
+        InputError
+            A name that is no version of the run (the line names those there are).
+        """
+        return diff_frame(self._dir, a, b)
+
     # -- writing out --------------------------------------------------------------------
-    def export(self, name: str, format: str = "csv") -> tuple[pd.DataFrame, Path]:
+    def export(self, name: str, format: str = "csv", version: str | None = None
+               ) -> tuple[pd.DataFrame, Path]:
         """Write the kept subset to ``<run>/exports/<name>/`` (``curator export``), as a
         job of this process that the Jobs page lists.
 
@@ -343,6 +399,9 @@ class Run:
         name : str
             The export's name (``--dest``): letters, digits, ``.``, ``_``, ``-``.
         format : {"csv", "imagefolder", "indices"}
+        version : str, optional
+            A version of the run (``--version``): its frozen curation, the same files every
+            time, written here rather than as a job.
 
         Returns
         -------
@@ -350,14 +409,18 @@ class Run:
             The manifest (one row per sample; for ``indices``, the kept indices) and the
             export's folder.
         """
-        v = keywords("export", {"format": format}, "export",
+        v = keywords("export", {"format": format, "version": version}, "export",
                      fixed={"dest": name, "run": self.path})
         bar = progress_bar()
         try:
-            result = run_here(self._dir, "export", ExportParams(v["dest"], v["format"]), bar)
+            if v["version"] is not None:
+                dest = write_export(self._dir, v["format"], v["dest"], progress=bar,
+                                    version=v["version"])
+            else:
+                dest = self.path / run_here(self._dir, "export",
+                                            ExportParams(v["dest"], v["format"]), bar)["export"]
         finally:
             bar.close()
-        dest = self.path / result["export"]
         return manifest_frame(dest), dest
 
     # -- display --------------------------------------------------------------------------
@@ -365,7 +428,10 @@ class Run:
         """Compare subsets by retraining (``curator experiment``), as a job of this process
         that the Jobs page lists; every ``curator experiment`` option as a keyword
         (``subsets="full,filtered"``, ``seeds=2``, ``epochs=30``, ``batch_sizes="1024,8192"``,
-        ``budget="steps"``, ``optimizer="auto"``, ``model``, ``name``, …).
+        ``budget="steps"``, ``optimizer="auto"``, ``model``, ``name``, …), and ``version``:
+        the curated subsets train on that version's frozen kept set and labels (without it,
+        the live curation; the summary's ``version`` column names the version equal to it,
+        if any).
 
         Returns
         -------
@@ -374,8 +440,10 @@ class Run:
             and sd of the test accuracy, the differences with their p-values, whether every
             training converged) and its verdict report, as ``curator experiment`` prints it.
         """
-        params = experiment_params(keywords("experiment", options, "experiment",
-                                            fixed={"run": self.path}))
+        v = keywords("experiment", options, "experiment", fixed={"run": self.path})
+        params = experiment_params(v)
+        params = params.model_copy(update={"configs": on_version(self._dir, params.configs,
+                                                                 v["version"])})
         bar = progress_bar()
         try:
             result = run_here(self._dir, "experiment", params, bar)

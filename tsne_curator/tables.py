@@ -3,7 +3,8 @@
 Findings and the summary are read from one snapshot of the run
 (:func:`~worker.pipeline.curation.snapshot.current_snapshot`, the read model ``curator
 findings``, ``curator export`` and the app read), with each finding kind's own marks,
-columns and why-lines (worker/pipeline/findings).
+columns and why-lines (worker/pipeline/findings). Versions and their diffs are
+worker/pipeline/curation/versions.py's and version_diff.py's rows.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from worker.pipeline.curation.snapshot import CurationSnapshot, current_snapshot, summary_rows
+from worker.pipeline.curation.version_diff import DIFF_COLUMNS, diff_versions
+from worker.pipeline.curation.versions import LIST_COLUMNS, list_versions
 from worker.pipeline.findings import get_kind, kinds, marks, sample_decisions
 from worker.pipeline.findings.testsplit import read_test_paths
 from worker.pipeline.storage.curation_store import open_store
@@ -25,7 +28,7 @@ FINDING_COLUMNS = ("index", "path", "label", "kind", "score", "suggested_label",
                    "decision", "reason", "why", "decided_by", "decided_at")
 # Manifest columns read as text whatever they hold (class names may be numbers).
 TEXT_COLUMNS = {"path", "label", "given_label", "true_label", "reason", "findings",
-                "suggested_label"}
+                "suggested_label", "decision", "decided_by"}
 
 
 def findings_frame(run: RunDir, kind: str | None = None) -> pd.DataFrame:
@@ -157,3 +160,23 @@ def manifest_frame(export: Path) -> pd.DataFrame:
             except (ValueError, TypeError):
                 pass  # text, as written
     return df
+
+
+def versions_frame(run: RunDir) -> pd.DataFrame:
+    """The run's versions, oldest first (``curator versions``), one row each: ``name``,
+    ``created_at`` (UTC, ISO 8601), ``author``, ``note``, ``store_revision`` (int),
+    ``n_samples``, ``n_kept``, ``dropped``, ``relabelled`` (int), ``decisions`` (dict:
+    samples per decision word) and ``findings`` (dict: samples each finding kind marks)."""
+    return pd.DataFrame(list_versions(run), columns=list(LIST_COLUMNS))
+
+
+def diff_frame(run: RunDir, a: str, b: str) -> pd.DataFrame:
+    """The samples whose fate differs from version ``a`` to version ``b`` (``current``:
+    the live curation), one row per change (``curator diff``): ``sample`` (int), ``path``,
+    ``change`` (``dropped``: kept in a, dropped in b; ``kept back``: the reverse;
+    ``relabelled``: another label to train with), ``from`` and ``to`` (class names, for
+    relabelled rows; "" otherwise), ``kinds`` (the finding kinds that mark the sample,
+    comma-separated: b's, or a's for kept back), ``reason`` (the same side's), and
+    ``decided_by`` (who decided it in b; "" where no person did)."""
+    df = pd.DataFrame(diff_versions(run, a, b), columns=list(DIFF_COLUMNS))
+    return df.astype({"sample": np.int64})

@@ -268,9 +268,13 @@ CLUSTER_OWN = (
                 "DBSCAN says (rule adaptive); 'rule' gives the class back to the rule (undo: "
                 "curator undo)"),
 )
+# A version of the run (curator version): what an export writes or an experiment trains on
+VERSION = text("version", "a version of the run (curator versions lists them): its frozen "
+                          "curation instead of the live one", metavar="NAME")
 EXPORT_OWN = (
     choice("format", ("csv", "imagefolder", "indices"), "csv"),
     text("dest", "export name", metavar="NAME", required=True),
+    VERSION,
 )
 EXPERIMENT_OWN = (
     Option("subsets", "--subsets", PARSED, "full,filtered,random",
@@ -287,6 +291,7 @@ EXPERIMENT_OWN = (
     number("parallel", "trainings at once (default 1): pays only where one training leaves "
                        "the GPU idle (1.02x for ResNet-18 at batch >= 1024 on an H200); on a "
                        "CPU they share its cores"),
+    VERSION,
 )
 SIMILAR_OWN = (
     Option("index", "", PARSED, help="the sample: its row of samples.csv (a whole number); "

@@ -64,10 +64,14 @@ def cmd_retrain(a: argparse.Namespace) -> None:
 
 def cmd_experiment(a: argparse.Namespace) -> None:
     from worker.jobs.execution import run_here
-    from worker.train.experiment import verdict_report
+    from worker.train.experiment import on_version, verdict_report
 
     run = rundir(a.run).require()
-    result = run_here(run, "experiment", experiment_params(vars(a)), _train_printer())
+    params = experiment_params(vars(a))
+    # --version: the curated subsets train on that version's frozen curation (an unknown
+    # one is refused here, before a job is recorded)
+    params = params.model_copy(update={"configs": on_version(run, params.configs, a.version)})
+    result = run_here(run, "experiment", params, _train_printer())
     out = run.path / result["experiment"]
     print((out / "results.csv").read_text())
     print(verdict_report(out))

@@ -1,9 +1,16 @@
 """Write the kept subset out: a CSV manifest, an image-folder tree, or an index list.
 
 Every export lands in ``<run>/exports/<name>/`` with ``params.json`` (the per-class
-parameters, rule, overrides and store revision that produced it). It is built in a hidden
-temporary folder and renamed into place only when complete, so a killed export leaves
-nothing half-written, and an existing export is never overwritten.
+parameters, rule, overrides and store revision that produced it, and the version whose
+frozen outcome equals it, if any). It is built in a hidden temporary folder and renamed
+into place only when complete, so a killed export leaves nothing half-written, and an
+existing export is never overwritten.
+
+An export of a version (``version=``, worker/pipeline/curation/versions.py) writes the
+version's frozen outcome, not the live one, and is reproducible byte for byte: its
+``params.json`` holds the version's record and no export time or name, and its manifest
+the columns the version froze (:data:`VERSION_COLUMNS`), so two exports of one version in
+one format are the same files, however the curation or the map changed since.
 """
 
 from __future__ import annotations
@@ -12,15 +19,23 @@ import csv
 import json
 import math
 import os
-import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-from worker.pipeline.curation.snapshot import current_snapshot, summary_rows
+from worker.pipeline.curation.snapshot import CurationSnapshot, current_snapshot, summary_rows
+from worker.pipeline.curation.versions import (
+    SAFE_NAME,
+    FrozenVersion,
+    matching_version,
+    read_version,
+    snapshot_outcome_key,
+    version_samples,
+)
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import PROPOSED, kinds, marks, sample_decisions, sample_findings
 from worker.pipeline.findings.step import stored_thresholds
@@ -34,7 +49,7 @@ from worker.pipeline.storage.runlock import run_lock
 EXPORT_LOCK = ".export.lock"
 
 FORMATS = ("csv", "imagefolder", "indices")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_NAME = SAFE_NAME  # the names versions, experiments and trainings may have too
 
 
 def check_export_name(run: RunDir, name: str) -> Path:
@@ -58,6 +73,11 @@ BASE_COLUMNS = ("index", "path", "label", "given_label", "true_label", "cluster"
 
 def manifest_columns() -> tuple[str, ...]:
     return BASE_COLUMNS + tuple(c for k in kinds() for c in k.columns)
+
+
+# The manifest of a version's export: the columns the version froze.
+VERSION_COLUMNS = ("index", "path", "label", "given_label", "kept", "decision", "reason",
+                   "findings", "decided_by")
 
 
 def _write_manifest(path: Path, snap, labels: np.ndarray, test_paths: list[str]) -> None:
@@ -108,20 +128,47 @@ def _write_imagefolder(root: Path, ds: Dataset, kept: np.ndarray, labels: np.nda
             report(progress, done, len(idx), "export: writing images")
 
 
+def _write_version_manifest(path: Path, run: RunDir, frozen: FrozenVersion) -> None:
+    """One row per sample of a version's frozen outcome (:data:`VERSION_COLUMNS`):
+    ``label`` the class to train with, ``given_label`` the given one, ``kept`` 1 or 0,
+    ``decision``, ``reason``, ``findings`` (the kinds that marked it, comma-separated),
+    ``decided_by`` (who made the last decision standing on it; "" for nobody)."""
+    samples, labels = version_samples(run, frozen)
+    out, names = frozen.outcome, samples.classes
+    found = out.finding_names()
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(VERSION_COLUMNS)
+        for i in range(len(samples)):
+            w.writerow([i, samples.paths[i], names[labels[i]], names[samples.labels[i]],
+                        int(out.kept[i]), out.decision[i], out.reason[i], found[i],
+                        out.decided_by[i]])
+
+
 def export(run: RunDir, fmt: str, name: str, ds: Dataset | None = None,
-           progress: ProgressFn | None = None) -> Path:
-    """Export the current kept subset of ``run`` as ``fmt`` into ``exports/<name>``.
+           progress: ProgressFn | None = None, version: str | None = None) -> Path:
+    """Export the current kept subset of ``run`` (or version ``version``'s frozen one) as
+    ``fmt`` into ``exports/<name>``.
 
     Parameters
     ----------
     fmt : {"csv", "imagefolder", "indices"}
     ds : Dataset, optional
         Needed for ``imagefolder`` (opened from the run when not given).
+    version : str, optional
+        A version of the run (``curator version``): its frozen outcome is written, the
+        same files every time (module docstring).
 
     Returns
     -------
     Path
         The finished export folder.
+
+    Raises
+    ------
+    InputError
+        An unknown format or version, a bad or taken name, or images missing for an
+        image-folder export.
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r}: use one of {', '.join(FORMATS)}")
@@ -130,10 +177,11 @@ def export(run: RunDir, fmt: str, name: str, ds: Dataset | None = None,
         run.require_images("an image-folder export")
     if dest.exists():
         raise InputError(f"export {name!r} already exists in {run.exports}; pick another --dest")
+    frozen = None if version is None else read_version(run, version)
     # Exports take seconds, so a second one waits for the first instead of failing.
     with run_lock(run, "an export", EXPORT_LOCK, wait=math.inf):
         _clean_leftovers(run.exports)
-        return _export(run, fmt, name, dest, ds, progress)
+        return _export(run, fmt, name, dest, _Source(ds, progress, frozen))
 
 
 def _clean_leftovers(exports: Path) -> None:
@@ -144,12 +192,17 @@ def _clean_leftovers(exports: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
-            progress: ProgressFn | None) -> Path:
+@dataclass(frozen=True)
+class _Source:
+    """What an export reads besides the run: the dataset (image folders), the progress
+    callback, and the version whose frozen outcome it writes (None: the live one)."""
 
-    snap = current_snapshot(run)
-    samples, decisions, stored = snap.samples, snap.decisions, snap.stored
-    test_paths = read_test_paths(run)
+    ds: Dataset | None
+    progress: ProgressFn | None
+    frozen: FrozenVersion | None
+
+
+def _export(run: RunDir, fmt: str, name: str, dest: Path, src: _Source) -> Path:
     run.exports.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=run.exports))
     # mkdtemp makes the folder private (0700); an export is meant to be shared like any
@@ -157,37 +210,9 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)
-    marked = marks(snap.findings, snap.view())
     try:
-        labels = snap.labels
-        if fmt == "csv":
-            _write_manifest(tmp / "manifest.csv", snap, labels, test_paths)
-        elif fmt == "indices":
-            kept = np.flatnonzero(decisions.kept)
-            (tmp / "kept_indices.txt").write_text("".join(f"{i}\n" for i in kept))
-        else:
-            if ds is None:
-                ds = open_run_dataset(run)
-            _write_imagefolder(tmp / "images", ds, decisions.kept, labels, progress)
-            _write_manifest(tmp / "manifest.csv", snap, labels, test_paths)
-        info = {
-            "format": fmt, "name": name, "created_at": now_iso(), "run": run.run_id,
-            "rule": stored.rule, "store_revision": stored.revision,
-            "params": {samples.classes[c]: {"eps": e, "min_samples": m}
-                       for c, (e, m) in sorted(stored.params.items())},
-            # Classes whose cut a reviewer moved along the score ranking (absent: the rule's).
-            "cuts": {samples.classes[c]: k for c, k in sorted(stored.cuts.items())},
-            "overrides": {str(k): v for k, v in sorted(stored.overrides.items())},
-            "relabels": {str(k): samples.classes[v] for k, v in sorted(stored.relabels.items())},
-            "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),
-            "summary": summary_rows(samples, decisions),
-            # How many samples each finding kind marks, and the cuts they were found with.
-            "findings": {k: int(m.sum()) for k, m in marked.items()},
-            # Kept samples a finding lists that no person decided (kept until one does).
-            "n_proposed": int((sample_decisions(decisions.kept, decisions.reason, marked)
-                               == PROPOSED).sum()),
-            "finding_thresholds": stored_thresholds(run),
-        }
+        info = _write_live(run, fmt, name, tmp, src) if src.frozen is None \
+            else _write_version(run, fmt, tmp, src)
         (tmp / "params.json").write_text(json.dumps(info, indent=2) + "\n")
         try:
             # rename() onto an existing folder fails, so two exports racing for one name
@@ -198,5 +223,65 @@ def _export(run: RunDir, fmt: str, name: str, dest: Path, ds: Dataset | None,
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    report(progress, 1, 1, f"export: {dest}")
+    report(src.progress, 1, 1, f"export: {dest}")
     return dest
+
+
+def _write_subset(run: RunDir, fmt: str, tmp: Path, src: _Source, kept: np.ndarray,
+                  labels: np.ndarray) -> None:
+    """The kept indices (``indices``) or the image tree (``imagefolder``) of ``kept``
+    (bool (N,)) under ``labels`` (class codes (N,)); a manifest is the caller's."""
+    if fmt == "indices":
+        (tmp / "kept_indices.txt").write_text("".join(f"{i}\n" for i in np.flatnonzero(kept)))
+    elif fmt == "imagefolder":
+        ds = src.ds if src.ds is not None else open_run_dataset(run)
+        _write_imagefolder(tmp / "images", ds, kept, labels, src.progress)
+
+
+def _write_version(run: RunDir, fmt: str, tmp: Path, src: _Source) -> dict:
+    """A version's files in ``tmp``; returns its ``params.json``: the format, the run and
+    the version's record, nothing that changes from one export to the next."""
+    frozen = src.frozen
+    _, labels = version_samples(run, frozen)
+    _write_subset(run, fmt, tmp, src, frozen.outcome.kept, labels)
+    if fmt != "indices":
+        _write_version_manifest(tmp / "manifest.csv", run, frozen)
+    return {"format": fmt, "run": run.run_id, "version": frozen.record()}
+
+
+def _write_live(run: RunDir, fmt: str, name: str, tmp: Path, src: _Source) -> dict:
+    """The live curation's files in ``tmp``, from one snapshot; returns its
+    ``params.json``."""
+    snap = current_snapshot(run)
+    labels = snap.labels
+    _write_subset(run, fmt, tmp, src, snap.decisions.kept, labels)
+    if fmt != "indices":
+        _write_manifest(tmp / "manifest.csv", snap, labels, read_test_paths(run))
+    return _live_info(run, fmt, name, snap)
+
+
+def _live_info(run: RunDir, fmt: str, name: str, snap: CurationSnapshot) -> dict:
+    """A live export's ``params.json``: what produced it, its counts, and the version
+    whose frozen outcome equals it (None when none does)."""
+    samples, decisions, stored = snap.samples, snap.decisions, snap.stored
+    marked = marks(snap.findings, snap.view())
+    key = snapshot_outcome_key(run, snap)
+    return {
+        "format": fmt, "name": name, "created_at": now_iso(), "run": run.run_id,
+        "rule": stored.rule, "store_revision": stored.revision,
+        "version": key and matching_version(run, outcome_key=key),
+        "params": {samples.classes[c]: {"eps": e, "min_samples": m}
+                   for c, (e, m) in sorted(stored.params.items())},
+        # Classes whose cut a reviewer moved along the score ranking (absent: the rule's).
+        "cuts": {samples.classes[c]: k for c, k in sorted(stored.cuts.items())},
+        "overrides": {str(k): v for k, v in sorted(stored.overrides.items())},
+        "relabels": {str(k): samples.classes[v] for k, v in sorted(stored.relabels.items())},
+        "n_samples": len(samples), "n_kept": int(decisions.kept.sum()),
+        "summary": summary_rows(samples, decisions),
+        # How many samples each finding kind marks, and the cuts they were found with.
+        "findings": {k: int(m.sum()) for k, m in marked.items()},
+        # Kept samples a finding lists that no person decided (kept until one does).
+        "n_proposed": int((sample_decisions(decisions.kept, decisions.reason, marked)
+                           == PROPOSED).sum()),
+        "finding_thresholds": stored_thresholds(run),
+    }

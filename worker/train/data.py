@@ -5,7 +5,9 @@ Subsets (indices into the run's samples):
 - ``full``: every training sample;
 - ``filtered``: the samples the curation keeps (DBSCAN + rule + relabels + overrides),
   with the reviewers' corrected labels, snapshotted when the job starts, so later edits do
-  not change a running job (``full`` and ``random`` keep the labels as given);
+  not change a running job (``full`` and ``random`` keep the labels as given); with a
+  version (``curator experiment --version``), the version's frozen kept set and labels
+  instead of the live ones, for this and every curated subset below;
 - ``random``: a seeded random subset of ``full`` with the size and the class proportions of
   ``filtered`` (the paper's control);
 - ``corrected``: ``filtered``, plus the samples the rule flagged whose label the evidence
@@ -35,6 +37,7 @@ from worker.pipeline.pruning import DEFAULT_PRUNING, choose, prototype_distance,
 from worker.pipeline.sources.datasets import open_dataset
 from worker.pipeline.sources.ingest import open_run_dataset, thumbnail
 from worker.pipeline.storage.rundir import RunDir
+from worker.pipeline.storage.sample_table import SampleTable
 from worker.train.subsets import parse_subset
 
 HOLDOUT_FRACTION = 0.2
@@ -145,12 +148,14 @@ class Subset:
     key : str, sha256 (16 hex) of the indices and their labels: equal keys mean the same
         images with the same labels
     revision : int, the curation store revision the subset was read at
+    version : str or None, the version whose frozen curation it was drawn from
     """
 
     indices: np.ndarray
     labels: np.ndarray
     key: str
     revision: int
+    version: str | None = None
 
 
 def subset_key(indices: np.ndarray, labels: np.ndarray) -> str:
@@ -230,28 +235,71 @@ def pruned(run: RunDir, labels: np.ndarray, filtered: np.ndarray, fraction: floa
     return choose(scores, labels, filtered, fraction, method or DEFAULT_PRUNING, seed)
 
 
-def select_subset(run: RunDir, subset: str, seed: int) -> Subset:
-    """The samples of ``subset`` (see module docstring), excluding any hold-out, read from
-    one snapshot of the curation store."""
+@dataclass(frozen=True)
+class Curation:
+    """What the curated subsets are drawn from: the samples, and per sample (shape (N,))
+    whether the curation keeps it, the class code to train with and why (the decisions'
+    ``reason``), from the live store or a version's frozen outcome.
+
+    Attributes
+    ----------
+    revision : int, the store revision it was read at (a version's: the one it froze)
+    version : str or None, the version it is (None: the live curation)
+    """
+
+    samples: SampleTable
+    kept: np.ndarray
+    labels: np.ndarray
+    reason: np.ndarray
+    revision: int
+    version: str | None = None
+
+
+def read_curation(run: RunDir, version: str | None = None) -> Curation:
+    """The live curation, from one snapshot of the store, or version ``version``'s frozen
+    one (worker/pipeline/curation/versions.py), which a later change of the curation or
+    the map does not move.
+
+    Raises
+    ------
+    InputError
+        No such version (the line names those there are).
+    """
+    if version is not None:
+        from worker.pipeline.curation.versions import read_version, version_samples
+
+        frozen = read_version(run, version)
+        samples, labels = version_samples(run, frozen)
+        return Curation(samples, frozen.outcome.kept, labels, frozen.outcome.reason,
+                        frozen.store_revision, frozen.name)
     from worker.pipeline.curation.snapshot import current_snapshot
 
     snap = current_snapshot(run)
-    samples, labels = snap.samples, snap.labels
+    return Curation(snap.samples, snap.decisions.kept, snap.labels, snap.decisions.reason,
+                    snap.stored.revision)
+
+
+def select_subset(run: RunDir, subset: str, seed: int, version: str | None = None) -> Subset:
+    """The samples of ``subset`` (see module docstring), excluding any hold-out, read from
+    one snapshot of the curation store, or from version ``version``'s frozen kept set and
+    labels (:func:`read_curation`)."""
+    cur = read_curation(run, version)
+    samples, labels = cur.samples, cur.labels
     name = parse_subset(subset)
     rescued = None
     if name.kind == "corrected":
         from worker.pipeline.curation.rule_evidence import load_evidence
 
         evidence = load_evidence(run)
-        rescued = correctable(samples.labels, snap.decisions.reason == "noise", evidence)
+        rescued = correctable(samples.labels, cur.reason == "noise", evidence)
         if evidence is not None:
             labels = np.where(rescued, evidence["suggested"], labels)
-    chosen = subset_indices(run, samples.labels, snap.decisions.kept, subset, seed, rescued,
+    chosen = subset_indices(run, samples.labels, cur.kept, subset, seed, rescued,
                             train_labels=labels)
     # Only the curated subsets train with the reviewers' relabels (and, for corrected, the
     # suggested labels): full and random are the controls, as the data came.
     y = (labels if name.curated else samples.labels)[chosen]
-    return Subset(chosen, y, subset_key(chosen, y), snap.stored.revision)
+    return Subset(chosen, y, subset_key(chosen, y), cur.revision, cur.version)
 
 
 def load_train_data(run: RunDir, indices: np.ndarray,

@@ -6,6 +6,12 @@ batch size), ``accuracy_vs_batch.png`` (the paper's Fig. 6–7 style) and ``cura
 (the store revision, how many samples were dropped, and how many each finding kind only
 proposed: those train in ``filtered``). Trainings that
 already finished are reused, so an interrupted experiment continues where it stopped.
+
+An experiment on a version (``curator experiment --version NAME``, :func:`on_version`)
+trains the curated subsets on the version's frozen kept set and labels; without one, it
+trains on the live curation and records the version whose frozen kept set and labels are
+the live ones, if any. Either way ``curation.json``, ``results.csv`` and ``summary.csv``
+name it in a ``version`` column (empty: none).
 """
 
 from __future__ import annotations
@@ -14,26 +20,32 @@ import csv
 import json
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 
 from worker.pipeline.choices import BUDGETS
 from worker.pipeline.curation.snapshot import current_snapshot
+from worker.pipeline.curation.versions import (
+    FrozenVersion,
+    matching_version,
+    read_version,
+    train_key,
+)
 from worker.pipeline.errors import InputError
 from worker.pipeline.export import check_export_name
 from worker.pipeline.progress import ProgressFn, report
 from worker.pipeline.storage.rundir import RunDir, atomic_path
 from worker.train.data import select_subset
-from worker.train.launch import TrainConfig, launch, validate
+from worker.train.launch import TrainConfig, launch, trained_version, validate
 from worker.train.plan import resolve, steps_per_epoch
 from worker.train.verdict import compare, mean_without_leaks, verdict
 
 RESULT_FIELDS = ["subset", "batch_size", "seed", "final_test_acc", "best_test_acc",
                  "final_test_acc_without_leaks", "test_leaked", "train_size", "test_source",
                  "epochs", "steps", "budget", "seconds", "images_per_s", "train_dir",
-                 "converged", "gain_pp", "loss_drop", "subset_seconds", "compile"]
+                 "converged", "gain_pp", "loss_drop", "subset_seconds", "compile", "version"]
 
 
 def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
@@ -43,10 +55,11 @@ def _write_csv(path: Path, fields: list[str], rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def summarise(rows: list[dict]) -> list[dict]:
+def summarise(rows: list[dict], version: str | None = None) -> list[dict]:
     """Per (subset, batch size): images, seeds, mean ± std of the final test accuracy, and
     the difference against full and random with its standard error and Welch p-value
-    (:mod:`.verdict`)."""
+    (:mod:`.verdict`); ``version``: the version the curated subsets trained on (None:
+    none)."""
     def cols(name: str, d) -> dict:  # noqa: ANN001 - Difference | None
         return {f"diff_vs_{name}": d and round(d.diff, 5), f"se_vs_{name}": d and d.se,
                 f"p_vs_{name}": d and d.p}
@@ -55,7 +68,25 @@ def summarise(rows: list[dict]) -> list[dict]:
              "n": len(r.accs), "mean_test_acc": r.mean, "std_test_acc": r.sd,
              "converged": r.converged,
              "mean_test_acc_without_leaks": mean_without_leaks(rows, r.subset, r.batch_size),
-             **cols("full", r.vs_full), **cols("random", r.vs_random)} for r in compare(rows)]
+             **cols("full", r.vs_full), **cols("random", r.vs_random), "version": version}
+            for r in compare(rows)]
+
+
+def on_version(run: RunDir, configs: Sequence[TrainConfig], version: str | None
+               ) -> tuple[TrainConfig, ...]:
+    """``configs`` training their curated subsets on version ``version``'s frozen kept set
+    and labels (``extra``'s ``version``, which the job record carries); unchanged for
+    None (the live curation).
+
+    Raises
+    ------
+    InputError
+        No such version, before any job is recorded.
+    """
+    if version is None:
+        return tuple(configs)
+    read_version(run, version)
+    return tuple(replace(c, extra={**(c.extra or {}), "version": version}) for c in configs)
 
 
 def plot(summary: list[dict], path: Path, title: str) -> None:
@@ -88,7 +119,7 @@ def budgeted(run: RunDir, cfg: TrainConfig, n_full: int, budget: str
     with ``budget`` "steps", its epochs raised so that its subset gets at least the steps
     full gets at ``cfg.epochs`` (filtered at 93% of full: 10 epochs become 11)."""
     world = cfg.nproc * cfg.nnodes
-    n = len(select_subset(run, cfg.subset, cfg.seed).indices)
+    n = len(select_subset(run, cfg.subset, cfg.seed, trained_version(cfg)).indices)
     per_epoch = max(1, steps_per_epoch(n, cfg.batch_size, world))
     if budget == "steps":
         target = steps_per_epoch(n_full, cfg.batch_size, world) * cfg.epochs
@@ -129,10 +160,13 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
     if parallel > 1 and any(c.nnodes > 1 or c.rdzv_endpoint for c in configs):
         raise InputError("--parallel runs trainings side by side on this host: it cannot be "
                          "combined with --nnodes or --rdzv-endpoint")
+    if len({trained_version(c) for c in configs}) > 1:
+        raise InputError("an experiment trains on one curation: give its trainings one "
+                         "version")
     run.require_images("an experiment (retraining)")  # before its folder is made
     out = run.path / "experiments" / name
     out.mkdir(parents=True, exist_ok=True)
-    _write_curation(run, out)
+    version = _write_curation(run, out, trained_version(configs[0]))
     # Settings left to the rule are chosen once, from the full subset's size, so that every
     # subset of a comparison trains with the same batch; with the steps budget a smaller
     # subset then trains more epochs, to as many optimizer steps as full's.
@@ -156,12 +190,12 @@ def run_experiment(run: RunDir, name: str, configs: list[TrainConfig],
             summary = launch(run, cfg, _tagged(progress, cfg, lock, stop) if share > 1
                              else progress, share=share)
         with lock:
-            rows[i] = _result_row(cfg, steps, budget, summary)
+            rows[i] = {**_result_row(cfg, steps, budget, summary), "version": version}
             _write_csv(out / "results.csv", RESULT_FIELDS, [r for r in rows if r])
 
     _map(train, len(planned), share, stop)
     rows = [r for r in rows if r]
-    summary_rows = summarise(rows)
+    summary_rows = summarise(rows, version)
     _write_csv(out / "summary.csv", list(summary_rows[0]), summary_rows)
     plot(summary_rows, out / "accuracy_vs_batch.png",
          f"{run.run_id}: {configs[0].model}, {rows[0]['epochs']} epochs")
@@ -240,15 +274,33 @@ def _map(fn: Callable[[int], None], n: int, parallel: int,
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _write_curation(run: RunDir, out: Path) -> None:
+def _write_curation(run: RunDir, out: Path, version: str | None = None) -> str | None:
     """What the curated subsets left in: the samples a finding only proposes (below its
     drop cut, no person decided) train in ``filtered``; ``curation.json`` says how many,
-    so the verdict can say so."""
-    snap = current_snapshot(run)
-    info = {"store_revision": snap.stored.revision, "proposed": snap.proposed(),
-            "dropped": int((~snap.decisions.kept).sum())}
+    so the verdict can say so, and which version they trained on: ``version``, or without
+    one the version whose frozen kept set and labels are the live ones (None: none).
+    Returns that version."""
+    if version is not None:
+        frozen = read_version(run, version)
+        counts = frozen.counts
+        info = {"store_revision": frozen.store_revision, "version": version,
+                "proposed": {k: n for k, n in _proposed(frozen).items() if n},
+                "dropped": int(counts["dropped"])}
+    else:
+        snap = current_snapshot(run)
+        version = matching_version(run, train_key=train_key(snap.decisions.kept, snap.labels))
+        info = {"store_revision": snap.stored.revision, "version": version,
+                "proposed": snap.proposed(), "dropped": int((~snap.decisions.kept).sum())}
     with atomic_path(out / "curation.json") as tmp:
         tmp.write_text(json.dumps(info, indent=2) + "\n")
+    return version
+
+
+def _proposed(frozen: FrozenVersion) -> dict[str, int]:
+    """How many samples each finding kind proposes in a version (kept, listed by the kind,
+    nobody decided), by kind name: :meth:`CurationSnapshot.proposed` of its outcome."""
+    listed = frozen.outcome.decision == "proposed"
+    return {k: int((listed & m).sum()) for k, m in frozen.outcome.marked().items()}
 
 
 def curation_line(folder: Path, subsets: set[str]) -> str:

@@ -74,8 +74,16 @@ def compiler_found(cuda: bool) -> bool:
     return any(shutil.which(n) for n in ((env,) if env else ()) + names[1:])
 
 
-# What may differ between a training's config.json and a repeated request for it.
-_NOT_IDENTITY = ("extra", "store_revision", "warnings", "total_steps", "subset_seconds")
+# What may differ between a training's config.json and a repeated request for it (the
+# subset's key says which images with which labels, whichever version they came from).
+_NOT_IDENTITY = ("extra", "store_revision", "version", "warnings", "total_steps",
+                 "subset_seconds")
+
+
+def trained_version(cfg: TrainConfig) -> str | None:
+    """The version whose frozen curation ``cfg``'s curated subset trains on (``extra``'s
+    ``version``, set by ``curator experiment --version``), or None for the live one."""
+    return (cfg.extra or {}).get("version")
 
 
 @dataclass
@@ -125,10 +133,11 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
     training (to resume it, or to return its result).
 
     A training is tied to the exact subset it trains on: the default name ends with the
-    subset's key (a hash of its indices and labels), and ``config.json`` records the key
-    and the store revision. A repeated request after the curation changed therefore
-    trains anew; one for the same subset reuses the training and says so; a ``--name``
-    that exists for another subset or other settings is refused.
+    subset's key (a hash of its indices and labels), and ``config.json`` records the key,
+    the store revision and the version it was drawn from (None: the live curation). A
+    repeated request after the curation changed therefore trains anew; one for the same
+    subset reuses the training and says so; a ``--name`` that exists for another subset
+    or other settings is refused.
 
     Settings left as None are chosen from the subset's size first (:mod:`.plan`), so the
     name and the identity are those of the settings that actually train.
@@ -140,7 +149,7 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
     from worker.pipeline.export import check_export_name
 
     began = time.perf_counter()
-    chosen = select_subset(run, cfg.subset, cfg.seed)
+    chosen = select_subset(run, cfg.subset, cfg.seed, trained_version(cfg))
     # What choosing the subset cost (pruned@F scores every kept sample): the Results page
     # adds it to the training's time.
     subset_seconds = round(time.perf_counter() - began, 3)
@@ -150,7 +159,8 @@ def prepare(run: RunDir, cfg: TrainConfig) -> Prepared:
     out = run.path / "train" / name
     config = {**asdict(cfg), "name": name, "run": str(run.path.resolve()),
               "subset_key": chosen.key, "subset_size": len(chosen.indices),
-              "store_revision": chosen.revision, "total_steps": plan.total_steps,
+              "store_revision": chosen.revision, "version": chosen.version,
+              "total_steps": plan.total_steps,
               "warnings": list(plan.warnings), "subset_seconds": subset_seconds}
     if (out / "config.json").is_file():
         old = with_defaults(json.loads((out / "config.json").read_text()))

@@ -108,6 +108,11 @@ class Outcome:
     kinds: list[str]
     decided_by: np.ndarray
 
+    def marked(self) -> dict[str, np.ndarray]:
+        """Which samples each kind marks, bool (N,) by kind name."""
+        return {k: (self.findings >> np.uint64(j) & np.uint64(1)).astype(bool)
+                for j, k in enumerate(self.kinds)}
+
     def finding_names(self) -> list[str]:
         """Per sample, the kinds that mark it, comma-separated ('' for none), length N."""
         names: list[str] = []
@@ -240,8 +245,7 @@ def counts_of(outcome: Outcome, given: np.ndarray) -> dict[str, Any]:
             "dropped": int((~outcome.kept).sum()),
             "relabelled": int((outcome.labels != given).sum()),
             "decisions": {w: int((words == w).sum()) for w in DECISION_WORDS},
-            "findings": {k: int((outcome.findings >> np.uint64(j) & np.uint64(1)).sum())
-                         for j, k in enumerate(outcome.kinds)}}
+            "findings": {k: int(m.sum()) for k, m in outcome.marked().items()}}
 
 
 def train_key(kept: np.ndarray, labels: np.ndarray) -> str:
@@ -429,14 +433,17 @@ def list_versions(run: RunDir) -> list[dict[str, Any]]:
     return [_listed(r) for r in _rows(run)]
 
 
-def unknown_version(run: RunDir, name: str, names: list[str] | None = None) -> InputError:
+class UnknownVersion(InputError):
+    """A version name the run does not have (its one line names those it has)."""
+
+
+def unknown_version(run: RunDir, name: str) -> UnknownVersion:
     """The one line for a version ``name`` the run does not have, naming those it has."""
-    if names is None:
-        with connect(open_store(run).path) as db:
-            names = [r["name"] for r in version_rows(db)]
+    with connect(open_store(run).path) as db:
+        names = [r["name"] for r in version_rows(db)]
     have = f"this run's versions are {', '.join(names)}" if names else \
         f"this run has no versions yet: save one with 'curator version {run.path} NAME'"
-    return InputError(f"no version {name!r}: {have} (or {CURRENT!r}, the live curation)")
+    return UnknownVersion(f"no version {name!r}: {have}")
 
 
 def read_version(run: RunDir, name: str) -> FrozenVersion:
@@ -475,8 +482,19 @@ def live_version(run: RunDir) -> FrozenVersion:
 
 
 def version_or_current(run: RunDir, name: str) -> FrozenVersion:
-    """:func:`live_version` for ``current``, else :func:`read_version`."""
-    return live_version(run) if name == CURRENT else read_version(run, name)
+    """:func:`live_version` for ``current``, else :func:`read_version`.
+
+    Raises
+    ------
+    InputError
+        No such version: the line names those there are, and ``current``.
+    """
+    if name == CURRENT:
+        return live_version(run)
+    try:
+        return read_version(run, name)
+    except UnknownVersion as exc:
+        raise InputError(f"{exc} (or {CURRENT!r}, the live curation)") from None
 
 
 def matching_version(run: RunDir, outcome_key: str | None = None,
