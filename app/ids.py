@@ -30,7 +30,8 @@ REVIEW_GRID = "review-grid"  # the review list (dash-ag-grid)
 REVIEW_KEY = "review-key"  # a key's action on the focused row (a store)
 REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
 REVIEW_COUNT = "review-count"  # "N listed", written by assets/review.js
-SIMILAR_ASK = "similar-ask"  # the s key's sample (a store assets/review.js writes)
+SIMILAR_PANEL = "similar-panel"  # the "similar to" line: data-similar, where review.js asks
+SIMILAR_K = "similar-k"  # how many nearest samples s lists
 SIMILAR = "similar-listing"  # the neighbours the review list holds (app/curate/similar_panel.py)
 RELABEL_TO = "review-relabel-to"  # the review list's class picker
 HOVER_BOX = "curate-hover"  # the map's hover card, opened and placed by assets/hover.js
@@ -46,7 +47,8 @@ SHARED = {"graph": GRAPH, "map": MAP, "painted": PAINTED, "background": BACKGROU
           "statusData": STATUS_DATA, "model": MODEL,
           "reviewGrid": REVIEW_GRID,
           "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "reviewCount": REVIEW_COUNT,
-          "relabelTo": RELABEL_TO, "similarAsk": SIMILAR_ASK, "similar": SIMILAR,
+          "relabelTo": RELABEL_TO, "similarPanel": SIMILAR_PANEL, "similarK": SIMILAR_K,
+          "similar": SIMILAR,
           "hoverBox": HOVER_BOX,
           "pageError": PAGE_ERROR}
 

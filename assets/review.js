@@ -18,7 +18,7 @@
 
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRID = IDS.reviewGrid, GRAPH = IDS.graph, KEY = IDS.reviewKey, FOCUS = IDS.reviewFocus;
-  const COUNT = IDS.reviewCount, SIMILAR_ASK = IDS.similarAsk;
+  const COUNT = IDS.reviewCount, SIMILAR_PANEL = IDS.similarPanel, SIMILAR_K = IDS.similarK;
   // assets/00-curate-store.js: selection, focus, similar (this script's); pointed (hover.js)
   const store = window.curateStore;
   const FOCUS_COLUMN = "state";
@@ -203,15 +203,36 @@
     return true;
   }
 
-  // s: the nearest samples of the point under the pointer, else of the focused row
-  // (the server answers: app/curate/similar_panel.py).
+  // s: the nearest samples of the point under the pointer, else of the focused row. The
+  // server's answer (app/script_routes.py similar_json: the values the review list's
+  // callbacks would write) goes into the grid through its API first, so the rows paint
+  // without waiting on Dash's renderer, and then every value into Dash, so the page's
+  // stores (and the grid's rowData prop) hold what a callback would have left there.
+  let asking = 0;  // the latest ask: an answer overtaken by a later s is dropped
   function askSimilar(grid) {
     let sample = store.get("pointed");
     if (sample === null && focusedIndex(grid) >= 0) {  // nothing hovered, nothing focused: none
       const node = grid.getDisplayedRowAtIndex(focusedIndex(grid));
       sample = node && node.data ? node.data.sample : null;
     }
-    if (sample !== null) setProps(SIMILAR_ASK, {data: {sample, at: Date.now()}});
+    const panel = document.getElementById(SIMILAR_PANEL), k = document.getElementById(SIMILAR_K);
+    if (sample === null || !panel) return;
+    const ask = ++asking;
+    const url = panel.dataset.similar + encodeURIComponent(sample) + ".json?k=" +
+      encodeURIComponent(k ? k.value : "") + "&listing=" + (store.get("similar") ? 1 : 0);
+    fetch(url, {credentials: "same-origin"})
+      .then((r) => r.status === 200 ? r.json()
+        : r.text().then((line) => setProps(IDS.pageError, {children: line, hidden: false})))
+      .then((answer) => {
+        if (!answer || ask !== asking) return;
+        const list = api();
+        if (answer.rows && list) {
+          sortByDistance(list, true);
+          list.setGridOption("rowData", answer.rows);
+        }
+        answer.props.forEach(([id, props]) => setProps(id, props));
+      })
+      .catch(() => {});  // the server is gone: the page's own line says so
   }
 
   // The review actions' keys (app/curate/key_actions.py, dispatched by assets/keyboard.js), while the
@@ -310,18 +331,23 @@
   function similarShown(similar) {
     store.set({similar: similar ? similar.samples : null});
     const grid = api();
-    const column = grid && grid.getColumnState().find((c) => c.colId === "distance");
-    // Only when the listing starts or ends: each column change is a grid and a Dash pass.
-    if (column && (column.hide === Boolean(similar) || (similar && column.sort !== "asc"))) {
+    if (grid) sortByDistance(grid, Boolean(similar));
+    ring(ringed);
+    // Nothing to write: a store update is a pass of Dash's renderer over the page.
+    throw window.dash_clientside.PreventUpdate;
+  }
+
+  // The distance column shown and sorted on (`on`), else hidden and the list by score;
+  // only when that changes: each column change is a grid and a Dash pass.
+  function sortByDistance(grid, on) {
+    const column = grid.getColumnState().find((c) => c.colId === "distance");
+    if (column && (column.hide === on || (on && column.sort !== "asc"))) {
       grid.applyColumnState({
-        state: similar ? [{colId: "distance", hide: false, sort: "asc"}]
+        state: on ? [{colId: "distance", hide: false, sort: "asc"}]
           : [{colId: "distance", hide: true}, {colId: "score", sort: "desc"}],
         defaultState: {sort: null},
       });
     }
-    ring(ringed);
-    // Nothing to write: a store update is a pass of Dash's renderer over the page.
-    throw window.dash_clientside.PreventUpdate;
   }
 
   // An image file dropped on or picked in the upload box (app/curate/similar_panel.py): sent

@@ -308,15 +308,22 @@ def _register_rows() -> None:
     )
 
 
+# Where each of :func:`grid_content`'s values goes: (component id, property).
+GRID_PROPS = {"rows": (GRID, "rowData"), "changes": (GRID, "rowTransaction"),
+              "pairs": (PAIRS, "children"), "pair_data": (PAIR_DATA, "data"),
+              "findings": (FINDINGS, "children"), "rev": (REV, "data"),
+              "first_filter": (GRID, "filterModel")}
+# ... and each of :func:`listing_out`'s: the grid's, and the "similar to" line's.
+LISTING_PROPS = {**GRID_PROPS, "similar": (similar_panel.SIMILAR, "data"),
+                 "line": (similar_panel.LINE, "children"),
+                 "back_hidden": (similar_panel.BACK_BOX, "hidden")}
+
+
 def _grid_outputs(again: bool = False) -> dict:
     """The outputs of :func:`grid_content` (``again``: for the second callback that
     writes them)."""
-    ids_ = {"rows": (GRID, "rowData"), "changes": (GRID, "rowTransaction"),
-            "pairs": (PAIRS, "children"), "pair_data": (PAIR_DATA, "data"),
-            "findings": (FINDINGS, "children"), "rev": (REV, "data"),
-            "first_filter": (GRID, "filterModel")}
     return {key: Output(*where, allow_duplicate=again or key == "first_filter")
-            for key, where in ids_.items()}
+            for key, where in GRID_PROPS.items()}
 
 
 def _register_similar() -> None:
@@ -324,24 +331,22 @@ def _register_similar() -> None:
     in one response, and the listing sorted by distance and ringed on the map
     (assets/review.js)."""
     similar_panel.register()
-    outputs = {**_grid_outputs(again=True),
-               "similar": Output(similar_panel.SIMILAR, "data", allow_duplicate=True),
-               "line": Output(similar_panel.LINE, "children", allow_duplicate=True),
-               "back_hidden": Output(similar_panel.BACK_BOX, "hidden", allow_duplicate=True)}
-    shared = {"k": State(similar_panel.K, "value"), "run_id": State(RUN, "data"),
-              # What grid_content needs besides the listing, as one dict.
-              "grid": {"held": State(REV, "data"), "shown": State(SHOWN, "data"),
-                       "filters": State(CLASS_FILTERS, "data")}}
+    outputs = {key: Output(*where, allow_duplicate=True)
+               for key, where in LISTING_PROPS.items()}
+    held = {"held": State(REV, "data"), "shown": State(SHOWN, "data")}
     callback(output=outputs,
-             inputs={"ask": Input(similar_panel.ASK, "data"),
-                     "_back": Input(similar_panel.BACK, "n_clicks"), **shared},
-             prevent_initial_call=True)(on_similar)
+             inputs={"_back": Input(similar_panel.BACK, "n_clicks"),
+                     "run_id": State(RUN, "data"),
+                     # What grid_content needs for the review queue, as one dict.
+                     "grid": {**held, "filters": State(CLASS_FILTERS, "data")}},
+             prevent_initial_call=True)(on_back)
     # The file in a callback of its own: a callback's requests carry all its inputs, and
-    # the file (up to the server's body limit) would travel with every s and Back. It
-    # needs no class filters (a listing is unfiltered), which at 1,000 classes are 90 KB.
+    # the file (up to the server's body limit) would travel with every Back. It needs no
+    # class filters (a listing is unfiltered), which at 1,000 classes are 90 KB.
     callback(output=outputs,
-             inputs={"upload": Input(similar_panel.FILE, "data"), **shared,
-                     "grid": {"held": State(REV, "data"), "shown": State(SHOWN, "data")}},
+             inputs={"upload": Input(similar_panel.FILE, "data"),
+                     "k": State(similar_panel.K, "value"), "run_id": State(RUN, "data"),
+                     "grid": held},
              prevent_initial_call=True)(on_upload)
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="similarShown"),
@@ -412,26 +417,25 @@ def on_queue(shown_rev, tab, similar, shown, run_id, grid_rev, filters):
     return grid_content(data, current_state(data), run_id, similar, held, shown, filters)
 
 
-def on_similar(ask, _back, k, run_id, grid):
-    """More like this (app/curate/similar_panel.py): the s key's sample answered, and the
-    list's rows with it, in one response; Back to the list puts the review queue back."""
-    if ctx.triggered_id != similar_panel.BACK and not ctx.triggered[0]["value"]:
-        raise PreventUpdate
-    return _listing_out(similar_panel.answer(ctx.triggered_id, ask, None, k, run_id),
-                        run_id, grid)
+def on_back(_back, run_id, grid):
+    """Back to the list: the review queue again, in place of a "similar to" listing."""
+    return listing_out(similar_panel.answer(similar_panel.BACK, None, None, None, run_id),
+                       run_id, grid)
 
 
 def on_upload(upload, k, run_id, grid):
-    """An image file dropped on the page answered as :func:`on_similar` answers s."""
+    """An image file dropped on the page: its nearest samples listed, as the s key's
+    answer lists a sample's (app/script_routes.py ``similar_json``)."""
     if not upload:
         raise PreventUpdate
-    return _listing_out(similar_panel.answer(similar_panel.FILE, None, upload, k, run_id),
-                        run_id, {**grid, "filters": {}})
+    return listing_out(similar_panel.answer(similar_panel.FILE, None, upload, k, run_id),
+                       run_id, {**grid, "filters": {}})
 
 
-def _listing_out(panel: dict, run_id: str, grid: dict) -> dict:
-    """The outputs of :func:`on_similar` and :func:`on_upload` for the panel's answer
-    (``similar_panel.answer``): a refused ask only says why."""
+def listing_out(panel: dict, run_id: str, grid: dict) -> dict:
+    """The list's new values (:data:`LISTING_PROPS`' keys) for the panel's answer
+    (``similar_panel.answer``), given ``grid``: ``held`` (REV's value), ``shown`` and
+    ``filters`` (the review queue's, for Back). A refused ask only says why."""
     if panel["refused"]:
         return {key: no_update for key in GRID_OUT} | {"line": panel["line"],
                                                        "similar": no_update,

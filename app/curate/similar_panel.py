@@ -6,10 +6,16 @@ the review list's focused row) or from an image file dropped on (or picked in) t
 box. :func:`answer` finds the neighbours (the SIMILAR store: their samples and distances,
 nearest first) as ``curator similar`` and ``run.similar`` find them
 (worker/pipeline/map/similar.py), so the three list the same rows. The review list holds
-those rows (app/curate/review_list.py ``on_similar`` and ``on_upload``, in the same
-response), where every
-review action works on them as on any row; assets/review.js sorts them by distance and
-rings them on the map where they are in the class shown. "Back to the list" ends it.
+those rows, where every review action works on them as on any row; assets/review.js sorts
+them by distance and rings them on the map where they are in the class shown. "Back to
+the list" ends it.
+
+The key's answer is fetched by the script itself (:data:`ROUTE`, app/script_routes.py
+``similar_json``): its rows go into the grid through the grid's API, then every value into
+Dash with ``set_props``, as a callback's response would. Through a Dash callback the rows
+waited 40–60 ms on Dash's renderer (docs/benchmarks.md, "More like this"). An uploaded file
+and Back to the list are callbacks (app/curate/review_list.py ``on_upload``, ``on_back``);
+all three build their values with ``review_list.listing_out``.
 
 An uploaded file goes through the run's own network and PCA
 (worker/pipeline/map/image_query.py); its size is checked in the browser first, against
@@ -25,6 +31,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 import dash_bootstrap_components as dbc
 from dash import (
@@ -47,13 +54,15 @@ from worker.pipeline.map.image_query import load_network, nearest_to_image
 from worker.pipeline.map.similar import nearest_samples
 from worker.pipeline.number_params import PARAMS, check
 
-ASK = ids.SIMILAR_ASK  # {"sample", "at"}: the s key's sample (assets/review.js writes it)
+ASK = "ask"  # :func:`answer`'s trigger for the s key's sample (app/script_routes.py)
+ROUTE = "/similar"  # /similar/<run>/<sample>.json: the s key's answer, for assets/review.js
+PANEL = ids.SIMILAR_PANEL  # the panel's element: data-similar, where assets/review.js asks
 SIMILAR = ids.SIMILAR  # the neighbours listed (:func:`answer`), or None
 SHOWN = "similar-shown"  # review.similarShown's output, never written (Dash needs one)
 UPLOAD = "similar-upload"
 FILE = "similar-file"  # the upload once the browser has checked its size: {name, contents}
 LIMIT = "similar-limit"  # the largest file the browser sends, in bytes
-K = "similar-k"
+K = ids.SIMILAR_K
 LINE = "similar-line"
 BACK = "similar-back"
 BACK_BOX = "similar-back-box"
@@ -68,13 +77,14 @@ def layout(page: Page) -> html.Div:
     The run's network starts loading in the background (:func:`warm_network`)."""
     warm_network(page.run_id)
     return html.Div([
-        dcc.Store(id=ASK), dcc.Store(id=SIMILAR), dcc.Store(id=SHOWN), dcc.Store(id=FILE),
+        dcc.Store(id=SIMILAR), dcc.Store(id=SHOWN), dcc.Store(id=FILE),
         dcc.Store(id=LIMIT, data=upload_limit()),
         html.Span(id=LINE, className="small similar-line"),
         html.Span(small_button("Back to the list", BACK, "secondary",
                                "The review list again, as it was"),
                   id=BACK_BOX, hidden=True),
-    ], className="d-flex flex-wrap align-items-center gap-2 similar-panel")
+    ], id=PANEL, className="d-flex flex-wrap align-items-center gap-2 similar-panel",
+       **{"data-similar": f"{ROUTE}/{quote(page.run_id, safe='')}/"})
 
 
 def asking() -> html.Div:
