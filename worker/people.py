@@ -6,7 +6,7 @@ lets no one in. ``curator serve`` reads the file on each request (cached by its 
 a token revoked with ``curator token revoke NAME`` stops working at the next request.
 
 What each role may do is :data:`ALLOWED`: a viewer reads; a reviewer also decides (keep,
-drop, relabel, re-cluster, undo) and exports; an admin also trains, starts runs and
+drop, relabel, re-cluster, undo), saves versions and exports; an admin also trains, starts runs and
 cancels jobs. ``CURATOR_AUTH_TOKEN`` keeps working as one admin, named ``admin``. A server
 with neither that token nor a token file is one person's: its OS user, as admin. Once a
 token has been made, one is needed, even after the last is revoked.
@@ -35,10 +35,11 @@ from worker.pipeline.errors import InputError
 TOKENS_FILE = ".curator-tokens.json"
 ROLES = ("viewer", "reviewer", "admin")
 # Each action a role check guards → the least role that may do it.
-ALLOWED = {"read": "viewer", "decide": "reviewer", "export": "reviewer", "train": "admin",
-           "run": "admin", "cancel": "admin"}
+ALLOWED = {"read": "viewer", "decide": "reviewer", "export": "reviewer",
+           "version": "reviewer", "train": "admin", "run": "admin", "cancel": "admin"}
 # What a refused action is called in the one line that refuses it.
 ACTION_WORDS = {"decide": "keep, drop, relabel or re-cluster", "export": "export",
+                "version": "save versions",
                 "train": "retrain", "run": "start a run", "cancel": "cancel jobs"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 # Names that already mean something in a signed history: the CURATOR_AUTH_TOKEN admin, the

@@ -14,9 +14,10 @@ from __future__ import annotations
 from app.curate import class_list, class_map, hover_card, retrain, review_list, summary
 from app.curate import eps_panel as params
 from app.curate import export_tab as export
+from app.curate import versions_tab as versions
 
-COMPONENTS = (params, class_list, class_map, hover_card, review_list, summary, export,
-              retrain)
+COMPONENTS = (params, class_list, class_map, hover_card, review_list, summary, versions,
+              export, retrain)
 
 
 def render_parts() -> dict:
