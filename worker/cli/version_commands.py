@@ -15,7 +15,7 @@ from worker.pipeline.number_params import cli_type
 from worker.settings import load_settings
 
 # What `curator versions` shows per version (--json gives every count).
-SHOWN = ("name", "created_at", "author", "store_revision", "n_kept", "dropped",
+SHOWN = ("name", "created_at", "author", "store_revision", "n_samples", "n_kept", "dropped",
          "relabelled", "decisions", "findings", "note")
 # Diff rows printed without --limit (--json prints them all).
 TEXT_ROWS = 50
