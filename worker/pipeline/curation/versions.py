@@ -304,13 +304,15 @@ def decode(stored: dict[str, Any]) -> Outcome:
 
 # -- saving and reading ------------------------------------------------------------------
 def _current_state(run: RunDir) -> dict:
-    """The store's raw state, read in one transaction."""
+    """The store's raw state, read in one transaction, with the rule it resolves with (a
+    store that never set one: the default, named, so the state says what it means)."""
     with connect(open_store(run).path) as db:
         db.execute("BEGIN")
         try:
-            return read_state(db)
+            state = read_state(db)
         finally:
             db.execute("COMMIT")
+    return {**state, "rule": state["rule"] or DEFAULT_RULE}
 
 
 def check_space(run: RunDir, size: int, min_free_mb: float) -> None:
