@@ -16,6 +16,7 @@ from app.app_context import settings
 from app.layout import GRAPH_CONFIG as LOCAL_GRAPH_CONFIG
 from app.layout import error_alert
 from app.result_figures import accuracy_vs_batch, accuracy_vs_fraction
+from app.version_effects import experiment_version, read_experiments, version_effects
 from worker.pipeline.errors import InputError
 from worker.run_catalog import resolve_run
 from worker.train.convergence import RULE, convergence
@@ -161,8 +162,12 @@ def experiment_view(folder: Path) -> html.Div:
     if pruning is not None:
         figure.append(dcc.Graph(figure=pruning, config=GRAPH_CONFIG,
                                 className="experiment-pruning"))
+    version = experiment_version(rows)
     return dbc.Card(dbc.CardBody([
-        html.H6(f"Experiment {folder.name}"), *figure,
+        html.H6([f"Experiment {folder.name}", html.Span(
+            f" · version {version}" if version else " · no saved version",
+            className="text-muted experiment-version",
+            title="the curation version its curated subsets trained on")]), *figure,
         dbc.Table([head, body], size="sm", striped=True, class_name="small experiment-table"),
         html.Ul(lines, className="small mb-0 experiment-verdict"),
         html.Div("Differences are in percentage points ± their standard error; a difference "
@@ -194,12 +199,31 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
 def refresh(_n, run_id):
     run = resolve_run(settings().runs_root, run_id)
     items = trainings(run.path)
-    experiments = [experiment_view(f.parent) for f in
-                   sorted((run.path / "experiments").glob("*/results.csv"))]
+    folders = [f.parent for f in sorted((run.path / "experiments").glob("*/results.csv"),
+                                        key=lambda p: p.stat().st_mtime)]
+    experiments = [experiment_view(f) for f in folders]
+    effects = effects_view(version_effects(run, read_experiments(folders, read_results)))
     table = trainings_table(items) if items else html.Div(
         "No training yet: use Retrain on the Curate page, or 'curator retrain RUN'.",
         className="text-muted small")
     return (training_curves(items, len(run.read_meta().get("classes", []))), table,
-            experiments or html.Div(
+            [*effects, *experiments] or html.Div(
                 "No experiment yet: 'curator experiment RUN' compares filtered, full and random "
                 "over seeds and gives a verdict.", className="text-muted small mb-3"))
+
+
+def effects_view(effects: list[dict]) -> list:
+    """What each version did (app/version_effects.py): one item per experiment set beside
+    the earlier one on another version; nothing while there is no such pair."""
+    if not effects:
+        return []
+    items = [html.Li([html.B(f"{e['versions']}"), f" ({e['before']} → {e['after']}): ",
+                      e["changes"], html.Br(),
+                      "; ".join(e["accuracy"]) or "no curated subset trained in both"])
+             for e in effects]
+    return [dbc.Card(dbc.CardBody([
+        html.H6("What each version did"),
+        html.Ul(items, className="small mb-0 version-effects"),
+        html.Div("Accuracy: the later experiment minus the earlier one, Welch's t-test over "
+                 "their seeds; changes: 'curator diff RUN A B'.",
+                 className="small text-muted mt-1")]), class_name="mb-3")]
