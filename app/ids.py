@@ -32,6 +32,7 @@ REVIEW_FOCUS = "review-focus"  # the focused row's sample (a store)
 REVIEW_COUNT = "review-count"  # "N listed", written by assets/review.js
 SIMILAR_PANEL = "similar-panel"  # the "similar to" line: data-similar, where review.js asks
 SIMILAR_K = "similar-k"  # how many nearest samples s lists
+SIMILAR_LINE = "similar-line"  # "similar to #i · class": what the review list holds
 SIMILAR = "similar-listing"  # the neighbours the review list holds (app/curate/similar_panel.py)
 RELABEL_TO = "review-relabel-to"  # the review list's class picker
 HOVER_BOX = "curate-hover"  # the map's hover card, opened and placed by assets/hover.js
@@ -48,6 +49,7 @@ SHARED = {"graph": GRAPH, "map": MAP, "painted": PAINTED, "background": BACKGROU
           "reviewGrid": REVIEW_GRID,
           "reviewKey": REVIEW_KEY, "reviewFocus": REVIEW_FOCUS, "reviewCount": REVIEW_COUNT,
           "relabelTo": RELABEL_TO, "similarPanel": SIMILAR_PANEL, "similarK": SIMILAR_K,
+          "similarLine": SIMILAR_LINE,
           "similar": SIMILAR,
           "hoverBox": HOVER_BOX,
           "pageError": PAGE_ERROR}

@@ -19,6 +19,7 @@
   const IDS = window.CURATOR_IDS;  // app/ids.py, through /ids.js
   const GRID = IDS.reviewGrid, GRAPH = IDS.graph, KEY = IDS.reviewKey, FOCUS = IDS.reviewFocus;
   const COUNT = IDS.reviewCount, SIMILAR_PANEL = IDS.similarPanel, SIMILAR_K = IDS.similarK;
+  const SIMILAR_LINE = IDS.similarLine;
   // assets/00-curate-store.js: selection, focus, similar (this script's); pointed (hover.js)
   const store = window.curateStore;
   const FOCUS_COLUMN = "state";
@@ -205,10 +206,22 @@
 
   // s: the nearest samples of the point under the pointer, else of the focused row. The
   // server's answer (app/script_routes.py similar_json: the values the review list's
-  // callbacks would write) goes into the grid through its API first, so the rows paint
-  // without waiting on Dash's renderer, and then every value into Dash, so the page's
-  // stores (and the grid's rowData prop) hold what a callback would have left there.
+  // callbacks would write) goes into the grid through its API and the line at once, so
+  // they paint without waiting on Dash's renderer, and every other value into Dash just
+  // after that paint (each Dash component re-rendered before it held the frame back by
+  // 20-30 ms: docs/benchmarks.md, "More like this"). Those values (the page's stores and
+  // the grid's rowData prop: what a callback would have left there) are written before
+  // any key or pointer press is handled, so an action never reads the stores before them.
   let asking = 0;  // the latest ask: an answer overtaken by a later s is dropped
+  let unsynced = null;  // the answer's values Dash does not hold yet
+  function syncSimilar() {
+    const props = unsynced;
+    unsynced = null;
+    if (props) props.forEach(([id, value]) => setProps(id, value));
+  }
+  document.addEventListener("keydown", syncSimilar, true);
+  document.addEventListener("pointerdown", syncSimilar, true);
+
   function askSimilar(grid) {
     let sample = store.get("pointed");
     if (sample === null && focusedIndex(grid) >= 0) {  // nothing hovered, nothing focused: none
@@ -225,12 +238,16 @@
         : r.text().then((line) => setProps(IDS.pageError, {children: line, hidden: false})))
       .then((answer) => {
         if (!answer || ask !== asking) return;
+        syncSimilar();  // an earlier answer's values first
         const list = api();
         if (answer.rows && list) {
           sortByDistance(list, true);
           list.setGridOption("rowData", answer.rows);
         }
-        answer.props.forEach(([id, props]) => setProps(id, props));
+        const line = answer.props.filter(([id]) => id === SIMILAR_LINE);
+        line.forEach(([id, value]) => setProps(id, value));
+        unsynced = answer.props.filter(([id]) => id !== SIMILAR_LINE);
+        requestAnimationFrame(() => setTimeout(syncSimilar, 0));
       })
       .catch(() => {});  // the server is gone: the page's own line says so
   }

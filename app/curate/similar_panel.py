@@ -63,7 +63,7 @@ UPLOAD = "similar-upload"
 FILE = "similar-file"  # the upload once the browser has checked its size: {name, contents}
 LIMIT = "similar-limit"  # the largest file the browser sends, in bytes
 K = ids.SIMILAR_K
-LINE = "similar-line"
+LINE = ids.SIMILAR_LINE
 BACK = "similar-back"
 BACK_BOX = "similar-back-box"
 # The base64 text of a file is 4/3 of its size, and the request also carries the
