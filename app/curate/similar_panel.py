@@ -11,11 +11,13 @@ them by distance and rings them on the map where they are in the class shown. "B
 the list" ends it.
 
 The key's answer is fetched by the script itself (:data:`ROUTE`, app/script_routes.py
-``similar_json``): its rows go into the grid through the grid's API, then every value into
-Dash with ``set_props``, as a callback's response would. Through a Dash callback the rows
-waited 40–60 ms on Dash's renderer (docs/benchmarks.md, "More like this"). An uploaded file
-and Back to the list are callbacks (app/curate/review_list.py ``on_upload``, ``on_back``);
-all three build their values with ``review_list.listing_out``.
+``similar_json``): its rows go into the grid through the grid's API and its line into the
+page, and every other value into Dash with ``set_props`` just after they paint, as a
+callback's response would have written them. As a Dash callback the step took 94 ms (p50)
+from the key to the painted rows at 50,000 samples, this way 68–78 ms (docs/benchmarks.md,
+"More like this"). An uploaded file and Back to the list are callbacks
+(app/curate/review_list.py ``on_upload``, ``on_back``); all three build their values with
+``review_list.listing_out``.
 
 An uploaded file goes through the run's own network and PCA
 (worker/pipeline/map/image_query.py); its size is checked in the browser first, against
