@@ -28,11 +28,23 @@ from dash import (
 from dash.exceptions import PreventUpdate
 
 from app.app_context import settings
-from app.curate import CLASS_PICK, RUN, SHOWN, SHOWN_REV, TABS, Page, changes, class_map, render
+from app.curate import (
+    CLASS_PICK,
+    RUN,
+    SHOWN,
+    SHOWN_REV,
+    TABS,
+    Page,
+    changes,
+    class_map,
+    overridden_notice,
+    render,
+)
 from app.curate.components import COMPONENTS, render_parts
 from app.layout import error_alert, feature_advice, feature_badges
 from app.run_data import current_state, run_data
 from worker.pipeline.errors import InputError
+from worker.pipeline.storage.curation_store import open_store
 
 dash.register_page(__name__, path_template="/curate/<run_id>", title="Curate · tsne-curator")
 
@@ -58,6 +70,7 @@ def layout(run_id: str | None = None, **_query) -> html.Div:
                   dcc.Link("results →", href=f"/results/{run_id}", className="small ms-auto")],
                  className="d-flex align-items-baseline mb-2"),
         feature_advice(page.meta),
+        overridden_notice.notice(open_store(data.run), page.classes),
         changes.layout(),
         # One screen from 1200 px wide (1366×768 included): parameters and classes, the
         # map, and the review list side by side, each scrolling on its own; Summary,

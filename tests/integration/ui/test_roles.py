@@ -110,8 +110,8 @@ def test_a_revoked_token_stops_working_at_the_next_request(page, roles_root, tok
 
 def test_two_reviewers_at_once_see_each_others_decisions(page, roles_root, tokens):
     """Two browsers on one run: each decision is stored as it is made; a second person's
-    decision on the same sample stands, and the first sees whose it is at their next
-    refresh; the history keeps both."""
+    decision on the same sample stands, and the first sees whose it is, and that hers was
+    replaced, at their next refresh; the history keeps both."""
     srv, first = page
     url = f"{srv.url}/curate/roles?token="
     ana, bo = add_token(roles_root, "ana", "reviewer"), add_token(roles_root, "bo", "reviewer")
@@ -126,6 +126,9 @@ def test_two_reviewers_at_once_see_each_others_decisions(page, roles_root, token
         row = wait_for(lambda: next((r for r in grid_rows(first) if r["sample"] == sample
                                      and r["decided"].startswith("bo · ")), None))
         assert row["state"] == "dropped"
+        # ana is told, on the page, that bo replaced her keep.
+        told = first.find_element(By.ID, "curate-overridden").text
+        assert f"#{sample}: your keep → drop by bo, " in told
         assert [(r["author"], r["after"]) for r in sample_history(store, sample)][-2:] == \
             [("ana", "keep"), ("bo", "drop")]
     finally:

@@ -8,7 +8,8 @@ each other, and each change can be undone exactly.
 
 History semantics: each user action is one row of ``history`` holding its changes as
 ``(table, key, before, after)``. Undo reverts the newest applied action; redo re-applies
-the most recently undone one; a new action discards everything that was undone.
+the most recently undone one; a new action puts everything that was undone out of redo's
+reach (``undone`` 2: kept in the log, with who undid it and when, never applied again).
 
 The pipeline's own steps (the cluster step's parameters for classes that have none on
 this map: a new run's, or every class's after a new embedding) are rows too, marked
@@ -559,9 +560,10 @@ class CurationStore:
         if not changes:
             return
         if not pipeline:
-            # A new decision makes the undone ones unreachable: drop them (the redo stack).
-            # A pipeline step leaves them: redo applies only what it did not replace.
-            db.execute("DELETE FROM history WHERE undone=1")
+            # A new decision puts the undone ones out of redo's reach; they stay in the log
+            # (who made and undid them). A pipeline step leaves them: redo applies only
+            # what it did not replace.
+            db.execute("UPDATE history SET undone=2 WHERE undone=1")
         db.execute("INSERT INTO history (description, changes, created_at, pipeline, author) "
                    "VALUES (?, ?, ?, ?, ?)",
                    (description, json.dumps(changes), now_iso(), int(pipeline),

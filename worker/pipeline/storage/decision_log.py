@@ -71,6 +71,37 @@ def sample_history(store: CurationStore, sample: int) -> list[dict]:
     return rows
 
 
+def overridden(store: CurationStore, author: str, limit: int = 20) -> list[dict]:
+    """``author``'s decisions that another person's later decision on the same sample
+    replaced, and that replacement stands, newest first: ``sample``, ``what`` ("decision"
+    or "label"), ``mine`` and ``theirs`` (the values; None: none), ``by`` and ``at``
+    (who replaced it and when). At most ``limit`` rows (the Curate page tells the earlier
+    author at their next visit; ``curator history --sample`` lists every decision).
+
+    A decision replaced by its own author, undone, or replaced only by a change that was
+    undone since, is not listed."""
+    mine: dict[tuple[str, int], object] = {}  # (table, sample) → the author's last value
+    out: dict[tuple[str, int], dict] = {}
+    with connect(store.path) as db:
+        for hid, changes, created, who in db.execute(
+                "SELECT id, changes, created_at, author FROM history WHERE pipeline=0 AND "
+                "undone=0 ORDER BY id"):
+            for table, key, _before, after in json.loads(changes):
+                if table not in PER_SAMPLE:
+                    continue
+                at = (table, key)
+                if who == author:
+                    mine[at] = after
+                    out.pop(at, None)
+                elif at in mine and after != mine[at]:
+                    out[at] = {"sample": int(key), "what": WORDS[table], "mine": mine[at],
+                               "theirs": after, "by": who, "at": created, "id": hid}
+                else:  # another person set it back to the author's value
+                    out.pop(at, None)
+    newest = sorted(out.values(), key=lambda r: r["id"], reverse=True)[:limit]
+    return [{k: v for k, v in r.items() if k != "id"} for r in newest]
+
+
 RUN_COLUMNS = ("id", "at", "author", "description", "changes", "state")
 SAMPLE_COLUMNS = ("id", "at", "author", "what", "before", "after", "state", "description")
 

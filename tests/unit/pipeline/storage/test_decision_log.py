@@ -9,7 +9,12 @@ import sqlite3
 
 from worker.pipeline.storage.author import UNKNOWN, acting_as, current_author, os_user
 from worker.pipeline.storage.curation_store import CurationStore
-from worker.pipeline.storage.decision_log import last_decision, last_decisions, sample_history
+from worker.pipeline.storage.decision_log import (
+    last_decision,
+    last_decisions,
+    overridden,
+    sample_history,
+)
 
 
 def test_each_decision_and_its_undo_are_signed(tmp_path):
@@ -82,3 +87,46 @@ def test_a_store_made_before_signing_is_brought_up_to_date(tmp_path):
         store.undo()
     assert store.history()[0]["undone_by"] == "ana"
     assert store.undo() == "drop 1" and store.overrides() == {}  # the old decision undoes
+
+
+def test_the_earlier_author_learns_which_decisions_another_person_overrode(tmp_path):
+    """ana's keep of 9 and relabel of 4 are replaced by ben's drop and relabel (both
+    listed, newest first); her drop of 5, which cho set back to hers after ben, and her
+    keep of 6, which ben's undone drop no longer replaces, are not."""
+    store = CurationStore(tmp_path / "curation.sqlite")
+    with acting_as("ana"):
+        store.set_overrides([9, 6], "keep")
+        store.set_overrides([5], "drop")
+        store.set_relabels([4], 2)
+    with acting_as("ben"):
+        store.set_overrides([5], "keep")
+    (row,) = overridden(store, "ana")
+    assert (row["sample"], row["mine"], row["theirs"], row["by"]) == (5, "drop", "keep", "ben")
+    with acting_as("ben"):
+        store.set_overrides([9], "drop")
+        store.set_relabels([4], 7)
+    with acting_as("cho"):
+        store.set_overrides([5], "drop")  # ana's value again
+    with acting_as("ben"):
+        store.set_overrides([6], "drop")
+        store.undo()  # takes the drop of 6 back: ana's keep stands
+    rows = overridden(store, "ana")
+    assert [(r["sample"], r["what"], r["mine"], r["theirs"], r["by"]) for r in rows] == [
+        (4, "label", 2, 7, "ben"), (9, "decision", "keep", "drop", "ben")]
+    # ben's keep of 5 is the one cho replaced.
+    assert [(r["sample"], r["by"]) for r in overridden(store, "ben")] == [(5, "cho")]
+    assert overridden(store, "nobody") == []
+
+
+def test_a_new_decision_keeps_the_undone_ones_in_the_log_out_of_reach(tmp_path):
+    store = CurationStore(tmp_path / "curation.sqlite")
+    with acting_as("ana"):
+        store.set_overrides([3], "drop")
+    with acting_as("ben"):
+        store.undo()
+    with acting_as("ana"):
+        store.set_overrides([4], "keep")  # a new decision: the undone drop can't be redone
+    assert not store.can_redo() and store.overrides() == {4: "keep"}
+    newest, first = store.history()
+    assert (first["author"], first["undone"], first["undone_by"]) == ("ana", True, "ben")
+    assert [(r["after"], r["undone"]) for r in sample_history(store, 3)] == [("drop", True)]
