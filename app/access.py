@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from flask import g, has_request_context
 
-# The action a job kind needs (worker/jobs/registry.py): anything else trains or builds.
-JOB_ACTIONS = {"export": "export", "pipeline": "run"}
+from worker.people import job_action
 
 
 def require(action: str) -> None:
@@ -26,4 +25,4 @@ def require(action: str) -> None:
 
 def require_job(kind: str) -> None:
     """:func:`require` for submitting a job of ``kind``."""
-    require(JOB_ACTIONS.get(kind, "train"))
+    require(job_action(kind))

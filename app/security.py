@@ -104,7 +104,7 @@ def guard() -> Response | None:
     # Who this request is (app/access.py checks the role) and the name its decisions are
     # signed with (worker/pipeline/storage/author.py).
     g.person = who
-    set_author(who.name)
+    set_author(who.name, by_token=tokens_required(config.runs_root, config.auth_token))
     if (not config.debug_hooks and request.path.startswith("/assets/")
             and posixpath.basename(request.path) == DEBUG_SCRIPT):
         return text_response(404, "no such file")

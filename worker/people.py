@@ -37,6 +37,8 @@ ROLES = ("viewer", "reviewer", "admin")
 # Each action a role check guards → the least role that may do it.
 ALLOWED = {"read": "viewer", "decide": "reviewer", "export": "reviewer",
            "version": "reviewer", "train": "admin", "run": "admin", "cancel": "admin"}
+# The action each job kind needs (worker/jobs/registry.py); any other kind trains.
+JOB_ACTIONS = {"export": "export", "pipeline": "run"}
 # What a refused action is called in the one line that refuses it.
 ACTION_WORDS = {"decide": "keep, drop, relabel or re-cluster", "export": "export",
                 "version": "save versions",
@@ -199,6 +201,26 @@ def person_for(runs_root: Path, given: str, admin_token: str) -> Person | None:
         if r.revoked_at is None and hmac.compare_digest(digest, r.sha256):
             return Person(r.name, r.role)
     return None
+
+
+def job_action(kind: str) -> str:
+    """The action (a key of :data:`ALLOWED`) a job of ``kind`` needs."""
+    return JOB_ACTIONS.get(kind, "train")
+
+
+def check_submitter(runs_root: Path, name: str, kind: str) -> None:
+    """Refuse, in one line, a ``kind`` job that a token's person ``name`` queued and may not
+    run now: their token was revoked since, or their role no longer allows it. A worker
+    asks before it runs the job, so a job queued around the server (straight onto the
+    broker, or before a revocation) is checked as the server checks its routes. The
+    ``CURATOR_AUTH_TOKEN`` admin is always allowed."""
+    if name in RESERVED:
+        return
+    live = [r for r in records(runs_root) if r.name == name and r.revoked_at is None]
+    if not live:
+        raise InputError(f"{name}'s token was revoked after this {kind} job was queued: it "
+                         "was not run")
+    Person(name, live[-1].role).require(job_action(kind))
 
 
 def tokens_required(runs_root: Path, admin_token: str) -> bool:

@@ -39,7 +39,8 @@ def all_jobs(limit: int = 200) -> list[dict]:
 def layout(**_query) -> html.Div:
     return html.Div([
         html.H4("Jobs"), html.Div(id=ALERT), dcc.Interval(id=POLL, interval=1000),
-        live_table(("created", "run", "kind", "progress", "duration", "worker", ""), TABLE),
+        live_table(("created", "run", "kind", "by", "progress", "duration", "worker", ""),
+                   TABLE),
     ])
 
 
@@ -47,10 +48,12 @@ def layout(**_query) -> html.Div:
 def refresh(_n):
     jobs = all_jobs()
     if not jobs:
-        return html.Tr(html.Td("No jobs yet.", colSpan=7, className="text-muted"))
+        return html.Tr(html.Td("No jobs yet.", colSpan=8, className="text-muted"))
     return [html.Tr([
         html.Td(j["created_at"].replace("T", " ")[:19], className="small text-nowrap"),
         html.Td(dcc.Link(j["run"], href=f"/curate/{j['run']}")), html.Td(j["kind"]),
+        html.Td(j.get("submitted_by") or "-", className="small",
+                title="who queued it (with a token: checked again when a worker runs it)"),
         html.Td(job_progress(j), style={"minWidth": "320px"}),
         html.Td(job_duration(j), className="small text-nowrap"),
         html.Td(j["worker"] or "-", className="small"),

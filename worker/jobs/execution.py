@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.jobs.registry import kind as kind_named
+from worker.people import check_submitter
 from worker.pipeline.errors import InputError
 from worker.pipeline.progress import Cancelled, ProgressFn
 from worker.pipeline.storage.curation_store import check_store
@@ -121,6 +122,8 @@ def run_job(runs_root: Path, run_id: str, kind: str, params: dict[str, Any],
         jobs.create(kind, params, job_id)
     elif record["status"] in FINAL:
         return record["result"]  # a re-delivered message for a job that already ended
+    elif record.get("by_token"):  # queued by a token's person: may they run it now?
+        check_submitter(runs_root, record["submitted_by"], kind)
     attempt = jobs.start(job_id, worker_name())
     if attempt is None:
         return None

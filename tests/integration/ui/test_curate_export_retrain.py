@@ -24,6 +24,7 @@ from bench.browser import (
 from tests.integration.conftest import CURATOR
 from tests.integration.ui.conftest import open_run
 from tests.integration.ui.test_curate_review import _element, _set
+from worker.pipeline.storage.author import os_user
 from worker.pipeline.storage.curation_store import CurationStore
 
 pytestmark = browser_marks()
@@ -52,8 +53,10 @@ def test_export_produces_the_manifest(driver, server, ui_root):
         "return Array.from(document.querySelectorAll('#jobs-table tr'))"
         ".map(r => Array.from(r.cells).map(c => c.textContent))"
         ".filter(c => c[1] === 'export' && c[2] === 'export');"))
-    assert len(rows) == 2 and all(": succeeded · took " in r[3] and r[3].endswith(" · done")
+    assert len(rows) == 2 and all(": succeeded · took " in r[4] and r[4].endswith(" · done")
                                   for r in rows), rows
+    # Who queued each: the page's person and the shell's, one OS user here.
+    assert {r[3] for r in rows} == {os_user()}, rows
 
 
 def _field(name: str) -> str:

@@ -15,6 +15,9 @@ from contextvars import ContextVar
 
 UNKNOWN = "unknown"  # the author of a decision recorded before decisions were signed
 _AUTHOR: ContextVar[str | None] = ContextVar("curator_author", default=None)
+# Whether that name came from an access token (a server's request): a job it queues is
+# checked against the token's role again when a worker runs it (worker/people.py).
+_BY_TOKEN: ContextVar[bool] = ContextVar("curator_author_by_token", default=False)
 
 
 def os_user() -> str:
@@ -41,8 +44,14 @@ def acting_as(name: str) -> Iterator[None]:
         _AUTHOR.reset(token)
 
 
-def set_author(name: str | None) -> None:
+def set_author(name: str | None, by_token: bool = False) -> None:
     """Record the changes made from now on in this thread as ``name``'s (None: the OS
-    user's again). For a server's per-request hook, where a ``with`` block cannot span
-    the request."""
+    user's again); ``by_token``: the name is an access token's. For a server's per-request
+    hook, where a ``with`` block cannot span the request."""
     _AUTHOR.set(name)
+    _BY_TOKEN.set(bool(name) and by_token)
+
+
+def by_token() -> bool:
+    """Whether :func:`current_author` is an access token's person (not the OS user)."""
+    return _BY_TOKEN.get()

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from worker.pipeline.storage.author import by_token, current_author
 from worker.pipeline.storage.curation_store import connect
 from worker.pipeline.storage.rundir import now_iso
 
@@ -34,7 +35,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     phase_started_at TEXT);
 """
 # Columns added after the first release, for stores created before them.
-ADDED_COLUMNS = {"phase_started_at": "TEXT"}
+# submitted_by: who queued the job (storage/author.py); by_token: 1 when that is an access
+# token's person, whose role the worker checks again before it runs the job.
+ADDED_COLUMNS = {"phase_started_at": "TEXT", "submitted_by": "TEXT",
+                 "by_token": "INTEGER NOT NULL DEFAULT 0"}
 
 
 class JobStore:
@@ -55,12 +59,14 @@ class JobStore:
         return connect(self.path, sqlite3.Row)
 
     def create(self, kind: str, params: dict[str, Any], job_id: str | None = None) -> str:
-        """Record a new queued job and return its id."""
+        """Record a new queued job, signed by who queues it (storage/author.py), and
+        return its id."""
         job_id = job_id or uuid.uuid4().hex[:12]
         with self._connect() as db:
-            db.execute("INSERT INTO jobs (id, kind, params, status, created_at) "
-                       "VALUES (?, ?, ?, 'queued', ?)",
-                       (job_id, kind, json.dumps(params, sort_keys=True), now_iso()))
+            db.execute("INSERT INTO jobs (id, kind, params, status, created_at, submitted_by, "
+                       "by_token) VALUES (?, ?, ?, 'queued', ?, ?, ?)",
+                       (job_id, kind, json.dumps(params, sort_keys=True), now_iso(),
+                        current_author(), int(by_token())))
         return job_id
 
     def get(self, job_id: str) -> dict[str, Any] | None:
