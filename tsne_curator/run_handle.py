@@ -38,7 +38,6 @@ from worker.pipeline.curation.cluster_step import class_code, cluster_step, set_
 from worker.pipeline.curation.similar_rows import SIMILAR_COLUMNS, similar_rows
 from worker.pipeline.curation.versions import save_version
 from worker.pipeline.errors import InputError
-from worker.pipeline.export import export as write_export
 from worker.pipeline.map.image_query import read_query_file
 from worker.pipeline.number_params import check
 from worker.pipeline.storage.curation_store import open_store
@@ -401,7 +400,7 @@ class Run:
         format : {"csv", "imagefolder", "indices"}
         version : str, optional
             A version of the run (``--version``): its frozen curation, the same files every
-            time, written here rather than as a job.
+            time.
 
         Returns
         -------
@@ -413,12 +412,8 @@ class Run:
                      fixed={"dest": name, "run": self.path})
         bar = progress_bar()
         try:
-            if v["version"] is not None:
-                dest = write_export(self._dir, v["format"], v["dest"], progress=bar,
-                                    version=v["version"])
-            else:
-                dest = self.path / run_here(self._dir, "export",
-                                            ExportParams(v["dest"], v["format"]), bar)["export"]
+            params = ExportParams(v["dest"], v["format"], v["version"])
+            dest = self.path / run_here(self._dir, "export", params, bar)["export"]
         finally:
             bar.close()
         return manifest_frame(dest), dest

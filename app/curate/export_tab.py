@@ -1,4 +1,5 @@
-"""The Export tab: write the kept subset (CSV manifest, image folder or index list) as a
+"""The Export tab: write the kept subset (CSV manifest, image folder or index list) of the
+live curation or of a saved version (its frozen curation: the same files every time) as a
 job, and follow it live."""
 
 from __future__ import annotations
@@ -7,9 +8,11 @@ import time
 
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html
+from dash.exceptions import PreventUpdate
 
 from app.app_context import settings
-from app.curate import RUN, Page
+from app.curate import RUN, TABS, Page
+from app.curate.versions_tab import run_versions
 from app.job_view import poll, submit
 from worker.jobs.job_params import ExportParams
 from worker.run_catalog import resolve_run
@@ -20,14 +23,27 @@ BUILT_ON_OPEN = True  # its layout: built when the tab is first opened
 TITLE = "Export"
 FORMAT = "export-format"
 NAME = "export-name"
+VERSION = "export-version"
+LIVE = ""  # the version picker's value for the live curation
 GO = "export-go"
 JOB = "export-job"
 STATUS = "export-status"
 POLL = "export-poll"
 
 
-def layout(_page: Page) -> html.Div:
+def version_options(run_id: str) -> list[dict]:
+    """The live curation, then the run's versions, newest first."""
+    return [{"label": "the curation as it is now", "value": LIVE},
+            *({"label": f"version {v['name']}", "value": v["name"]}
+              for v in reversed(run_versions(run_id)))]
+
+
+def layout(page: Page) -> html.Div:
     return html.Div([
+        dbc.Row([
+            dbc.Col(dbc.Select(id=VERSION, value=LIVE, size="sm",
+                               options=version_options(page.run_id)), width=4),
+        ], class_name="g-2 mt-2"),
         dbc.Row([
             dbc.Col(dbc.Select(id=FORMAT, value="csv", size="sm", options=[
                 {"label": "CSV manifest: every sample, with kept, reason, score",
@@ -50,16 +66,25 @@ def register() -> None:
     """The tab's callbacks, for the page module to call as Dash imports it."""
     callback(Output(JOB, "data"), Output(STATUS, "children"), Output(POLL, "disabled"),
              Input(GO, "n_clicks"), State(FORMAT, "value"), State(NAME, "value"),
-             State(RUN, "data"), prevent_initial_call=True)(on_export)
+             State(VERSION, "value"), State(RUN, "data"), prevent_initial_call=True)(on_export)
+    # Versions saved since the tab was built are offered when it is opened again.
+    callback(Output(VERSION, "options"), Input(TABS, "active_tab"), State(RUN, "data"),
+             prevent_initial_call=True)(on_open)
     callback(Output(STATUS, "children", allow_duplicate=True),
              Output(POLL, "disabled", allow_duplicate=True),
              Input(POLL, "n_intervals"), State(JOB, "data"), State(RUN, "data"),
              prevent_initial_call=True)(poll_export)
 
 
-def on_export(_n, fmt, name, run_id):
+def on_open(tab, run_id):
+    if tab != PART:
+        raise PreventUpdate
+    return version_options(run_id)
+
+
+def on_export(_n, fmt, name, version, run_id):
     name = (name or "").strip() or time.strftime("export-%Y%m%d-%H%M%S")
-    return submit(run_id, "export", ExportParams(name, fmt))
+    return submit(run_id, "export", ExportParams(name, fmt, version or None))
 
 
 def _export_result(run_id: str):

@@ -60,7 +60,7 @@ DIFF_COLUMNS = [
 def layout(page: Page) -> html.Div:
     """Save version (name, note), the versions listed, and A → B with their difference
     (B: the live curation at first, A: the newest version)."""
-    rows = _versions(page.run_id)
+    rows = run_versions(page.run_id)
     options = _options(rows)
     newest = rows[-1]["name"] if rows else CURRENT
     return html.Div([
@@ -114,7 +114,7 @@ def on_save(_n, name, note, run_id):
                              (note or "").strip(), settings().min_free_mb)
     except InputError as exc:
         return error_alert(str(exc)), no_update, no_update, no_update, no_update
-    rows = _versions(run_id)
+    rows = run_versions(run_id)
     line = info_alert(f"saved {saved['name']}: {saved['n_kept']:,} of "
                       f"{saved['n_samples']:,} samples kept, by {saved['author']}")
     return line, _table(rows), _options(rows), _options(rows), saved["name"]
@@ -134,7 +134,7 @@ def on_compare(a, b, _n, run_id):
     return _summary(a, b, diff_summary(rows)), listed
 
 
-def _versions(run_id: str) -> list[dict]:
+def run_versions(run_id: str) -> list[dict]:
     """The run's versions, oldest first; none where the run cannot be read (the page
     says why elsewhere)."""
     try:

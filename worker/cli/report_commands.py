@@ -49,16 +49,12 @@ def cmd_similar(a: argparse.Namespace) -> None:
 def cmd_export(a: argparse.Namespace) -> None:
     from worker.jobs.execution import run_here
     from worker.jobs.job_params import ExportParams
-    from worker.pipeline.export import export
 
     run = rundir(a.run).require()
     bar = TqdmProgress()
-    try:
-        if a.version is not None:  # a version's frozen files, written here (no job record)
-            dest = export(run, a.format, a.dest, progress=bar, version=a.version)
-        else:  # a job of this process, in the run's job store: the Jobs page lists it
-            dest = run.path / run_here(run, "export", ExportParams(a.dest, a.format),
-                                       bar)["export"]
+    try:  # a job of this process, in the run's job store: the Jobs page lists it
+        dest = run.path / run_here(run, "export", ExportParams(a.dest, a.format, a.version),
+                                   bar)["export"]
     finally:
         bar.close()
     print(f"export: {dest}")

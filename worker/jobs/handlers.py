@@ -101,7 +101,7 @@ def extract_test(run: RunDir, p: TestSplitParams, progress: ProgressFn) -> dict:
 def export(run: RunDir, p: ExportParams, progress: ProgressFn) -> dict:
     from worker.pipeline.export import export as write_export
 
-    dest = write_export(run.require(), p.format, p.name, progress=progress)
+    dest = write_export(run.require(), p.format, p.name, progress=progress, version=p.version)
     return {"export": dest.relative_to(run.path).as_posix()}
 
 

@@ -143,10 +143,12 @@ class ShardParams(JobParams):
 
 
 class ExportParams(JobParams):
-    """``export``: the export's name and its format."""
+    """``export``: the export's name, its format, and the version whose frozen curation
+    it writes (None: the live curation)."""
 
     name: str
     format: str = "csv"
+    version: str | None = None
 
 
 class TestSplitParams(JobParams):

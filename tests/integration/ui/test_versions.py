@@ -106,3 +106,25 @@ def test_a_viewers_save_is_refused_in_one_line_and_nothing_is_saved(page, versio
     assert line.startswith("vera is a viewer here and cannot save versions: ask an admin "
                            "for a token with the reviewer role")
     assert len(list_versions(RunDir(versions_root / "v"))) == before
+
+
+def test_the_export_tab_writes_a_saved_versions_frozen_curation(page, versions_root, tokens):
+    """v1 (saved by the first test, before alice's drops) exported from the Export tab as a
+    job: its kept indices are the version's, not the live curation's."""
+    from selenium.webdriver.support.ui import Select
+
+    srv, d = page
+    d.get(f"{srv.url}/curate/v?token={tokens['reviewer']}")
+    tab = wait_for(lambda: [t for t in d.find_elements(By.CSS_SELECTOR, ".nav-link")
+                            if t.text == "Export"])
+    tab[0].click()
+    picker = wait_for(lambda: d.find_element(By.ID, "export-version"))
+    wait_for(lambda: "version v1" in picker.text)
+    Select(picker).select_by_visible_text("version v1")
+    Select(d.find_element(By.ID, "export-format")).select_by_value("indices")
+    d.find_element(By.ID, "export-name").send_keys("v1-from-page")
+    scroll_click(d, d.find_element(By.ID, "export-go"))
+    listed = versions_root / "v" / "exports" / "v1-from-page" / "kept_indices.txt"
+    wait_for(listed.is_file, 60)
+    frozen = read_version(RunDir(versions_root / "v"), "v1").outcome
+    assert [int(x) for x in listed.read_text().split()] == np.flatnonzero(frozen.kept).tolist()
