@@ -127,14 +127,18 @@ class CurationSnapshot:
 
 
 def current_snapshot(run: RunDir, recorded: tuple[np.ndarray, dict[int, tuple[float, int]]]
-                     | None = None) -> CurationSnapshot:
+                     | None = None, stored: StoredCuration | None = None
+                     ) -> CurationSnapshot:
     """Decisions for every sample from one read of the store: an export's ``params.json``
     and its manifest, or an evaluation's figures, describe exactly the same state.
 
     ``recorded``: clusters (N,) and the parameters they were made at, when the caller has
-    just computed them; by default ``clusters.npy`` (:func:`recorded_clusters`)."""
+    just computed them; by default ``clusters.npy`` (:func:`recorded_clusters`).
+    ``stored``: the curation to resolve, when the caller read it already (a version's
+    state: worker/pipeline/curation/versions.py); by default the store's, read now."""
     samples = run.read_samples()
-    stored = read_curation(run, len(samples.classes))
+    if stored is None:
+        stored = read_curation(run, len(samples.classes))
     clusters = cluster_all(run.load_embedding(), samples.labels, stored.params,
                            recorded if recorded is not None else recorded_clusters(run, samples))
     evidence = load_evidence(run)

@@ -33,25 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from worker.pipeline.curation.rule_evidence import (
-    cut_rule_inputs,
-    load_agreement,
-    load_evidence,
-    members_of,
-    rule_inputs,
-)
-from worker.pipeline.curation.snapshot import CurationSnapshot, StoredCuration, recorded_clusters
+from worker.pipeline.curation.snapshot import CurationSnapshot, StoredCuration, current_snapshot
 from worker.pipeline.errors import InputError
 from worker.pipeline.findings import (
     DROPPED,
     KEPT,
     PROPOSED,
-    default_drops,
-    load_findings,
     marks,
     sample_decisions,
 )
-from worker.pipeline.map.clustering import DEFAULT_RULE, class_members, cluster_all, decide
+from worker.pipeline.map.clustering import DEFAULT_RULE
 from worker.pipeline.storage.author import current_author
 from worker.pipeline.storage.curation_store import connect, open_store
 from worker.pipeline.storage.rundir import RunDir, now_iso
@@ -191,20 +182,8 @@ def resolve(run: RunDir, state: dict) -> CurationSnapshot:
     :func:`~worker.pipeline.curation.snapshot.current_snapshot` resolves the store's
     (the same steps, fed with a state read once, so that the state and its outcome belong
     together)."""
-    samples = run.read_samples()
-    stored = _stored(run, state, len(samples.classes))
-    clusters = cluster_all(run.load_embedding(), samples.labels, stored.params,
-                           recorded_clusters(run, samples))
-    evidence = load_evidence(run)
-    inputs = rule_inputs(load_agreement(run), evidence)
-    if stored.cuts:
-        inputs = cut_rule_inputs(inputs, evidence and evidence["score"],
-                                 members_of(*class_members(samples.labels, len(samples.classes))),
-                                 stored.cuts)
-    findings = load_findings(run, len(samples))
-    decisions = decide(clusters, inputs, stored.overrides, stored.rule, stored.relabels,
-                       default_drops(findings, len(samples)))
-    return CurationSnapshot(samples, decisions, stored, findings)
+    n_classes = len(run.read_meta().get("classes") or run.read_samples().classes)
+    return current_snapshot(run, stored=_stored(run, state, n_classes))
 
 
 def decided_by(state: dict) -> dict[int, str]:

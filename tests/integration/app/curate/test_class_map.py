@@ -8,31 +8,16 @@ import pytest
 
 from app.curate.figures import class_figure, class_trace
 from app.run_data import current_state, run_data
+from tests.integration.app.curate.conftest import get
 from worker.pipeline.storage.curation_store import CurationStore
 from worker.settings import Settings
-
-
-@pytest.fixture
-def root(fresh_run):
-    return fresh_run.path.parent
-
-
-@pytest.fixture
-def client(root):
-    from app.server import create_app
-
-    return create_app(Settings(runs_root=root)).server.test_client()
-
-
-def _get(client, url: str):
-    return client.get(url, headers={"Host": "127.0.0.1"})
 
 
 def test_the_answer_is_the_class_trace_the_server_would_draw_at_the_stored_revision(
         root, client):
     data = run_data(root, "digits")
     state = current_state(data)
-    r = _get(client, "/map/digits/3.json")
+    r = get(client, "/map/digits/3.json")
     assert r.status_code == 200 and r.headers["Cache-Control"] == "no-store"
     answer = orjson.loads(r.data)
     assert answer["class"] == 3 and answer["revision"] == state.revision
@@ -46,11 +31,11 @@ def test_the_answer_is_the_class_trace_the_server_would_draw_at_the_stored_revis
         {"data": frame["data"][:1], "layout": frame["layout"]}))
 
     # Held at the store's revision: nothing to send. A change makes the held one stale.
-    assert _get(client, f"/map/digits/3.json?have={state.revision}").status_code == 204
+    assert get(client, f"/map/digits/3.json?have={state.revision}").status_code == 204
     store = CurationStore(data.run.store)
     sample = int(data.members[3][0])
     store.set_overrides([sample], "drop")
-    r = _get(client, f"/map/digits/3.json?have={state.revision}")
+    r = get(client, f"/map/digits/3.json?have={state.revision}")
     assert r.status_code == 200
     answer = orjson.loads(r.data)
     assert answer["revision"] == store.revision() > state.revision
@@ -63,14 +48,14 @@ def test_the_answer_is_the_class_trace_the_server_would_draw_at_the_stored_revis
                                  "/map/digits/3", "/map/digits/3.png",
                                  "/map/nope/3.json", "/map/../digits/3.json", "/map/3.json"])
 def test_no_such_run_or_class_is_404(client, url):
-    assert _get(client, url).status_code == 404
+    assert get(client, url).status_code == 404
 
 
 def test_the_route_keeps_the_servers_guards(root):
     from app.server import create_app
 
     client = create_app(Settings(runs_root=root, auth_token="s3cret")).server.test_client()
-    assert _get(client, "/map/digits/3.json").status_code == 401
-    assert _get(client, "/map/digits/3.json?token=s3cret").status_code == 200
+    assert get(client, "/map/digits/3.json").status_code == 401
+    assert get(client, "/map/digits/3.json?token=s3cret").status_code == 200
     r = client.get("/map/digits/3.json?token=s3cret", headers={"Host": "evil.example"})
     assert r.status_code == 403

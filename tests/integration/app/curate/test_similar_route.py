@@ -8,24 +8,9 @@ import json
 
 import pytest
 
+from tests.integration.app.curate.conftest import get
 from tsne_curator import Run
 from worker.settings import Settings
-
-
-@pytest.fixture
-def root(fresh_run):
-    return fresh_run.path.parent
-
-
-@pytest.fixture
-def client(root):
-    from app.server import create_app
-
-    return create_app(Settings(runs_root=root)).server.test_client()
-
-
-def _get(client, url: str):
-    return client.get(url, headers={"Host": "127.0.0.1"})
 
 
 def _props(answer: dict) -> dict:
@@ -36,7 +21,7 @@ def _props(answer: dict) -> dict:
 
 def test_the_answer_holds_the_rows_run_similar_returns_and_every_value_for_dash(
         root, client, fresh_run):
-    r = _get(client, "/similar/digits/7.json?k=6")
+    r = get(client, "/similar/digits/7.json?k=6")
     assert r.status_code == 200 and r.headers["Cache-Control"] == "no-store"
     answer = json.loads(r.data)
     want = Run(fresh_run.path).similar(7, k=6)
@@ -55,7 +40,7 @@ def test_the_answer_holds_the_rows_run_similar_returns_and_every_value_for_dash(
 
 
 def test_a_listing_already_shown_is_not_cleared_again(client):
-    props = _props(json.loads(_get(client, "/similar/digits/7.json?k=6&listing=1").data))
+    props = _props(json.loads(get(client, "/similar/digits/7.json?k=6&listing=1").data))
     assert "review-findings" not in props and "similar-back-box" not in props
     assert "similar-listing" in props and "review-rev" in props
 
@@ -63,7 +48,7 @@ def test_a_listing_already_shown_is_not_cleared_again(client):
 @pytest.mark.parametrize("url", ["/similar/digits/100000.json", "/similar/digits/3.json?k=0",
                                  "/similar/digits/3.json?k=x"])
 def test_a_refused_ask_writes_only_its_line(client, url):
-    r = _get(client, url)
+    r = get(client, url)
     assert r.status_code == 200
     answer = json.loads(r.data)
     assert answer["rows"] is None and [cid for cid, _ in answer["props"]] == ["similar-line"]
@@ -74,14 +59,14 @@ def test_a_refused_ask_writes_only_its_line(client, url):
                                  "/similar/digits/-1.json", "/similar/../digits/3.json",
                                  "/similar/digits/3"])
 def test_no_such_run_or_sample_path_is_404(client, url):
-    assert _get(client, url).status_code == 404
+    assert get(client, url).status_code == 404
 
 
 def test_the_route_keeps_the_servers_guards(root):
     from app.server import create_app
 
     client = create_app(Settings(runs_root=root, auth_token="s3cret")).server.test_client()
-    assert _get(client, "/similar/digits/3.json").status_code == 401
-    assert _get(client, "/similar/digits/3.json?token=s3cret").status_code == 200
+    assert get(client, "/similar/digits/3.json").status_code == 401
+    assert get(client, "/similar/digits/3.json?token=s3cret").status_code == 200
     other = client.get("/similar/digits/3.json?token=s3cret", headers={"Host": "evil.test"})
     assert other.status_code in (400, 403)
