@@ -199,7 +199,14 @@
     const row = node.data;
     const label = action.labelFrom ? row[action.labelFrom] : null;
     if (action.labelFrom && !label) return false;
-    setProps(KEY, {data: {sample: row.sample, action: action.name, label, at: Date.now()}});
+    const send = () => {
+      syncSimilar();
+      setProps(KEY, {data: {sample: row.sample, action: action.name, label, at: Date.now()}});
+    };
+    // While an s is answered, the action waits for the answer: the server reads what the
+    // list holds (its stores) to update the rows, and they are about to change.
+    if (answering) answering.then(send);
+    else send();
     show(index + 1);
     return true;
   }
@@ -213,6 +220,7 @@
   // the grid's rowData prop: what a callback would have left there) are written before
   // any key or pointer press is handled, so an action never reads the stores before them.
   let asking = 0;  // the latest ask: an answer overtaken by a later s is dropped
+  let answering = null;  // the latest ask's answer while it is on its way
   let unsynced = null;  // the answer's values Dash does not hold yet
   function syncSimilar() {
     const props = unsynced;
@@ -233,7 +241,7 @@
     const ask = ++asking;
     const url = panel.dataset.similar + encodeURIComponent(sample) + ".json?k=" +
       encodeURIComponent(k ? k.value : "") + "&listing=" + (store.get("similar") ? 1 : 0);
-    fetch(url, {credentials: "same-origin"})
+    const answered = fetch(url, {credentials: "same-origin"})
       .then((r) => r.status === 200 ? r.json()
         : r.text().then((line) => setProps(IDS.pageError, {children: line, hidden: false})))
       .then((answer) => {
@@ -249,7 +257,9 @@
         unsynced = answer.props.filter(([id]) => id !== SIMILAR_LINE);
         requestAnimationFrame(() => setTimeout(syncSimilar, 0));
       })
-      .catch(() => {});  // the server is gone: the page's own line says so
+      .catch(() => {})  // the server is gone: the page's own line says so
+      .finally(() => { if (answering === answered) answering = null; });
+    answering = answered;
   }
 
   // The review actions' keys (app/curate/key_actions.py, dispatched by assets/keyboard.js), while the

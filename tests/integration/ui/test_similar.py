@@ -145,6 +145,37 @@ def test_s_lists_the_nearest_across_classes_and_a_bulk_relabel_is_one_undo(page,
     wait_for(lambda: (rows := grid_rows(d)) and rows[0]["distance"] is None)
 
 
+def test_a_key_pressed_while_s_is_answered_acts_on_its_row_and_the_listing_stays_whole(
+        page, similar_root):
+    """d pressed at once after s, before the listing arrives: the queue row it was pressed
+    on (the sample asked about, which its own listing leaves out) is dropped, and the list
+    then holds exactly the listing, no queue row mixed in, and follows the next change."""
+    srv, d = page
+    open_review_list(d, f"{srv.url}/curate/keys")
+    _set_k(d, 8)
+    focus_row(d, 2)
+    anchor = wait_for(lambda: focused_sample(d))
+    ActionChains(d).move_to_element(d.find_element(By.ID, "review-count")).perform()
+    ActionChains(d).send_keys("s").send_keys("d").perform()  # one burst
+    api = Run(similar_root / "keys").similar(anchor, k=8)
+    store = CurationStore(similar_root / "keys" / "curation.sqlite")
+    wait_for(lambda: store.overrides().get(anchor) == "drop")
+    _listed_as(d, api["index"].tolist())
+    assert anchor not in api["index"].tolist()
+    # The listing's rows follow the store: a keep of its first row shows there.
+    focus_row(d, 0)
+    first = wait_for(lambda: focused_sample(d))
+    d.find_element(By.TAG_NAME, "body").send_keys("a")
+    wait_for(lambda: store.overrides().get(first) == "keep")
+    wait_for(lambda: next(r["state"] for r in grid_rows(d) if r["sample"] == first) == "kept")
+    assert [r["sample"] for r in grid_rows(d)] == api["index"].tolist()
+    press_undo(d)
+    press_undo(d)
+    wait_for(lambda: anchor not in store.overrides() and first not in store.overrides())
+    scroll_click(d, d.find_element(By.ID, "similar-back"))
+    wait_for(lambda: _line(d) == "")
+
+
 def test_an_image_file_lists_its_neighbours_and_a_text_file_gets_one_line(
         page, similar_root, tmp_path):
     srv, d = page
