@@ -382,6 +382,13 @@
   // says why in one line).
   function checkUpload(contents, name, limit) {
     if (!contents) throw window.dash_clientside.PreventUpdate;
+    // The same file picked again must be answered again (plotly/dash#1287): a file input
+    // fires no change for the file it holds, and the same contents are no change to Dash.
+    // Both are emptied once read.
+    const box = window.dash_clientside.callback_context.triggered_id;
+    const input = box && document.querySelector("#" + CSS.escape(box) + " input[type=file]");
+    if (input) input.value = "";
+    if (box) setTimeout(() => setProps(box, {contents: null, filename: null}), 0);
     const bytes = Math.floor((contents.length - contents.indexOf(",") - 1) * 3 / 4);
     if (bytes > limit) return {name, too_large: bytes, at: Date.now()};
     return {name, contents, at: Date.now()};

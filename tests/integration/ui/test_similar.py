@@ -200,3 +200,11 @@ def test_an_image_file_lists_its_neighbours_and_a_text_file_gets_one_line(
     assert "\n" not in line and "Traceback" not in line
     # The listing it refused leaves the list as it was.
     assert [r["sample"] for r in grid_rows(d)] == api["index"].tolist()
+    # The same file picked again is answered again (a file input fires no change for the
+    # file it already holds, so the page empties it after each pick).
+    for _ in range(2):
+        scroll_click(d, d.find_element(By.ID, "similar-back"))
+        wait_for(lambda: _line(d) == "")
+        d.find_element(By.CSS_SELECTOR, "#similar-upload input[type=file]").send_keys(str(image))
+        wait_for(lambda: _line(d).startswith("similar to query.png"))
+        _listed_as(d, api["index"].tolist())
