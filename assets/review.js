@@ -238,28 +238,60 @@
     }
     const panel = document.getElementById(SIMILAR_PANEL), k = document.getElementById(SIMILAR_K);
     if (sample === null || !panel) return;
+    fetchListing(panel.dataset.similar + encodeURIComponent(sample) + ".json?k=" +
+                 encodeURIComponent(k ? k.value : ""), Boolean(store.get("similar")));
+  }
+
+  // The listing at `url` (listing: one is shown already), put on the page; `lastAsked`
+  // keeps it, and `lastListing` its listing's id, to ask again (heldListing).
+  let lastAsked = null, lastListing = null;
+  const ANSWER_TIMEOUT_MS = 10000;  // a hung answer must not hold the review keys for ever
+  function fetchListing(url, listing) {
     const ask = ++asking;
-    const url = panel.dataset.similar + encodeURIComponent(sample) + ".json?k=" +
-      encodeURIComponent(k ? k.value : "") + "&listing=" + (store.get("similar") ? 1 : 0);
-    const answered = fetch(url, {credentials: "same-origin"})
+    lastAsked = url;
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), ANSWER_TIMEOUT_MS);
+    const answered = fetch(url + "&listing=" + (listing ? 1 : 0),
+                           {credentials: "same-origin", signal: timeout.signal})
       .then((r) => r.status === 200 ? r.json()
         : r.text().then((line) => setProps(IDS.pageError, {children: line, hidden: false})))
-      .then((answer) => {
-        if (!answer || ask !== asking) return;
-        syncSimilar();  // an earlier answer's values first
-        const list = api();
-        if (answer.rows && list) {
-          sortByDistance(list, true);
-          list.setGridOption("rowData", answer.rows);
-        }
-        const line = answer.props.filter(([id]) => id === SIMILAR_LINE);
-        line.forEach(([id, value]) => setProps(id, value));
-        unsynced = answer.props.filter(([id]) => id !== SIMILAR_LINE);
-        requestAnimationFrame(() => setTimeout(syncSimilar, 0));
-      })
-      .catch(() => {})  // the server is gone: the page's own line says so
-      .finally(() => { if (answering === answered) answering = null; });
+      .then((answer) => { if (answer && ask === asking) showListing(answer); })
+      .catch((e) => { if (e.name !== "AbortError" && e.name !== "TypeError") console.error(e); })
+      .finally(() => {
+        clearTimeout(timer);
+        if (answering === answered) answering = null;
+      });
     answering = answered;
+  }
+
+  function showListing(answer) {
+    syncSimilar();  // an earlier answer's values first
+    const list = api();
+    const grid = (answer.props.find(([id]) => id === GRID) || [null, {}])[1];
+    if (answer.rows && list) {
+      // The queue's class filter off before the rows go in, as the callbacks did: the
+      // first frame holds the whole listing.
+      if ("filterModel" in grid) list.setFilterModel(grid.filterModel);
+      sortByDistance(list, true);
+      list.setGridOption("rowData", answer.rows);
+    }
+    answer.props.filter(([id]) => id === SIMILAR_LINE)
+      .forEach(([id, value]) => setProps(id, value));
+    const similar = answer.props.find(([id]) => id === IDS.similar);
+    if (similar && similar[1].data) lastListing = similar[1].data.id;
+    unsynced = answer.props.filter(([id]) => id !== SIMILAR_LINE);
+    requestAnimationFrame(() => setTimeout(syncSimilar, 0));
+  }
+
+  // What the grid holds (REV) no longer the listing Dash shows (SIMILAR): a change made
+  // before the ask (a key, an undo, a button) came back after the listing and put the
+  // review queue's rows over it. The listing is asked for again. Returns nothing.
+  function heldListing(held, similar) {
+    if (similar && similar.id === lastListing && !answering && !unsynced &&
+        (!held || held.similar !== similar.id)) {
+      fetchListing(lastAsked, true);
+    }
+    throw window.dash_clientside.PreventUpdate;
   }
 
   // The review actions' keys (app/curate/key_actions.py, dispatched by assets/keyboard.js), while the
@@ -396,5 +428,6 @@
 
   window.dash_clientside = Object.assign({}, window.dash_clientside,
                                          {review: {filterBySelection, goToPoint, followClass,
-                                                   listed, similarShown, checkUpload}});
+                                                   listed, similarShown, checkUpload,
+                                                   heldListing}});
 })();

@@ -353,6 +353,13 @@ def _register_similar() -> None:
         Output(similar_panel.SHOWN, "data"), Input(similar_panel.SIMILAR, "data"),
         prevent_initial_call=True,
     )
+    # A change made before an s that came back after its listing put the queue's rows
+    # over it: the listing is asked for again (assets/review.js heldListing).
+    clientside_callback(
+        ClientsideFunction(namespace="review", function_name="heldListing"),
+        Output(similar_panel.HELD, "data"), Input(REV, "data"),
+        State(similar_panel.SIMILAR, "data"), prevent_initial_call=True,
+    )
 
 
 def _register_actions() -> None:

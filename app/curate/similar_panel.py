@@ -61,6 +61,7 @@ ROUTE = "/similar"  # /similar/<run>/<sample>.json: the s key's answer, for asse
 PANEL = ids.SIMILAR_PANEL  # the panel's element: data-similar, where assets/review.js asks
 SIMILAR = ids.SIMILAR  # the neighbours listed (:func:`answer`), or None
 SHOWN = "similar-shown"  # review.similarShown's output, never written (Dash needs one)
+HELD = "similar-held"  # review.heldListing's output, never written
 UPLOAD = "similar-upload"
 FILE = "similar-file"  # the upload once the browser has checked its size: {name, contents}
 LIMIT = "similar-limit"  # the largest file the browser sends, in bytes
@@ -79,7 +80,7 @@ def layout(page: Page) -> html.Div:
     The run's network starts loading in the background (:func:`warm_network`)."""
     warm_network(page.run_id)
     return html.Div([
-        dcc.Store(id=SIMILAR), dcc.Store(id=SHOWN), dcc.Store(id=FILE),
+        dcc.Store(id=SIMILAR), dcc.Store(id=SHOWN), dcc.Store(id=HELD), dcc.Store(id=FILE),
         dcc.Store(id=LIMIT, data=upload_limit()),
         html.Span(id=LINE, className="small similar-line"),
         html.Span(small_button("Back to the list", BACK, "secondary",

@@ -176,6 +176,39 @@ def test_a_key_pressed_while_s_is_answered_acts_on_its_row_and_the_listing_stays
     wait_for(lambda: _line(d) == "")
 
 
+def test_the_queues_rows_coming_back_over_a_listing_bring_the_listing_back(page,
+                                                                          similar_root):
+    """A change made before an s whose answer comes back after the listing painted puts the
+    review queue's rows and revision over it (what the grid holds, REV, no longer the
+    listing SIMILAR names). That answer is played here as Dash would apply it; the page
+    asks for the listing again and ends holding exactly it."""
+    srv, d = page
+    open_review_list(d, f"{srv.url}/curate/keys")
+    _set_k(d, 8)
+    focus_row(d, 1)
+    ActionChains(d).move_to_element(d.find_element(By.ID, "review-count")).perform()
+    d.find_element(By.TAG_NAME, "body").send_keys("s")
+    anchor = int(_line_anchor(d))
+    api = Run(similar_root / "keys").similar(anchor, k=8)
+    _listed_as(d, api["index"].tolist())
+    queue = d.execute_script("""
+        const rows = [];
+        dash_ag_grid.getApi('review-grid').forEachNode(n => rows.push(n.data));
+        return rows.slice(0, 3).map(r => ({...r, sample: r.sample + 1000, id: 'q' + r.id}));""")
+    d.execute_script("""
+        dash_clientside.set_props('review-grid', {rowData: arguments[0]});
+        dash_clientside.set_props('review-rev', {data: {rev: 0, similar: null}});""", queue)
+    _listed_as(d, api["index"].tolist())
+    scroll_click(d, d.find_element(By.ID, "similar-back"))
+    wait_for(lambda: _line(d) == "")
+
+
+def _line_anchor(d) -> str:
+    """The sample the "similar to #i · class" line names, once it names one."""
+    return wait_for(lambda: (t := _line(d)).startswith("similar to #") and
+                    t.removeprefix("similar to #").split(" ")[0], timeout=30)
+
+
 def test_an_image_file_lists_its_neighbours_and_a_text_file_gets_one_line(
         page, similar_root, tmp_path):
     srv, d = page
