@@ -2,9 +2,11 @@
 
 app/security.py puts the request's :class:`~worker.people.Person` on ``flask.g`` before any
 route runs; every door that changes something asks :func:`require` first: the Curate
-page's change channel (app/curate/changes.py: keep, drop, relabel, re-cluster, undo), job
-submission (app/job_view.py: export, train), the New-run form and job cancelling. A
-refusal is the door's one-line alert, and nothing is written.
+page's change channel (app/curate/changes.py: keep, drop, relabel, re-cluster, undo), Save
+version (app/curate/versions_tab.py), job submission (app/job_view.py: export, train),
+the New-run form and job cancelling. A refusal is the door's one-line alert, and nothing
+is written. A queued job is checked again by the worker that runs it
+(worker/people.py ``check_submitter``).
 """
 
 from __future__ import annotations

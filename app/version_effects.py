@@ -18,6 +18,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from cachetools import LRUCache, cached
+
 from worker.pipeline.curation.version_diff import CHANGES, diff_versions
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.rundir import RunDir
@@ -65,6 +67,19 @@ def changes_text(rows: list[dict]) -> str:
     return ", ".join(parts)
 
 
+# Saved versions never change, and the Results page asks again every 2 s: each pair's
+# words are computed once per store file (its inode: a run made again is read again).
+@cached(LRUCache(maxsize=64), key=lambda run, a, b: (str(run.path), run.store.stat().st_ino,
+                                                     a, b))
+def versions_changes(run: RunDir, a: str, b: str) -> str:
+    """:func:`changes_text` of saved versions ``a`` → ``b``, or the line that says why
+    there is none (a version an experiment names that the store does not hold)."""
+    try:
+        return changes_text(diff_versions(run, a, b))
+    except InputError as exc:
+        return str(exc)
+
+
 def accuracy_texts(a: Experiment, b: Experiment) -> list[str]:
     """``b`` against ``a`` for each curated subset and batch size both trained:
     "filtered at batch 64: +0.90 ± 0.30 pp at 3 seeds, p = 0.040"."""
@@ -75,9 +90,10 @@ def accuracy_texts(a: Experiment, b: Experiment) -> list[str]:
         if (batch, subset) not in theirs:
             continue
         d = difference(list(accs), list(theirs[batch, subset]))
-        seeds = min(len(accs), len(theirs[batch, subset]))
+        n_a, n_b = len(theirs[batch, subset]), len(accs)
+        seeds = f"{n_b} seed{'s' * (n_b > 1)}" if n_a == n_b else f"{n_a} and {n_b} seeds"
         p = f", p = {d.p:.3f}" if d.p is not None else " (one seed: no spread)"
-        out.append(f"{subset} at batch {batch}: {d.text()} at {seeds} seeds{p}")
+        out.append(f"{subset} at batch {batch}: {d.text()} at {seeds}{p}")
     return out
 
 
@@ -91,10 +107,7 @@ def version_effects(run: RunDir, experiments: list[Experiment]) -> list[dict]:
         if not b.version or not earlier:
             continue
         a = earlier[-1]
-        try:
-            changes = changes_text(diff_versions(run, a.version, b.version))
-        except InputError as exc:  # a version named by an experiment but not in the store
-            changes = str(exc)
         out.append({"before": a.name, "after": b.name, "versions": f"{a.version} → {b.version}",
-                    "changes": changes, "accuracy": accuracy_texts(a, b)})
+                    "changes": versions_changes(run, a.version, b.version),
+                    "accuracy": accuracy_texts(a, b)})
     return out

@@ -211,9 +211,11 @@ def job_action(kind: str) -> str:
 def check_submitter(runs_root: Path, name: str, kind: str) -> None:
     """Refuse, in one line, a ``kind`` job that a token's person ``name`` queued and may not
     run now: their token was revoked since, or their role no longer allows it. A worker
-    asks before it runs the job, so a job queued around the server (straight onto the
-    broker, or before a revocation) is checked as the server checks its routes. The
-    ``CURATOR_AUTH_TOKEN`` admin is always allowed."""
+    asks before it runs a job whose record says it came through a token
+    (worker/jobs/execution.py ``run_job``), so a job queued before a revocation or a role
+    change, or recorded through the dispatcher without the server's own check, is held
+    to the rule the server applies to its routes. The reserved names (the
+    ``CURATOR_AUTH_TOKEN`` admin) are always allowed."""
     if name in RESERVED:
         return
     live = [r for r in records(runs_root) if r.name == name and r.revoked_at is None]

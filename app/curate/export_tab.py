@@ -12,7 +12,7 @@ from dash.exceptions import PreventUpdate
 
 from app.app_context import settings
 from app.curate import RUN, TABS, Page
-from app.curate.versions_tab import run_versions
+from app.curate.versions_tab import CURRENT, run_versions, version_options
 from app.job_view import poll, submit
 from worker.jobs.job_params import ExportParams
 from worker.run_catalog import resolve_run
@@ -24,25 +24,17 @@ TITLE = "Export"
 FORMAT = "export-format"
 NAME = "export-name"
 VERSION = "export-version"
-LIVE = ""  # the version picker's value for the live curation
 GO = "export-go"
 JOB = "export-job"
 STATUS = "export-status"
 POLL = "export-poll"
 
 
-def version_options(run_id: str) -> list[dict]:
-    """The live curation, then the run's versions, newest first."""
-    return [{"label": "the curation as it is now", "value": LIVE},
-            *({"label": f"version {v['name']}", "value": v["name"]}
-              for v in reversed(run_versions(run_id)))]
-
-
 def layout(page: Page) -> html.Div:
     return html.Div([
         dbc.Row([
-            dbc.Col(dbc.Select(id=VERSION, value=LIVE, size="sm",
-                               options=version_options(page.run_id)), width=4),
+            dbc.Col(dbc.Select(id=VERSION, value=CURRENT, size="sm",
+                               options=version_options(run_versions(page.run_id))), width=4),
         ], class_name="g-2 mt-2"),
         dbc.Row([
             dbc.Col(dbc.Select(id=FORMAT, value="csv", size="sm", options=[
@@ -79,12 +71,13 @@ def register() -> None:
 def on_open(tab, run_id):
     if tab != PART:
         raise PreventUpdate
-    return version_options(run_id)
+    return version_options(run_versions(run_id))
 
 
 def on_export(_n, fmt, name, version, run_id):
     name = (name or "").strip() or time.strftime("export-%Y%m%d-%H%M%S")
-    return submit(run_id, "export", ExportParams(name, fmt, version or None))
+    return submit(run_id, "export",
+                  ExportParams(name, fmt, None if version in (None, CURRENT) else version))
 
 
 def _export_result(run_id: str):

@@ -17,8 +17,9 @@ SHOWN = 5  # the newest few, named; the rest counted (curator history lists them
 
 
 def notice(store: CurationStore, classes: list[str]) -> dbc.Alert | None:
-    """A dismissable line naming the request's person's decisions that stand replaced by
-    someone else's ("#17: your keep → drop by rui, 11-29 06:01"), or None when none are."""
+    """A dismissable line naming the request's person's decisions that someone else
+    replaced or undid ("#17: your keep → drop by rui, 11-29 06:01"), or None when none
+    are."""
     rows = overridden(store, current_author(), limit=100)
     if not rows:
         return None
@@ -29,11 +30,16 @@ def notice(store: CurationStore, classes: list[str]) -> dbc.Alert | None:
             return "none"
         return classes[int(v)] if row["what"] == "label" else str(v)
 
-    named = [f"#{r['sample']}: your {value(r, 'mine')} → {value(r, 'theirs')} by {r['by']}, "
-             f"{r['at'][5:16].replace('T', ' ')}" for r in rows[:SHOWN]]
+    def change(row: dict) -> str:
+        if row["undone"]:
+            return f"your {value(row, 'mine')} undone by {row['by']}"
+        return f"your {value(row, 'mine')} → {value(row, 'theirs')} by {row['by']}"
+
+    named = [f"#{r['sample']}: {change(r)}, {r['at'][5:16].replace('T', ' ')}"
+             for r in rows[:SHOWN]]
     more = f" and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
-    return dbc.Alert([html.B(f"{len(rows)} of your decisions stand replaced by someone "
-                             "else's: "), "; ".join(named), more,
+    return dbc.Alert([html.B(f"{len(rows)} of your decisions were replaced or undone by "
+                             "someone else: "), "; ".join(named), more,
                       " ('curator history RUN --sample I' lists each sample's decisions)."],
                      color="warning", dismissable=True, class_name="py-1 my-1 small",
                      id="curate-overridden")

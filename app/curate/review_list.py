@@ -327,9 +327,10 @@ def _grid_outputs(again: bool = False) -> dict:
 
 
 def _register_similar() -> None:
-    """More like this (app/curate/similar_panel.py): the ask answered with the list's rows
-    in one response, and the listing sorted by distance and ringed on the map
-    (assets/review.js)."""
+    """More like this (app/curate/similar_panel.py): an image file's listing and Back to
+    the list, each one response with the list's rows; the listing sorted by distance and
+    ringed on the map, and brought back when a late answer covered it (assets/review.js;
+    the s key's own answer comes from app/script_routes.py ``similar_json``)."""
     similar_panel.register()
     outputs = {key: Output(*where, allow_duplicate=True)
                for key, where in LISTING_PROPS.items()}

@@ -139,9 +139,9 @@ def upload_limit() -> int:
 
 def register() -> None:
     """The upload's size checked in the browser (assets/review.js ``checkUpload``: a file
-    over :func:`upload_limit` never leaves it). The answers are the review list's
-    callbacks (app/curate/review_list.py ``on_similar``, ``on_upload``): the rows come in
-    the same response, one round trip from the key to the list."""
+    over :func:`upload_limit` never leaves it). A file's answer and Back are the review
+    list's callbacks (app/curate/review_list.py ``on_upload``, ``on_back``); the s key's
+    answer is fetched by the page's script (module docstring)."""
     clientside_callback(
         ClientsideFunction(namespace="review", function_name="checkUpload"),
         Output(FILE, "data"), Input(UPLOAD, "contents"), State(UPLOAD, "filename"),

@@ -15,10 +15,11 @@ from urllib.parse import quote
 import dash_ag_grid as dag
 import dash_bootstrap_components as dbc
 from dash import Input, Output, State, callback, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from app import access
 from app.app_context import settings
-from app.curate import RUN, Page
+from app.curate import RUN, TABS, Page
 from app.layout import error_alert, info_alert, small_button
 from worker.pipeline.curation.version_diff import diff_summary, diff_versions
 from worker.pipeline.curation.versions import CURRENT, list_versions, save_version
@@ -39,6 +40,7 @@ SIDE_B = "versions-b"
 COMPARE = "versions-compare"  # compare again: the live side may have changed since
 SUMMARY = "versions-summary"
 DIFF = "versions-diff"  # the changed samples (dash-ag-grid)
+MAX_ROWS = 2000  # the changed samples listed on the page; `curator diff --json` has all
 # The list's columns: (header, key of list_versions' rows).
 LIST_COLUMNS = (("version", "name"), ("saved", "created_at"), ("by", "author"),
                 ("note", "note"), ("kept", "n_kept"), ("dropped", "dropped"),
@@ -61,7 +63,7 @@ def layout(page: Page) -> html.Div:
     """Save version (name, note), the versions listed, and A → B with their difference
     (B: the live curation at first, A: the newest version)."""
     rows = run_versions(page.run_id)
-    options = _options(rows)
+    options = version_options(rows)
     newest = rows[-1]["name"] if rows else CURRENT
     return html.Div([
         dbc.Row([
@@ -100,6 +102,11 @@ def register() -> None:
              Output(SIDE_A, "options"), Output(SIDE_B, "options"), Output(SIDE_A, "value"),
              Input(SAVE, "n_clicks"), State(NAME, "value"), State(NOTE, "value"),
              State(RUN, "data"), prevent_initial_call=True)(on_save)
+    # Versions saved elsewhere (the CLI, another reviewer) are listed when it opens again.
+    callback(Output(LISTED, "children", allow_duplicate=True),
+             Output(SIDE_A, "options", allow_duplicate=True),
+             Output(SIDE_B, "options", allow_duplicate=True),
+             Input(TABS, "active_tab"), State(RUN, "data"), prevent_initial_call=True)(on_open)
     callback(Output(SUMMARY, "children"), Output(DIFF, "rowData"),
              Input(SIDE_A, "value"), Input(SIDE_B, "value"), Input(COMPARE, "n_clicks"),
              State(RUN, "data"))(on_compare)
@@ -117,7 +124,14 @@ def on_save(_n, name, note, run_id):
     rows = run_versions(run_id)
     line = info_alert(f"saved {saved['name']}: {saved['n_kept']:,} of "
                       f"{saved['n_samples']:,} samples kept, by {saved['author']}")
-    return line, _table(rows), _options(rows), _options(rows), saved["name"]
+    return line, _table(rows), version_options(rows), version_options(rows), saved["name"]
+
+
+def on_open(tab, run_id):
+    if tab != PART:
+        raise PreventUpdate
+    rows = run_versions(run_id)
+    return _table(rows), version_options(rows), version_options(rows)
 
 
 def on_compare(a, b, _n, run_id):
@@ -130,8 +144,13 @@ def on_compare(a, b, _n, run_id):
     except InputError as exc:
         return error_alert(str(exc)), []
     thumbs = f"/thumb/{quote(run_id, safe='')}/"
-    listed = [{**r, "thumb": f"{thumbs}{r['sample']}.png"} for r in rows]
-    return _summary(a, b, diff_summary(rows)), listed
+    listed = [{**r, "thumb": f"{thumbs}{r['sample']}.png"} for r in rows[:MAX_ROWS]]
+    summary = _summary(a, b, diff_summary(rows))
+    if len(rows) > MAX_ROWS:
+        summary = html.Div([summary, html.Div(
+            f"the first {MAX_ROWS:,} of {len(rows):,} changed samples are listed: "
+            f"'curator diff RUN {a} {b} --json' gives them all", className="small text-muted")])
+    return summary, listed
 
 
 def run_versions(run_id: str) -> list[dict]:
@@ -143,9 +162,11 @@ def run_versions(run_id: str) -> list[dict]:
         return []
 
 
-def _options(rows: list[dict]) -> list[dict]:
-    return [*({"label": r["name"], "value": r["name"]} for r in rows),
-            {"label": "current (the live curation)", "value": CURRENT}]
+def version_options(rows: list[dict]) -> list[dict]:
+    """A picker's choices: the live curation (``current``), then the versions ``rows``
+    (:func:`run_versions`), newest first."""
+    return [{"label": "current (the live curation)", "value": CURRENT},
+            *({"label": f"version {r['name']}", "value": r["name"]} for r in reversed(rows))]
 
 
 def _table(rows: list[dict]) -> html.Div | dbc.Table:

@@ -74,14 +74,19 @@ def test_each_experiment_is_set_beside_the_last_one_on_another_version(two_versi
 
 def test_the_words_of_a_diff_and_of_an_accuracy_difference(two_versions):
     rows = diff_versions(two_versions, "v1", "v2")
-    assert changes_text(rows).count("(") == 2 and changes_text([]) == "no sample changed"
+    words = changes_text(rows)
+    assert words.startswith("dropped 3 more (") and ", relabelled 1 (" in words
+    assert "kept back" not in words and changes_text([]) == "no sample changed"
     assert experiment_version([{"subset": "full", "version": ""},
                                {"subset": "filtered", "version": "v7"}]) == "v7"
     assert experiment_version([{"subset": "full"}]) == ""
     a, b = read_experiments([_experiment(two_versions, "x", "v1", (0.70,), 1),
                              _experiment(two_versions, "y", "v2", (0.72,), 2)], read_results)
-    assert accuracy_texts(a, b) == ["filtered at batch 32: +2.00 pp at 1 seeds "
+    assert accuracy_texts(a, b) == ["filtered at batch 32: +2.00 pp at 1 seed "
                                     "(one seed: no spread)"]
+    c = read_experiments([_experiment(two_versions, "z", "v2", (0.72, 0.73, 0.71), 3)],
+                         read_results)[0]
+    assert accuracy_texts(a, c)[0].startswith("filtered at batch 32: +2.00 pp at 1 and 3 seeds")
 
 
 def test_the_results_page_shows_the_version_and_what_it_did(two_versions):

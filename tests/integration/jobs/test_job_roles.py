@@ -1,7 +1,7 @@
 """Every job checks its role on the worker, with real Redis and a real ``curator worker``:
 a job queued by a token's person records who queued it, and the worker runs it only if
 that person may still do it (a reviewer's export runs; a reviewer's compute job, queued
-straight onto the broker past the server's own check, fails in one line; an export whose
+through the dispatcher past the server's own check, fails in one line; an export whose
 person's token was revoked while it waited is not run). A job queued from the command line
 (the OS user, no token) is not checked."""
 

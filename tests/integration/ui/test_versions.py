@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from bench.browser import browser_marks, scroll_click, served, wait_for
 from tsne_curator import Run
 from worker.people import add_token
-from worker.pipeline.curation.versions import list_versions, read_version
+from worker.pipeline.curation.versions import list_versions, read_version, save_version
 from worker.pipeline.storage.author import acting_as
 from worker.pipeline.storage.rundir import RunDir
 
@@ -109,22 +109,26 @@ def test_a_viewers_save_is_refused_in_one_line_and_nothing_is_saved(page, versio
 
 
 def test_the_export_tab_writes_a_saved_versions_frozen_curation(page, versions_root, tokens):
-    """v1 (saved by the first test, before alice's drops) exported from the Export tab as a
-    job: its kept indices are the version's, not the live curation's."""
+    """A version saved, then a sample dropped: the version exported from the Export tab
+    as a job holds the version's kept indices, not the live curation's."""
     from selenium.webdriver.support.ui import Select
 
     srv, d = page
+    run = RunDir(versions_root / "v")
+    with acting_as("rui"):
+        save_version(run, "for-export")
+    frozen = read_version(run, "for-export").outcome
+    Run(run.path).drop([int(np.flatnonzero(frozen.kept)[0])])
     d.get(f"{srv.url}/curate/v?token={tokens['reviewer']}")
     tab = wait_for(lambda: [t for t in d.find_elements(By.CSS_SELECTOR, ".nav-link")
                             if t.text == "Export"])
     tab[0].click()
     picker = wait_for(lambda: d.find_element(By.ID, "export-version"))
-    wait_for(lambda: "version v1" in picker.text)
-    Select(picker).select_by_visible_text("version v1")
+    wait_for(lambda: "version for-export" in picker.text)
+    Select(picker).select_by_visible_text("version for-export")
     Select(d.find_element(By.ID, "export-format")).select_by_value("indices")
-    d.find_element(By.ID, "export-name").send_keys("v1-from-page")
+    d.find_element(By.ID, "export-name").send_keys("from-page")
     scroll_click(d, d.find_element(By.ID, "export-go"))
-    listed = versions_root / "v" / "exports" / "v1-from-page" / "kept_indices.txt"
+    listed = run.path / "exports" / "from-page" / "kept_indices.txt"
     wait_for(listed.is_file, 60)
-    frozen = read_version(RunDir(versions_root / "v"), "v1").outcome
     assert [int(x) for x in listed.read_text().split()] == np.flatnonzero(frozen.kept).tolist()

@@ -72,14 +72,15 @@ def sample_history(store: CurationStore, sample: int) -> list[dict]:
 
 
 def overridden(store: CurationStore, author: str, limit: int = 20) -> list[dict]:
-    """``author``'s decisions that another person's later decision on the same sample
-    replaced, and that replacement stands, newest first: ``sample``, ``what`` ("decision"
-    or "label"), ``mine`` and ``theirs`` (the values; None: none), ``by`` and ``at``
-    (who replaced it and when). At most ``limit`` rows (the Curate page tells the earlier
-    author at their next visit; ``curator history --sample`` lists every decision).
+    """``author``'s decisions that another person replaced (a later decision on the same
+    sample that stands) or took back (an undo: the undo stack is the run's, not each
+    person's), newest first: ``sample``, ``what`` ("decision" or "label"), ``mine`` and
+    ``theirs`` (the values; None: none), ``by`` and ``at`` (who and when), ``undone``
+    (True: taken back by ``by``). At most ``limit`` rows (the Curate page tells the
+    earlier author at their next visit; ``curator history --sample`` lists every decision).
 
-    A decision replaced by its own author, undone, or replaced only by a change that was
-    undone since, is not listed."""
+    A decision replaced or undone by its own author, or replaced only by a change that was
+    undone since, is not listed; nor is one the author decided again afterwards."""
     mine: dict[tuple[str, int], object] = {}  # (table, sample) → the author's last value
     out: dict[tuple[str, int], dict] = {}
     with connect(store.path) as db:
@@ -95,10 +96,19 @@ def overridden(store: CurationStore, author: str, limit: int = 20) -> list[dict]
                     out.pop(at, None)
                 elif at in mine and after != mine[at]:
                     out[at] = {"sample": int(key), "what": WORDS[table], "mine": mine[at],
-                               "theirs": after, "by": who, "at": created, "id": hid}
-                else:  # another person set it back to the author's value
+                               "theirs": after, "by": who, "at": created, "id": hid,
+                               "undone": False}
+                else:  # the author's value set again by another, or a sample not theirs
                     out.pop(at, None)
-    newest = sorted(out.values(), key=lambda r: r["id"], reverse=True)[:limit]
+        for hid, changes, by, when in db.execute(
+                "SELECT id, changes, undone_by, undone_at FROM history WHERE pipeline=0 AND "
+                "undone>0 AND author=? AND undone_by!=? ORDER BY id", (author, author)):
+            for table, key, before, after in json.loads(changes):
+                if table in PER_SAMPLE and (table, key) not in mine:
+                    out.setdefault((table, key), {
+                        "sample": int(key), "what": WORDS[table], "mine": after,
+                        "theirs": before, "by": by, "at": when, "id": hid, "undone": True})
+    newest = sorted(out.values(), key=lambda r: (r["at"], r["id"]), reverse=True)[:limit]
     return [{k: v for k, v in r.items() if k != "id"} for r in newest]
 
 

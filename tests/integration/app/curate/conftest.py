@@ -18,8 +18,3 @@ def client(root):
     from app.server import create_app
 
     return create_app(Settings(runs_root=root)).server.test_client()
-
-
-def get(client, url: str):
-    """``url`` through ``client`` with the server's own host name."""
-    return client.get(url, headers={"Host": "127.0.0.1"})

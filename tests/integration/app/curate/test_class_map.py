@@ -8,7 +8,7 @@ import pytest
 
 from app.curate.figures import class_figure, class_trace
 from app.run_data import current_state, run_data
-from tests.integration.app.curate.conftest import get
+from tests.integration.app.curate.http import get
 from worker.pipeline.storage.curation_store import CurationStore
 from worker.settings import Settings
 

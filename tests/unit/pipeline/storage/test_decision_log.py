@@ -118,6 +118,22 @@ def test_the_earlier_author_learns_which_decisions_another_person_overrode(tmp_p
     assert overridden(store, "nobody") == []
 
 
+def test_an_undo_by_another_person_is_told_to_the_author_too(tmp_path):
+    """The undo stack is the run's: ben's undo takes back ana's newest decision, and ana is
+    told; once she decides on that sample again, it is hers again."""
+    store = CurationStore(tmp_path / "curation.sqlite")
+    with acting_as("ana"):
+        store.set_overrides([3], "drop")
+    with acting_as("ben"):
+        store.undo()
+    (row,) = overridden(store, "ana")
+    assert (row["sample"], row["mine"], row["theirs"], row["by"], row["undone"]) == \
+        (3, "drop", None, "ben", True)
+    with acting_as("ana"):
+        store.set_overrides([3], "keep")
+    assert overridden(store, "ana") == []
+
+
 def test_a_new_decision_keeps_the_undone_ones_in_the_log_out_of_reach(tmp_path):
     store = CurationStore(tmp_path / "curation.sqlite")
     with acting_as("ana"):
