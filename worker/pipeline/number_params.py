@@ -179,8 +179,8 @@ PARAMS: dict[str, Param] = {
 # there, at least 3 spreads, marking at most 1% of the clean images; the weak and strong
 # strengths are held out (docs/benchmarks.md, "Image quality beside CleanVision").
 QUALITY_CUTS: dict[str, tuple[float, str]] = {  # kind → (default cut, what it measures)
-    "dark": (3.73, "its brightest pixels lie T robust spreads below"),
-    "bright": (3.0, "its darkest pixels lie T robust spreads above"),
+    "dark": (3.65, "its brightest pixels lie T robust spreads below"),
+    "bright": (3.38, "its darkest pixels lie T robust spreads above"),
     "blurry": (3.84, "its sharpness lies T robust spreads below"),
     "low_info": (3.29, "its contrast lies T robust spreads below"),
     "odd_size": (3.0, "its pixel count or aspect ratio lies T robust spreads from"),

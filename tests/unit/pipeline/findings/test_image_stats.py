@@ -163,3 +163,21 @@ def test_contrast_is_the_luma_range_a_small_object_keeps():
     flattened = (128 + 0.1 * (sky.astype(np.float32) - 128)).astype(np.uint8)
     s = image_stats(np.stack([sky, flattened]))["contrast"]
     assert s[0] == 160 and s[1] <= 17  # the standard deviation of the first is 29
+
+
+def test_a_coloured_light_keeps_a_night_scene_bright_and_a_saturated_object_a_white_one_dark():
+    """The brightest pixels are read on each pixel's largest channel and the darkest on its
+    smallest: a red tail light (luma 76) in a night scene is as bright as a white lamp, a
+    blue object (luma 29) on white as dark as a black one; darkening and brightening move
+    every channel."""
+    night = np.full((32, 32, 3), 10, np.uint8)
+    night[:4, :4] = (255, 0, 0)  # a red light: 1.6% of the pixels
+    white = np.full((32, 32, 3), 245, np.uint8)
+    white[:4, :4] = (0, 0, 255)  # a blue object
+    darkened = (night.astype(np.float32) * 0.25).astype(np.uint8)
+    brightened = (white + (255 - white.astype(np.float32)) * 0.65).astype(np.uint8)
+    s = image_stats(np.stack([night, white, darkened, brightened]))
+    assert s["brightest"][0] == 255 and s["brightest"][2] == 63
+    assert s["darkest"][1] == 0 and s["darkest"][3] == 165
+    assert s["mean"][0] < 15  # luma: the light hardly counts
+

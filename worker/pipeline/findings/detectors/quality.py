@@ -119,19 +119,22 @@ class QualityKind(FindingKind):
 @register
 class DarkKind(QualityKind):
     name, title, order = "dark", "too dark", 40
-    # The brightest pixels (99th percentile): darkening lowers them all, while a dark scene
-    # with a lamp or a window in it keeps them.
+    # The brightest pixels (99th percentile of each pixel's largest channel): darkening
+    # lowers them all, while a dark scene with a lamp, a window or a coloured light in it
+    # keeps them.
     stat, words, beyond = "brightest", "its brightest pixels reach", "darker"
+    version = "2"
 
 
 @register
 class BrightKind(QualityKind):
     name, title, order = "bright", "too bright", 41
-    # Brightening lifts the darkest pixels (1st percentile) toward white: scored on the
-    # headroom left below white, 255 − that. A bright scene (snow, a white backdrop) keeps
-    # a shadow or a dark object, and a few dark pixels are enough.
+    # Brightening lifts the darkest pixels (1st percentile of each pixel's smallest
+    # channel) toward white: scored on the headroom left below white, 255 − that. A bright
+    # scene (snow, a white backdrop) keeps a shadow or a dark or saturated object, and a
+    # few such pixels are enough.
     stat, words, beyond = "darkest", "its darkest pixels are", "brighter"
-    version = "2"
+    version = "3"
 
     def values(self, ctx: FindingContext) -> np.ndarray:
         return 255.0 - ctx.image_stats["darkest"]
