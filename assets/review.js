@@ -218,7 +218,8 @@
   // after that paint (each Dash component re-rendered before it held the frame back by
   // 20-30 ms: docs/benchmarks.md, "More like this"). Those values (the page's stores and
   // the grid's rowData prop: what a callback would have left there) are written before
-  // any key or pointer press is handled, so an action never reads the stores before them.
+  // any review key or pointer press is handled, so an action never reads the stores
+  // before them (and heldListing mends what another door's late answer covers).
   let asking = 0;  // the latest ask: an answer overtaken by a later s is dropped
   let answering = null;  // the latest ask's answer while it is on its way
   let unsynced = null;  // the answer's values Dash does not hold yet
@@ -227,8 +228,7 @@
     unsynced = null;
     if (props) props.forEach(([id, value]) => setProps(id, value));
   }
-  document.addEventListener("keydown", syncSimilar, true);
-  document.addEventListener("pointerdown", syncSimilar, true);
+  document.addEventListener("pointerdown", syncSimilar, true);  // keys: key:review below
 
   function askSimilar(grid) {
     let sample = store.get("pointed");
@@ -297,6 +297,7 @@
   // The review actions' keys (app/curate/key_actions.py, dispatched by assets/keyboard.js), while the
   // list is shown.
   store.provide("key:review", function (action) {
+    syncSimilar();  // an answer's values into Dash before any key acts on them
     const grid = api();
     if (!grid || !document.getElementById(GRID).offsetParent) return false;
     if (action.name === "next") show(focusedIndex(grid) + 1);

@@ -161,7 +161,7 @@ def test_two_tabs_keep_each_others_changes(driver, server, ui_root):
 @pytest.mark.parametrize("size", [(1366, 768), (1440, 900)])
 def test_map_and_review_list_share_one_screen(server, size):
     """At 1366×768 and 1440×900 the map and the review list sit side by side, both in the
-    window, with Summary, Export and Retrain in view; nothing scrolls sideways."""
+    window, with Summary, Versions, Export and Retrain in view; nothing scrolls sideways."""
     small = chrome(*size)
     try:
         open_run(small, server, "load")
@@ -177,7 +177,8 @@ def test_map_and_review_list_share_one_screen(server, size):
         assert graph["right"] <= grid["left"], boxes  # side by side
         assert graph["bottom"] <= height and grid["top"] < height - 200, boxes
         assert graph["height"] >= 340 and graph["width"] >= 380, boxes
-        assert [t for t, _ in boxes["tabs"]] == ["Review list", "Summary", "Export", "Retrain"]
+        assert [t for t, _ in boxes["tabs"]] == ["Review list", "Summary", "Versions", "Export",
+                                                 "Retrain"]
         assert all(bottom < height for _, bottom in boxes["tabs"]), boxes
         assert boxes["scroll"] <= width, boxes
     finally:

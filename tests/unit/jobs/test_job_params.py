@@ -80,8 +80,10 @@ RECORDS = [
     ("embed", EmbeddingOptions(perplexity=20, seed=4),
      {"pca_dims": 50, "perplexity": 20.0, "n_iter": 300, "seed": 4, "gradient": "auto",
       "exaggeration_iter": 150}),
-    ("export", ExportParams("mine", "indices"), {"format": "indices", "name": "mine"}),
-    ("export", ExportParams("plain"), {"format": "csv", "name": "plain"}),
+    ("export", ExportParams("mine", "indices"),
+     {"format": "indices", "name": "mine", "version": None}),
+    ("export", ExportParams("plain", version="v2"),
+     {"format": "csv", "name": "plain", "version": "v2"}),
     ("train", TrainConfig(subset="pruned@0.5", epochs=3, batch_size=64, lr=0.1,
                           extra={"sync_every": 1}),
      _train_json(subset="pruned@0.5", epochs=3, batch_size=64, lr=0.1,
@@ -173,5 +175,5 @@ def test_parameters_are_made_by_position_or_name_and_are_frozen():
     assert hash(ExportParams("a")) == hash(ExportParams("a"))
     with pytest.raises(ValueError, match="frozen"):
         ExportParams("a").name = "b"  # type: ignore[misc]
-    with pytest.raises(TypeError, match="takes name, format once each"):
-        ExportParams("a", "csv", "extra")
+    with pytest.raises(TypeError, match="takes name, format, version once each"):
+        ExportParams("a", "csv", None, "extra")
