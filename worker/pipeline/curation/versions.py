@@ -297,7 +297,7 @@ def _current_state(run: RunDir) -> dict:
 def check_space(run: RunDir, size: int, min_free_mb: float) -> None:
     """Refuse to write ``size`` bytes into the run's store unless its filesystem keeps
     ``min_free_mb`` MB free after them (a full disk fails SQLite's writes halfway through
-    a session's work; the check comes before anything is written).
+    a reviewer's work; the check comes before anything is written).
 
     Raises
     ------
