@@ -14,6 +14,7 @@ a run made or curated here is the same run for the CLI and the app (docs/api.md)
 from __future__ import annotations
 
 from tsne_curator.in_memory import from_arrays
+from tsne_curator.people_api import add_token, revoke_token, tokens
 from tsne_curator.pipeline_call import pipeline
 from tsne_curator.run_handle import Run, open_run
 from tsne_curator.serving import serve
@@ -21,4 +22,5 @@ from worker.pipeline.errors import InputError
 
 open = open_run  # tc.open(path): the run at path
 
-__all__ = ["InputError", "Run", "from_arrays", "open", "pipeline", "serve"]
+__all__ = ["InputError", "Run", "add_token", "from_arrays", "open", "pipeline",
+           "revoke_token", "serve", "tokens"]
