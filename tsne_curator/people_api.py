@@ -9,13 +9,12 @@ from pathlib import Path
 import pandas as pd
 
 from worker import people
+from worker.run_catalog import check_runs_root
 
 TOKEN_COLUMNS = ("name", "role", "created", "revoked")
 
 
 def _root(runs_root: str | os.PathLike) -> Path:
-    from worker.run_catalog import check_runs_root
-
     return check_runs_root(Path(runs_root))
 
 

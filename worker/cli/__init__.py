@@ -86,6 +86,16 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"error: {message} (see '{self.prog} -h')\n")
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]):  # noqa: ANN202
+        # Python 3.11's argparse drops a "--" given as a flag's value (--cut=--) and leaves
+        # an empty list where one value belongs: it is read as the text it is, so it gets
+        # the flag's own one-line refusal, as the Python API's keyword does.
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)
+
 
 # Each group's ``register`` adds its commands' sub-parsers. ``curator serve`` is the app's
 # (app/cli.py adds it): the worker never imports the app.

@@ -10,7 +10,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tsne_curator as tc
@@ -122,6 +122,7 @@ TEXTS = st.one_of(st.text(max_size=12), st.sampled_from(
 
 @settings(max_examples=400, deadline=None)
 @given(key=st.sampled_from(KEYWORDS), text=TEXTS)
+@example(key=("cluster", "cut"), text="--")  # argparse dropped it: --cut=-- read as []
 def test_a_keywords_text_is_read_and_refused_as_the_cli_reads_its_flag(key, text):
     """Any text for any keyword: the same value, or a one-line refusal where the CLI
     refuses, in the CLI's words for a number and a read text (``--cut``, ``--subsets``).
