@@ -48,6 +48,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.number_params import check
 from worker.pipeline.storage.author import current_author
 from worker.pipeline.storage.rundir import RunDir, no_permission, now_iso
+from worker.pipeline.storage.transaction import immediate
 from worker.pipeline.storage.version_store import VERSIONS_SCHEMA, add_initial_version
 
 DECISIONS = ("keep", "drop")
@@ -207,16 +208,11 @@ class CurationStore:
 
         if current():
             return
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(db):
             if not current():
                 cls._migrate(db)
                 add_initial_version(db)  # after _migrate: it reads the authors' columns
                 db.execute(f"PRAGMA user_version = {HISTORY_VERSION}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     @classmethod
     def _migrate(cls, db: sqlite3.Connection) -> None:
@@ -248,19 +244,13 @@ class CurationStore:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                before = db.total_changes
-                yield db
-                # The revision counts real changes only, so it stays a faithful cache key.
-                if db.total_changes != before:
-                    db.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 "
-                               "WHERE key = 'revision'")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        with self._connect() as db, immediate(db):
+            before = db.total_changes
+            yield db
+            # The revision counts real changes only, so it stays a faithful cache key.
+            if db.total_changes != before:
+                db.execute("UPDATE settings SET value = CAST(value AS INTEGER) + 1 "
+                           "WHERE key = 'revision'")
 
     # -- reads ----------------------------------------------------------------
     def revision(self) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from worker.pipeline.storage.author import by_token, current_author
 from worker.pipeline.storage.curation_store import connect
 from worker.pipeline.storage.rundir import now_iso
+from worker.pipeline.storage.transaction import immediate
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINAL = ("succeeded", "failed", "cancelled")
@@ -49,11 +50,14 @@ class JobStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(SCHEMA)
-            have = {r["name"] for r in db.execute("PRAGMA table_info(jobs)")}
-            for name, kind in ADDED_COLUMNS.items():
-                if name not in have:
-                    db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
+            # Under the write lock: two processes opening an older store at once (a worker
+            # and the app) would otherwise both see a column missing and both add it.
+            with immediate(db):
+                db.execute(SCHEMA)
+                have = {r["name"] for r in db.execute("PRAGMA table_info(jobs)")}
+                for name, kind in ADDED_COLUMNS.items():
+                    if name not in have:
+                        db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
 
     def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return connect(self.path, sqlite3.Row)
@@ -83,20 +87,17 @@ class JobStore:
     def start(self, job_id: str, worker: str) -> int | None:
         """Mark running (again, after a re-delivery) and return this attempt's number, the
         token its progress and finish must carry; None if cancelled before it began."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+        with self._connect() as db, immediate(db):
             row = db.execute("SELECT status, cancel_requested, attempts FROM jobs WHERE id=?",
                              (job_id,)).fetchone()
             if row is None or row["cancel_requested"] or row["status"] == "cancelled":
                 db.execute("UPDATE jobs SET status='cancelled', finished_at=? WHERE id=?",
                            (now_iso(), job_id))
-                db.execute("COMMIT")
                 return None
             db.execute("UPDATE jobs SET status='running', started_at=?, heartbeat_at=?, "
                        "worker=?, error=NULL, attempts=attempts+1, phase_started_at=NULL "
                        "WHERE id=?",
                        (now_iso(), now_iso(), worker, job_id))
-            db.execute("COMMIT")
         return int(row["attempts"]) + 1
 
     def progress(self, job_id: str, done: int, total: int, message: str,
@@ -155,8 +156,7 @@ class JobStore:
         """Mark ``failed`` every running job whose last heartbeat is older than ``before``
         (an ISO time): without a broker nobody else can re-run it, its process is gone.
         Returns their ids."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+        with self._connect() as db, immediate(db):
             ids = [r["id"] for r in db.execute(
                 "SELECT id FROM jobs WHERE status='running' AND "
                 "COALESCE(heartbeat_at, started_at) < ?", (before,))]
@@ -164,19 +164,16 @@ class JobStore:
                 db.execute("UPDATE jobs SET status='failed', finished_at=?, error=? WHERE id=?",
                            (now_iso(), "its process stopped (no heartbeat): run it again",
                             job_id))
-            db.execute("COMMIT")
         return ids
 
     def request_cancel(self, job_id: str, stale_before: str | None = None) -> str | None:
         """Ask a job to stop; a queued one, or a running one whose last heartbeat is older
         than ``stale_before`` (its worker is gone), is cancelled at once. Returns the new
         status."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+        with self._connect() as db, immediate(db):
             row = db.execute("SELECT status, COALESCE(heartbeat_at, started_at) AS beat "
                              "FROM jobs WHERE id=?", (job_id,)).fetchone()
             if row is None:
-                db.execute("COMMIT")
                 return None
             status = row["status"]
             dead = status == "running" and stale_before is not None and row["beat"] is not None \
@@ -187,7 +184,6 @@ class JobStore:
                     db.execute("UPDATE jobs SET status='cancelled', finished_at=? WHERE id=?",
                                (now_iso(), job_id))
                     status = "cancelled"
-            db.execute("COMMIT")
         return status
 
 

@@ -33,6 +33,7 @@ from typing import Any
 from worker.pipeline.errors import InputError
 from worker.pipeline.storage.author import UNKNOWN
 from worker.pipeline.storage.rundir import now_iso
+from worker.pipeline.storage.transaction import immediate
 
 # The per-sample columns of a version's outcome, each a zlib-compressed numpy array.
 BLOBS = ("kept", "label", "decision", "reason", "findings", "decided_by")
@@ -135,8 +136,7 @@ def insert_version(db: sqlite3.Connection, row: dict[str, Any], outcome: dict[st
     InputError
         A version of that name exists (nothing written).
     """
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(db):
         if revision(db) != expected_revision:
             raise StaleState
         if db.execute("SELECT 1 FROM versions WHERE name=?", (row["name"],)).fetchone():
@@ -146,23 +146,14 @@ def insert_version(db: sqlite3.Connection, row: dict[str, Any], outcome: dict[st
                    (row["name"], row["created_at"], row["author"], row["note"],
                     expected_revision, json.dumps(row["state"])))
         _insert_outcome(db, row["name"], outcome)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 def insert_outcome(db: sqlite3.Connection, name: str, outcome: dict[str, Any]) -> None:
     """Add the outcome of a version saved without one (:data:`INITIAL`); a second writer's
     is not written (the first one stands, as every version does)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate(db):
         if not db.execute("SELECT 1 FROM version_outcomes WHERE name=?", (name,)).fetchone():
             _insert_outcome(db, name, outcome)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
 
 
 def _insert_outcome(db: sqlite3.Connection, name: str, outcome: dict[str, Any]) -> None:
