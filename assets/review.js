@@ -23,6 +23,7 @@
   // assets/00-curate-store.js: selection, focus, similar (this script's); pointed (hover.js)
   const store = window.curateStore;
   const FOCUS_COLUMN = "state";
+  const REST_MS = 120;  // how long the focus or the pointer rests before the server hears
 
   function api() {
     try {
@@ -152,7 +153,10 @@
   let focusTimer = null;
   function tellFocus(sample) {
     clearTimeout(focusTimer);
-    focusTimer = setTimeout(() => setProps(FOCUS, {data: sample}), 120);
+    focusTimer = setTimeout(() => {
+      setProps(FOCUS, {data: sample});
+      askEarly();
+    }, REST_MS);
   }
 
   // The grid's own events, added by dash-ag-grid when each grid is ready (eventListeners
@@ -199,6 +203,7 @@
     const row = node.data;
     const label = action.labelFrom ? row[action.labelFrom] : null;
     if (action.labelFrom && !label) return false;
+    changed();
     const send = () => {
       syncSimilar();
       setProps(KEY, {data: {sample: row.sample, action: action.name, label, at: Date.now()}});
@@ -228,39 +233,103 @@
     unsynced = null;
     if (props) props.forEach(([id, value]) => setProps(id, value));
   }
-  document.addEventListener("pointerdown", syncSimilar, true);  // keys: key:review below
+  document.addEventListener("pointerdown", (e) => {  // keys: key:review below
+    syncSimilar();
+    if (outsideList(e)) changed();
+  }, true);
 
-  function askSimilar(grid) {
+  // The URL of the listing s would ask for now (the point under the pointer, else the
+  // focused row), without its listing flag; null when there is none to ask about.
+  function similarUrl() {
+    const grid = api();
     let sample = store.get("pointed");
-    if (sample === null && focusedIndex(grid) >= 0) {  // nothing hovered, nothing focused: none
+    if (sample === null && grid && focusedIndex(grid) >= 0) {  // nothing hovered or focused: none
       const node = grid.getDisplayedRowAtIndex(focusedIndex(grid));
       sample = node && node.data ? node.data.sample : null;
     }
     const panel = document.getElementById(SIMILAR_PANEL), k = document.getElementById(SIMILAR_K);
-    if (sample === null || !panel) return;
-    fetchListing(panel.dataset.similar + encodeURIComponent(sample) + ".json?k=" +
-                 encodeURIComponent(k ? k.value : ""), Boolean(store.get("similar")));
+    if (sample === null || sample === undefined || !panel) return null;
+    return panel.dataset.similar + encodeURIComponent(sample) + ".json?k=" +
+      encodeURIComponent(k ? k.value : "");
   }
+
+  function askSimilar() {
+    const url = similarUrl();
+    if (url) fetchListing(url, Boolean(store.get("similar")));
+  }
+
+  // One answer from the server: {answer} (the listing), {line} (why it has none) or {}
+  // (no answer: the page went away, or it took longer than ANSWER_TIMEOUT_MS).
+  const ANSWER_TIMEOUT_MS = 10000;  // a hung answer must not hold the review keys for ever
+  function request(url) {
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(), ANSWER_TIMEOUT_MS);
+    return fetch(url, {credentials: "same-origin", signal: timeout.signal})
+      .then((r) => r.status === 200 ? r.json().then((answer) => ({answer}))
+        : r.text().then((line) => ({line})))
+      .catch((e) => {
+        if (e.name !== "AbortError" && e.name !== "TypeError") console.error(e);
+        return {};
+      })
+      .finally(() => clearTimeout(timer));
+  }
+
+  // The answer s would get, asked for once the focus or the pointer rests (REST_MS): a
+  // reader looks at a row before pressing s, and by then the answer is here (the request
+  // is 15-25 ms of the key's time: docs/benchmarks.md, "More like this"). It is used only
+  // for the same URL, within EARLY_MS, and when nothing could have changed what it holds
+  // since it was asked: no review key, no press outside the list, no new rows (REV; the
+  // answer is asked for again once they are in).
+  const EARLY_MS = 5000;
+  let early = null, changes = 0;
+  const changed = () => { changes += 1; early = null; };
+  function askEarly() {
+    const base = similarUrl();
+    if (!base || !document.getElementById(GRID).offsetParent) return;
+    const url = base + "&listing=" + (store.get("similar") ? 1 : 0);
+    if (earlyFor(url)) return;
+    const got = request(url);
+    early = {url, changes, at: Date.now(), got, thumbs: []};
+    const asked = early;
+    // Its rows' thumbnails fetched and decoded now too: a listing's ten-odd new images
+    // loading while its rows paint held that frame back by 20-30 ms on two cores.
+    got.then(({answer}) => (answer && answer.rows || []).forEach((row) => {
+      if (!row.thumb) return;
+      const img = new Image();
+      img.src = row.thumb;
+      img.decode().catch(() => {});
+      asked.thumbs.push(img);  // held while the answer is: the cache keeps them decoded
+    }));
+  }
+  function earlyFor(url) {
+    return early && early.url === url && early.changes === changes &&
+      Date.now() - early.at < EARLY_MS ? early.got : null;
+  }
+  const outsideList = (e) => !(e.target.closest && e.target.closest("#" + CSS.escape(GRID)));
+  // A click anywhere but on the list may change what the answer holds (the keys for Undo
+  // and Redo click their buttons).
+  document.addEventListener("click", (e) => { if (outsideList(e)) changed(); }, true);
+  let earlyTimer = null;
+  const askSoon = () => {
+    clearTimeout(earlyTimer);
+    earlyTimer = setTimeout(askEarly, REST_MS);
+  };
+  store.subscribe("pointed", askSoon);
 
   // The listing at `url` (listing: one is shown already), put on the page; `lastAsked`
   // keeps it, and `lastListing` its listing's id, to ask again (heldListing).
   let lastAsked = null, lastListing = null;
-  const ANSWER_TIMEOUT_MS = 10000;  // a hung answer must not hold the review keys for ever
   function fetchListing(url, listing) {
     const ask = ++asking;
     lastAsked = url;
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(), ANSWER_TIMEOUT_MS);
-    const answered = fetch(url + "&listing=" + (listing ? 1 : 0),
-                           {credentials: "same-origin", signal: timeout.signal})
-      .then((r) => r.status === 200 ? r.json()
-        : r.text().then((line) => setProps(IDS.pageError, {children: line, hidden: false})))
-      .then((answer) => { if (answer && ask === asking) showListing(answer); })
-      .catch((e) => { if (e.name !== "AbortError" && e.name !== "TypeError") console.error(e); })
-      .finally(() => {
-        clearTimeout(timer);
-        if (answering === answered) answering = null;
-      });
+    const full = url + "&listing=" + (listing ? 1 : 0);
+    const got = earlyFor(full) || request(full);
+    early = null;  // an answer is shown once: the listing it makes changes the next one
+    const answered = got.then(({answer, line}) => {
+      if (ask !== asking) return;
+      if (answer) showListing(answer);
+      else if (line) setProps(IDS.pageError, {children: line, hidden: false});
+    }).finally(() => { if (answering === answered) answering = null; });
     answering = answered;
   }
 
@@ -287,6 +356,8 @@
   // before the ask (a key, an undo, a button) came back after the listing and put the
   // review queue's rows over it. The listing is asked for again. Returns nothing.
   function heldListing(held, similar) {
+    changed();  // new rows, or a new listing: an answer asked before may not hold them
+    askSoon();
     if (similar && similar.id === lastListing && !answering && !unsynced &&
         (!held || held.similar !== similar.id)) {
       fetchListing(lastAsked, true);
@@ -302,7 +373,7 @@
     if (!grid || !document.getElementById(GRID).offsetParent) return false;
     if (action.name === "next") show(focusedIndex(grid) + 1);
     else if (action.name === "prev") show(Math.max(0, focusedIndex(grid) - 1));
-    else if (action.name === "similar") askSimilar(grid);
+    else if (action.name === "similar") askSimilar();
     else if (action.store) act(action);
     else return false;
     return true;

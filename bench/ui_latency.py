@@ -15,7 +15,9 @@ their ratio and, last, ``p95_ms=<eps change p95>``. "triage step" is a real key 
 the review list (``j``, assets/review.js, sent through the DevTools protocol), from the
 key event's timestamp until the first frame painted with the next row focused and its
 point ringed on the map (``triage_ms``); "more like this" is the same for ``s``, until the
-list holds the focused row's nearest samples (``similar_ms``); "triage step, scripted" is
+list holds the focused row's nearest samples (``similar_ms``), the key pressed ``--look``
+seconds after the row took focus (``--similar-only`` also times it pressed at once);
+"triage step, scripted" is
 the older timing (a dispatched event to two animation frames later, one frame more than
 the paint). "apply to all classes" is a click on Apply to all until the server's answer
 arrives (every class stored and re-clustered); the server's peak resident memory (VmHWM)
@@ -199,11 +201,12 @@ const grid = () => dash_ag_grid.getApi('review-grid');
 // The rows must be the new listing's: the last listing's rows also have distances.
 window.similarRows = 0;
 grid().addEventListener('rowDataUpdated', () => { window.similarRows = performance.now(); });
+// The sample asked about is the one the bench focused (similarAnchor): a listing asked for
+// early is painted before this listener runs (after the page's own, on the window).
 document.addEventListener('keydown', (e) => {
   if (e.key !== 's') return;
   const t0 = e.timeStamp;
-  const cell = grid().getFocusedCell();
-  const anchor = grid().getDisplayedRowAtIndex(cell ? cell.rowIndex : 0).data.sample;
+  const anchor = window.similarAnchor;
   const rec = {done: false, anchor};
   window.similarSteps.push(rec);
   const shown = () => {
@@ -326,23 +329,35 @@ def _filters(rows: list[dict]) -> list[dict]:
             {"state": text("flagged")}, {"given": text(given[-1])}, {}]
 
 
-def similar_ms(driver, n: int) -> list[float]:
+def similar_ms(driver, n: int, look: float = 0.0) -> list[float]:
     """``n`` "more like this" steps through real key presses (``s``, on the focused row,
     the pointer off the map): each from the key's event to the painted listing, in ms.
-    Each step asks about the listing's last row, so every ask is a new sample."""
-    driver.execute_script(SIMILAR_PROBE)
+    Each step asks about a row of the last listing, so every ask is a new sample; the key
+    comes ``look`` seconds after the row took focus (a reader's look at it, during which
+    the page may ask for the answer: assets/review.js ``askEarly``). With ``look`` 0 the
+    key comes at once, on the row before the last: the page asks early for the row focused
+    when a listing lands (the last, the step before), and this one must not be that."""
+    if not driver.execute_script("return window.similarSteps !== undefined"):
+        driver.execute_script(SIMILAR_PROBE)
+    done = driver.execute_script("return window.similarSteps.length")
     key = {"key": "s", "code": "KeyS", "windowsVirtualKeyCode": 83}
     ActionChains(driver).move_to_element(driver.find_element("id", "review-count")).perform()
-    for k in range(n):
+    for k in range(done, done + n):
         driver.execute_script("const api = dash_ag_grid.getApi('review-grid');"
-                              "api.setFocusedCell(api.getDisplayedRowCount() - 1, 'state');")
+                              "const row = api.getDisplayedRowCount() - arguments[0];"
+                              "api.setFocusedCell(row, 'state');"
+                              "window.similarAnchor = api.getDisplayedRowAtIndex(row)"
+                              ".data.sample;", 1 if look else 2)
+        if look:
+            time.sleep(look)
         driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": "keyDown", "text": "s", **key})
         driver.execute_cdp_cmd("Input.dispatchKeyEvent", {"type": "keyUp", **key})
         wait_for(lambda k=k: driver.execute_script(
             "return window.similarSteps.length > arguments[0] && "
             "window.similarSteps[arguments[0]].done", k), timeout=30, poll=0.01)
         time.sleep(0.2)
-    return driver.execute_script("return window.similarSteps.map((r) => r.ms)")
+    return driver.execute_script("return window.similarSteps.slice(arguments[0])"
+                                 ".map((r) => r.ms)", done)
 
 
 def upload_ms(driver, files: list[Path]) -> list[float]:
@@ -629,6 +644,9 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
                     help="time the review list alone, not the map's actions")
     ap.add_argument("--similar", type=int, default=30,
                     help="more-like-this steps (s on the focused row)")
+    ap.add_argument("--look", type=float, default=0.3,
+                    help="seconds between a row taking focus and its s key (a reader's "
+                         "look at the row; --similar-only also times s at once)")
     ap.add_argument("--similar-only", action="store_true",
                     help="time more like this alone, beside the triage step (baseline)")
     ap.add_argument("--upload-dir", type=Path,
@@ -660,7 +678,9 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
             show_class_listed(driver, 1)
             out, _ = triage_ms(driver, 10)
             out = {"triage step (baseline)": out["triage step"],
-                   "more like this (s → listing painted)": similar_ms(driver, args.similar)}
+                   "more like this (s → listing painted)": similar_ms(driver, args.similar,
+                                                                   args.look),
+                   "more like this, s at once (no look)": similar_ms(driver, args.similar)}
             if args.upload_dir:
                 files = sorted(f for f in args.upload_dir.rglob("*")
                                if f.suffix.lower() in (".png", ".jpg", ".jpeg"))[:21]
@@ -713,7 +733,8 @@ def main() -> None:  # noqa: PLR0915 - one script, every action timed in turn
         if args.review:
             results.update(review_list(driver, args.review))
         if args.similar:  # last: it leaves the review list holding a listing
-            results["more like this (s → listing painted)"] = similar_ms(driver, args.similar)
+            results["more like this (s → listing painted)"] = similar_ms(
+                driver, args.similar, args.look)
         server_rss = _peak_rss_gb(server.proc.pid)
     print(f"# UI latency, {n_total} points, class of {n_points[1]} · {machine()}")
     report(results)

@@ -149,14 +149,17 @@ def test_a_key_pressed_while_s_is_answered_acts_on_its_row_and_the_listing_stays
         page, similar_root):
     """d pressed at once after s, before the listing arrives: the queue row it was pressed
     on (the sample asked about, which its own listing leaves out) is dropped, and the list
-    then holds exactly the listing, no queue row mixed in, and follows the next change."""
+    then holds exactly the listing, no queue row mixed in, and follows the next change.
+    The row is reached by j in the same burst: a row looked at for a moment has its
+    answer asked for already, and s would then show it before d."""
     srv, d = page
     open_review_list(d, f"{srv.url}/curate/keys")
     _set_k(d, 8)
-    focus_row(d, 2)
-    anchor = wait_for(lambda: focused_sample(d))
+    focus_row(d, 1)
+    wait_for(lambda: focused_sample(d) is not None)
+    anchor = grid_rows(d)[2]["sample"]
     ActionChains(d).move_to_element(d.find_element(By.ID, "review-count")).perform()
-    ActionChains(d).send_keys("s").send_keys("d").perform()  # one burst
+    ActionChains(d).send_keys("j").send_keys("s").send_keys("d").perform()  # one burst
     api = Run(similar_root / "keys").similar(anchor, k=8)
     store = CurationStore(similar_root / "keys" / "curation.sqlite")
     wait_for(lambda: store.overrides().get(anchor) == "drop")
@@ -241,3 +244,52 @@ def test_an_image_file_lists_its_neighbours_and_a_text_file_gets_one_line(
         d.find_element(By.CSS_SELECTOR, "#similar-upload input[type=file]").send_keys(str(image))
         wait_for(lambda: _line(d).startswith("similar to query.png"))
         _listed_as(d, api["index"].tolist())
+
+
+def _asked(d, sample: int) -> int:
+    """How many times the page has asked the server for ``sample``'s listing."""
+    return d.execute_script(
+        "return performance.getEntriesByType('resource').filter(e => "
+        "e.name.includes('/' + arguments[0] + '.json?')).length", sample)
+
+
+def test_the_answer_asked_while_a_row_is_looked_at_is_shown_unless_something_changed(
+        page, similar_root):
+    """The page asks for a row's listing once its focus rests, before s: s then shows
+    that answer without asking again. A change after that ask (here an undo, whose key
+    clicks the Undo button) drops it: the page asks again, and s shows the change."""
+    srv, d = page
+    open_review_list(d, f"{srv.url}/curate/keys")
+    d.execute_script("performance.setResourceTimingBufferSize(100000)")
+    _set_k(d, 8)
+    ActionChains(d).move_to_element(d.find_element(By.ID, "review-count")).perform()
+    focus_row(d, 3)
+    anchor = wait_for(lambda: focused_sample(d))
+    wait_for(lambda: _asked(d, anchor) == 1)  # asked while the row is looked at
+    d.find_element(By.TAG_NAME, "body").send_keys("s")
+    run = Run(similar_root / "keys")
+    listed = [r["sample"] for r in _listed_as(d, run.similar(anchor, k=8)["index"].tolist())]
+    assert _asked(d, anchor) == 1, "s showed the answer asked before it"
+    # Two listed rows one after the other, the first among the second's neighbours.
+    row = next(i for i in range(len(listed) - 1)
+               if listed[i] in run.similar(listed[i + 1], k=8)["index"].tolist())
+    dropped, looked = listed[row], listed[row + 1]
+    store = CurationStore(similar_root / "keys" / "curation.sqlite")
+    focus_row(d, row)
+    wait_for(lambda: focused_sample(d) == dropped)
+    d.find_element(By.TAG_NAME, "body").send_keys("d")  # the focus moves on to `looked`
+    wait_for(lambda: store.overrides().get(dropped) == "drop")
+    wait_for(lambda: focused_sample(d) == looked and _asked(d, looked) >= 1)
+    wait_for(lambda: next(r["state"] for r in grid_rows(d) if r["sample"] == dropped)
+             == "dropped")
+    before = _asked(d, looked)
+    press_undo(d)
+    wait_for(lambda: dropped not in store.overrides())
+    wait_for(lambda: next(r["state"] for r in grid_rows(d) if r["sample"] == dropped)
+             != "dropped")
+    d.find_element(By.TAG_NAME, "body").send_keys("s")
+    rows = _listed_as(d, run.similar(looked, k=8)["index"].tolist())
+    assert _asked(d, looked) > before, "an answer asked before the undo was shown"
+    assert next(r["state"] for r in rows if r["sample"] == dropped) != "dropped"
+    scroll_click(d, d.find_element(By.ID, "similar-back"))
+    wait_for(lambda: _line(d) == "")
