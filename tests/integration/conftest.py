@@ -7,7 +7,10 @@ throw-away Redis on another port for outage tests.
 the project root); tests that need it skip, saying why, when it is missing.
 
 Tests use Redis database 15 and flush it before and after, so they never touch data in
-the database an app on this machine uses.
+the database an app on this machine uses; each further pytest-xdist process uses its own
+(14, 13, …): a worker one test started must never take another test's job off a shared
+queue (it would find no such run in its runs root and drop it), and one process's flush
+must not empty another's queue.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from PIL import Image
 from tests.conftest import ROOT
 
 SHARED = Path(os.environ.get("CURATOR_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
-TEST_DB_URL = "redis://127.0.0.1:6379/15"
+_XDIST_INDEX = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+TEST_DB_URL = f"redis://127.0.0.1:6379/{15 - _XDIST_INDEX % 15}"
 BIN = Path(sys.executable).parent
 CURATOR = str(BIN / "curator")
 REDIS_START = ["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1", "--port",
