@@ -8,7 +8,8 @@
 // - Clicking a point scrolls the list to its row, focuses and selects it.
 // - s lists the nearest samples of the hovered map point, else of the focused row
 //   (app/curate/similar_panel.py): the list then holds them, sorted by distance, and each
-//   is ringed on the map where it is in the class shown.
+//   is ringed on the map where it is in the class shown. The answer (and its thumbnails)
+//   is asked for once the row or the point has rested under focus or pointer a moment.
 // - The review actions' keys (app/curate/key_actions.py: j / k, a, d, r, m) act on the focused row. An
 //   action writes {sample, action, label, at} into the review-key store (the server's
 //   on_review_edit runs its operation) and moves the focus on at once; the focused row's
