@@ -23,9 +23,12 @@ INSERT INTO jobs (id, kind, params, status, created_at)
 
 
 def _old_store(path: Path) -> None:
-    with sqlite3.connect(path) as db:
-        db.executescript(FIRST_SCHEMA)
-    sqlite3.connect(path).close()
+    """A store as the first release left it: WAL journal (its JobStore set it), the jobs
+    table without the later columns."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(FIRST_SCHEMA)
+    db.close()
 
 
 def _open(path: str, barrier, errors) -> None:  # noqa: ANN001 (multiprocessing proxies)
