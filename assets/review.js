@@ -282,15 +282,15 @@
   // since it was asked: no review key, no press outside the list, no new rows (REV; the
   // answer is asked for again once they are in).
   const EARLY_MS = 5000;
-  let early = null, changes = 0;
-  const changed = () => { changes += 1; early = null; };
+  let early = null;
+  const changed = () => { early = null; };  // what it holds may have changed: ask again
   function askEarly() {
     const base = similarUrl();
     if (!base || !document.getElementById(GRID).offsetParent) return;
     const url = base + "&listing=" + (store.get("similar") ? 1 : 0);
     if (earlyFor(url)) return;
     const got = request(url);
-    early = {url, changes, at: Date.now(), got, thumbs: []};
+    early = {url, at: Date.now(), got, thumbs: []};
     const asked = early;
     // Its rows' thumbnails fetched and decoded now too: a listing's ten-odd new images
     // loading while its rows paint held that frame back by 20-30 ms on two cores.
@@ -303,8 +303,7 @@
     }));
   }
   function earlyFor(url) {
-    return early && early.url === url && early.changes === changes &&
-      Date.now() - early.at < EARLY_MS ? early.got : null;
+    return early && early.url === url && Date.now() - early.at < EARLY_MS ? early.got : null;
   }
   const outsideList = (e) => !(e.target.closest && e.target.closest("#" + CSS.escape(GRID)));
   // A click anywhere but on the list may change what the answer holds (the keys for Undo
