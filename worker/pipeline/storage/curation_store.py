@@ -48,7 +48,7 @@ from worker.pipeline.errors import InputError
 from worker.pipeline.number_params import check
 from worker.pipeline.storage.author import current_author
 from worker.pipeline.storage.rundir import RunDir, no_permission, now_iso
-from worker.pipeline.storage.transaction import immediate
+from worker.pipeline.storage.transaction import add_missing_columns, immediate
 from worker.pipeline.storage.version_store import VERSIONS_SCHEMA, add_initial_version
 
 DECISIONS = ("keep", "drop")
@@ -217,9 +217,7 @@ class CurationStore:
     @classmethod
     def _migrate(cls, db: sqlite3.Connection) -> None:
         """The changes of :meth:`_mark_pipeline_rows`, inside its transaction."""
-        for table, column, declaration in ADDED_COLUMNS:
-            if not any(r[1] == column for r in db.execute(f"PRAGMA table_info({table})")):
-                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        add_missing_columns(db, ADDED_COLUMNS)
         if db.execute("PRAGMA user_version").fetchone()[0] >= 1:
             return  # its pipeline rows were marked when it reached version 1
         first = [hid for hid, description, changes in db.execute(

@@ -21,7 +21,7 @@ from typing import Any
 from worker.pipeline.storage.author import by_token, current_author
 from worker.pipeline.storage.curation_store import connect
 from worker.pipeline.storage.rundir import now_iso
-from worker.pipeline.storage.transaction import immediate
+from worker.pipeline.storage.transaction import add_missing_columns, immediate
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINAL = ("succeeded", "failed", "cancelled")
@@ -38,8 +38,8 @@ CREATE TABLE IF NOT EXISTS jobs (
 # Columns added after the first release, for stores created before them.
 # submitted_by: who queued the job (storage/author.py); by_token: 1 when that is an access
 # token's person, whose role the worker checks again before it runs the job.
-ADDED_COLUMNS = {"phase_started_at": "TEXT", "submitted_by": "TEXT",
-                 "by_token": "INTEGER NOT NULL DEFAULT 0"}
+ADDED_COLUMNS = (("jobs", "phase_started_at", "TEXT"), ("jobs", "submitted_by", "TEXT"),
+                 ("jobs", "by_token", "INTEGER NOT NULL DEFAULT 0"))
 
 
 class JobStore:
@@ -54,10 +54,7 @@ class JobStore:
             # and the app) would otherwise both see a column missing and both add it.
             with immediate(db):
                 db.execute(SCHEMA)
-                have = {r["name"] for r in db.execute("PRAGMA table_info(jobs)")}
-                for name, kind in ADDED_COLUMNS.items():
-                    if name not in have:
-                        db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {kind}")
+                add_missing_columns(db, ADDED_COLUMNS)
 
     def _connect(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return connect(self.path, sqlite3.Row)

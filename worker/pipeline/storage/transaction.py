@@ -1,10 +1,11 @@
-"""One SQLite write transaction that holds the lock from its first statement."""
+"""One SQLite write transaction that holds the lock from its first statement, and the
+columns a later release added, put into an older store inside it."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 
 @contextlib.contextmanager
@@ -23,3 +24,15 @@ def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     except BaseException:
         db.execute("ROLLBACK")
         raise
+
+
+def add_missing_columns(db: sqlite3.Connection,
+                        columns: Iterable[tuple[str, str, str]]) -> None:
+    """Add each ``(table, column, declaration)`` of ``columns`` that ``db`` lacks.
+
+    Call it inside :func:`immediate`: two processes opening an older store at once would
+    otherwise both see a column missing and both add it ("duplicate column name").
+    """
+    for table, column, declaration in columns:
+        if not any(r[1] == column for r in db.execute(f"PRAGMA table_info({table})")):
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")

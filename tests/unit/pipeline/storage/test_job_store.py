@@ -58,6 +58,6 @@ def test_an_older_store_opened_by_several_processes_at_once_gains_each_column_on
         assert not failures, failures
         assert all(p.exitcode == 0 for p in workers)
         columns = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(jobs)")]
-        assert all(columns.count(name) == 1 for name in ADDED_COLUMNS), columns
+        assert all(columns.count(name) == 1 for _, name, _ in ADDED_COLUMNS), columns
         old = JobStore(path).get("old")
         assert old is not None and old["status"] == "succeeded" and old["by_token"] == 0
