@@ -53,7 +53,7 @@ from app.layout import small_button
 from app.run_data import run_data
 from worker.pipeline.errors import InputError
 from worker.pipeline.map.image_query import load_network, nearest_to_image
-from worker.pipeline.map.similar import nearest_samples
+from worker.pipeline.map.similar import nearest_samples, search_space
 from worker.pipeline.number_params import PARAMS, check
 
 ASK = "ask"  # :func:`answer`'s trigger for the s key's sample (app/script_routes.py)
@@ -77,8 +77,8 @@ REQUEST_SLACK = 64 * 1024
 def layout(page: Page) -> html.Div:
     """The line that says what is listed, with Back to the list, over the review list
     (no height while nothing is listed, so the list starts where it did), and its stores.
-    The run's network starts loading in the background (:func:`warm_network`)."""
-    warm_network(page.run_id)
+    What the first asks read starts loading in the background (:func:`warm_run`)."""
+    warm_run(page.run_id)
     return html.Div([
         dcc.Store(id=SIMILAR), dcc.Store(id=SHOWN), dcc.Store(id=HELD), dcc.Store(id=FILE),
         dcc.Store(id=LIMIT, data=upload_limit()),
@@ -108,27 +108,32 @@ _WARMED: set[tuple[str, str]] = set()  # (runs root, run id)
 _WARMED_LOCK = threading.Lock()
 
 
-def warm_network(run_id: str) -> None:
-    """Load run ``run_id``'s network into the server in a background thread, at a lower
-    CPU priority than the page's own work, the first time its page opens in this process:
-    the first image dropped on the page then waits 30 ms for its features, not 4.6 s for
-    torch and the network (docs/benchmarks.md, "More like this")."""
+def warm_run(run_id: str) -> None:
+    """Load what run ``run_id``'s first asks read into the server, in a background thread
+    at a lower CPU priority than the page's own work, the first time its page opens in
+    this process: the search space (the run's PCA rows), so the first ``s`` waits for its
+    search, not for reading them (1.0 s at 1.28M samples) or, with no cached PCA, for
+    scikit-learn's import and the fit (1.1 s at 50,000); then the network, so the first
+    image dropped on the page waits 30 ms for its features, not 4.6 s for torch and the
+    network (docs/benchmarks.md, "More like this")."""
     root = settings().runs_root
     with _WARMED_LOCK:
         if (str(root), run_id) in _WARMED:
             return
         _WARMED.add((str(root), run_id))
-    threading.Thread(target=_load_network, args=(root, run_id), daemon=True,
-                     name="curator-warm-network").start()
+    threading.Thread(target=_load_run, args=(root, run_id), daemon=True,
+                     name="curator-warm-run").start()
 
 
-def _load_network(runs_root: Path, run_id: str) -> None:
+def _load_run(runs_root: Path, run_id: str) -> None:
     with contextlib.suppress(OSError):  # a thread's priority is Linux's to lower
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-    # Any failure here is the first query's to report, in its own line: a warm-up has no
+    # Any failure here is the first ask's to report, in its own line: a warm-up has no
     # one to tell.
     with contextlib.suppress(Exception):
-        load_network(run_data(runs_root, run_id).run)
+        run = run_data(runs_root, run_id).run
+        search_space(run)
+        load_network(run)
 
 
 def upload_limit() -> int:

@@ -5,6 +5,8 @@ assets/review.js ``askSimilar``)."""
 from __future__ import annotations
 
 import json
+import sys
+import time
 
 import pytest
 
@@ -70,3 +72,21 @@ def test_the_route_keeps_the_servers_guards(root):
     assert get(client, "/similar/digits/3.json?token=s3cret").status_code == 200
     other = client.get("/similar/digits/3.json?token=s3cret", headers={"Host": "evil.test"})
     assert other.status_code == 403
+
+
+def test_opening_the_page_builds_the_search_space_the_first_s_reads(root, fresh_run):
+    # The first s of a server then waits for its search only (similar_panel.warm_run).
+    from app.server import create_app
+    from worker.pipeline.map import similar
+
+    def built() -> bool:
+        return any(key[0] == str(fresh_run.path.resolve()) for key in similar.search_space.cache)
+
+    app = create_app(Settings(runs_root=root))
+    assert not built()
+    with app.server.test_request_context("/"):
+        sys.modules["pages.curate"].layout(run_id="digits")
+    deadline = time.monotonic() + 60
+    while not built() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert built(), "the page's warm-up did not build the run's search space"
