@@ -331,8 +331,9 @@ def _stamp(weights: str | None) -> tuple[int, int] | None:
 
 
 # The last networks loaded, by what decides them: loading EfficientNet-Lite0 is most of a
-# first query's time, so a server's next query of a run of the same model skips it.
-@cached(LRUCache(maxsize=2), lock=threading.Lock(), info=True)
+# first query's time, so a server's next query of a run of the same model skips it. A
+# query while the network loads (the Curate page loads it as it opens) waits for that load.
+@cached(LRUCache(maxsize=2), condition=threading.Condition(), info=True)
 def _network(model: str, weights: str | None, stamp: tuple[int, int] | None,
              input_size: int | None, native_size: int, seed: int | None
              ) -> tuple[Backbone, nn.Module, torch.device]:

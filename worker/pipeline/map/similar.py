@@ -58,7 +58,9 @@ def _space_key(run: RunDir) -> tuple:
                    st.st_mtime_ns, st.st_size)
 
 
-@cached(LRUCache(maxsize=SPACES_KEPT), key=_space_key, lock=threading.Lock())
+# A second ask while the first builds the space (the Curate page builds it as it opens)
+# waits for that build: two fits at once on two cores finish later than one.
+@cached(LRUCache(maxsize=SPACES_KEPT), key=_space_key, condition=threading.Condition())
 def search_space(run: RunDir) -> SearchSpace:
     """The run's :class:`SearchSpace`, built on the first query and kept in the process."""
     pca = run_pca(run, SPACE_DIMS)

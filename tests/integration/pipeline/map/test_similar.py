@@ -70,3 +70,28 @@ def test_a_bad_sample_or_count_is_one_line(digits_run, args, message):
     assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr
     with pytest.raises(InputError):
         tc.open(digits_run.path).similar(5000)
+
+
+def test_two_asks_at_once_build_the_search_space_once(digits_run, monkeypatch):
+    # The Curate page builds the space as it opens; an s pressed meanwhile waits for that
+    # build instead of fitting the PCA a second time beside it.
+    import threading
+    import time
+
+    from worker.pipeline.map import similar
+
+    builds = []
+
+    def slow_pca(*args, **kwargs):  # the real PCA, made slow enough for the two to overlap
+        builds.append(1)
+        time.sleep(0.5)
+        return run_pca(*args, **kwargs)
+
+    monkeypatch.setattr(similar, "run_pca", slow_pca)
+    similar.search_space.cache_clear()
+    asks = [threading.Thread(target=nearest_samples, args=(digits_run, i, 5)) for i in (1, 2)]
+    for ask in asks:
+        ask.start()
+    for ask in asks:
+        ask.join(60)
+    assert len(builds) == 1
