@@ -358,6 +358,14 @@
   function heldListing(held, similar) {
     changed();  // new rows, or a new listing: an answer asked before may not hold them
     askSoon();
+    // The queue's first rows come filtered to the class shown when they were asked for
+    // (review_list.grid_content names it): a class picked while they were on their way (at
+    // 1.28M samples they take seconds) is followed again, or the list would show one class
+    // beside the map of another.
+    if (held && held.filtered !== undefined && !similar && followed !== null &&
+        String(held.filtered) !== String(followed)) {
+      setProps(GRID, {filterModel: followedModel});
+    }
     if (similar && similar.id === lastListing && !answering && !unsynced &&
         (!held || held.similar !== similar.id)) {
       fetchListing(lastAsked, true);
@@ -426,7 +434,7 @@
   // re-applies that prop when rows arrive and when it re-renders, so a model set only
   // through the API could be replaced by the previous class's (a stale prop) — and a prop
   // set before the grid exists is applied when it is created.
-  let followed = null;
+  let followed = null, followedModel = {};
   function followClass(shown, filters) {
     const dc = window.dash_clientside;
     const code = shown;
@@ -438,7 +446,7 @@
     // again when it ends (its rows come filtered to the class shown: review_list.on_queue).
     if (store.get("similar")) return code;
     // The class's filter model, built once by the server (app/curate/review_list.py class_filter).
-    const model = code === "all" ? {} : (filters || {})[String(code)] || {};
+    const model = followedModel = code === "all" ? {} : (filters || {})[String(code)] || {};
     requestAnimationFrame(() => setTimeout(() => {
       if (String(followed) === String(code)) setProps(GRID, {filterModel: model});
     }, 0));

@@ -43,6 +43,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.keys import Keys
 
 from bench.browser import (
+    CLASS_NODE,
     Server,
     class_cell,
     pick_class,
@@ -483,8 +484,13 @@ def show_class_listed(driver, code: int) -> None:
     the class after the map has painted, and keys sent before its filter would race the
     refilter (which moves the rows under the focus)."""
     pick_class(driver, code)
+    name = driver.execute_script(CLASS_NODE + "return nodeOf(arguments[0]).data.class;",
+                                 str(code))
+    # The class's own filter: the page's first class had one already, and keys sent while
+    # the list still showed that class's rows reached rows the map no longer draws.
     wait_for(lambda: driver.execute_script(
-        "return 'given' in dash_ag_grid.getApi('review-grid').getFilterModel()"), timeout=30)
+        "const f = dash_ag_grid.getApi('review-grid').getFilterModel().given;"
+        "return !!f && f.filter === arguments[0];", name), timeout=30)
     wait_for(lambda: len(driver.find_elements("css selector", "#review-grid .ag-row")) > 2,
              timeout=30)
     time.sleep(0.3)

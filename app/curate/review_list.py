@@ -77,7 +77,8 @@ FOCUS = ids.REVIEW_FOCUS  # the focused row's sample, written by assets/review.j
 DETAIL = "review-detail"  # why the focused row is flagged
 SELECTION = "review-selection"  # "only the N points selected on the map" (assets/review.js)
 # What the grid holds: {"rev": the store revision of its rows, "similar": the "similar
-# to" listing's id, or None for the review queue}.
+# to" listing's id, or None for the review queue; with the queue's first rows also
+# "filtered": the class code ("all") they came filtered to}.
 REV = "review-rev"
 FOLLOWED = "review-followed"  # the class the grid's filter last followed (assets/review.js)
 CLASS_FILTERS = "review-class-filters"  # each class's filter model (class_filter), by code
@@ -490,7 +491,10 @@ def grid_content(data, state, run_id: str, similar: dict | None, held: dict, sho
     before = None if fresh else review.rows_at(data, run_id, held["rev"])
     if before is None:
         code = code_of(shown)
-        return {**out, "rows": rows, "first_filter": {} if code is None else filters[str(code)]}
+        # REV names the class these rows were filtered for: one picked while they were on
+        # their way is followed again when they land (assets/review.js heldListing).
+        return {**out, "rev": {**out["rev"], "filtered": "all" if code is None else str(code)},
+                "rows": rows, "first_filter": {} if code is None else filters[str(code)]}
     return {**out, "changes": review.row_changes(before, rows)}
 
 
