@@ -100,12 +100,17 @@ document.addEventListener('load', e => {
 
 @contextlib.contextmanager
 def served_run(run: Path, prefix: str) -> Iterator[tuple[Server, object]]:
-    """``curator serve`` on a copy of ``run`` (as run id ``bench``, without its cache and
-    exports) and a headless Chromium, both stopped and the copy removed after."""
+    """``curator serve`` on a copy of ``run`` (as run id ``bench``, without its exports and
+    its cache but for the map's PCA, which every run the pipeline made keeps there) and a
+    headless Chromium, both stopped and the copy removed after."""
     work = Path(tempfile.mkdtemp(prefix=prefix))
     root = work / "runs"
     root.mkdir()
     shutil.copytree(run, root / "bench", ignore=shutil.ignore_patterns("cache", "exports"))
+    # Without it the server's first s fits the PCA again, which no user's server does.
+    (root / "bench" / "cache").mkdir(exist_ok=True)
+    for pca in (run / "cache").glob("pca-*.npz"):
+        shutil.copy2(pca, root / "bench" / "cache" / pca.name)
     try:
         with served(root) as (server, driver):
             yield server, driver
