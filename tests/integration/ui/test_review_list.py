@@ -288,11 +288,16 @@ def test_rule_panel_explains_the_class_and_flag_more_fewer_are_undoable(page, re
     d = _open(page, "cut")
     store = _store(review_root, "cut")
     pick_class(d, 3)
-    lines = wait_for(lambda: (lambda ls: ls if ls and ls[0].startswith("Estimated") else None)(
-        _rule_lines(d)))
-    assert lines[:2] == ["Estimated wrong labels: 11–14 of 175 (6.3–8.0%).",
-                         "14 flagged: 11 whatever DBSCAN says, 3 because DBSCAN calls them "
-                         "noise (of 3 it decides)."]
+    want = ["Estimated wrong labels: 11–14 of 175 (6.3–8.0%).",
+            "14 flagged: 11 whatever DBSCAN says, 3 because DBSCAN calls them "
+            "noise (of 3 it decides)."]
+    # Waits for class 3's lines: on a busy host the first class's may still be shown.
+    try:
+        wait_for(lambda: _rule_lines(d)[:2] == want, timeout=30)
+    except AssertionError:
+        pass  # the assertion below prints what is shown
+    lines = _rule_lines(d)
+    assert lines[:2] == want
     # The span's numbers depend on the map (the host's kernels):
     # tests/integration/pipeline/curation/test_cluster_step.py checks them against
     # scikit-learn; here the page says what the server computes.
